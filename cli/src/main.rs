@@ -1,0 +1,44 @@
+//! `framescope`: run apps under the layer, install it, and read dumps.
+
+mod counters;
+mod install;
+mod locate;
+mod report;
+mod run;
+
+const USAGE: &str = "\
+usage: framescope <command> [args]
+
+commands:
+  run [--] CMD ARGS...     run CMD with framescope enabled (nothing installed)
+  install [--prefix DIR]   install the Vulkan layer manifests (implicit + explicit)
+  uninstall [--prefix DIR] remove them
+  report DUMP              print the summary of a JSON Lines dump
+  counters [--gpu NAME] [--json] [--explain NAME]
+                           list known counters
+";
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let Some(cmd) = args.first() else {
+        eprint!("{USAGE}");
+        std::process::exit(2);
+    };
+    let rest = &args[1..];
+    let code = match cmd.as_str() {
+        "run" => run::main(rest),
+        "install" => install::install_main(rest),
+        "uninstall" => install::uninstall_main(rest),
+        "report" => report::main(rest),
+        "counters" => counters::main(rest),
+        "-h" | "--help" | "help" => {
+            print!("{USAGE}");
+            0
+        }
+        other => {
+            eprintln!("framescope: unknown command '{other}'\n{USAGE}");
+            2
+        }
+    };
+    std::process::exit(code);
+}

@@ -1,0 +1,1 @@
+//! Counter model, equation engine, counter databases and platform backends.

@@ -1,0 +1,1 @@
+//! framescope core: configuration, frame model, frame assembly, statistics and the dump writer.

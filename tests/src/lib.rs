@@ -1,0 +1,1 @@
+//! Integration-test harness: Xvfb, running apps under the layer, validation checks.
