@@ -1,1 +1,23 @@
 //! framescope core: configuration, frame model, frame assembly, statistics and the dump writer.
+//!
+//! Everything here is pure Rust with no Vulkan or GL types, so the layers and the CLI share
+//! one implementation and it can be unit-tested without a GPU.
+//!
+//! Threading contract: [`assembly::FrameAssembler`], [`gpu_time::IntervalSet`] and
+//! [`dump::DumpWriter::push`] are safe to use on the app's threads in steady state: they do
+//! no file I/O, never block on the writer and allocate nothing per frame. Everything that
+//! serialises or writes runs on the dump writer's own thread.
+
+pub mod assembly;
+pub mod clock;
+pub mod config;
+pub mod dump;
+pub mod frame;
+pub mod gpu_time;
+pub mod stats;
+
+/// The dump schema id written in every header record.
+pub const SCHEMA_ID: &str = "framescope.v1";
+
+/// framescope's version, as written in the dump header.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");

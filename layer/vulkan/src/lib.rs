@@ -1,1 +1,57 @@
+//! `VK_LAYER_FRAMESCOPE_overlay`: the framescope Vulkan layer.
+//!
+//! Exports only the loader entry points; everything else is reached through them. Each hook
+//! forwards to the next layer and runs its own bookkeeping inside `guard::guarded`, so an
+//! internal failure is logged once and the app's call still goes through.
+#![allow(clippy::missing_safety_doc)]
 
+mod cmdbuf;
+mod device;
+mod fault;
+mod guard;
+mod instance;
+mod loader_abi;
+mod log;
+mod present;
+mod proc_addr;
+mod queue;
+mod registry;
+
+use ash::vk;
+use loader_abi::*;
+use std::ffi::c_char;
+
+static NEGOTIATE: guard::Site = guard::Site::new("vkNegotiateLoaderLayerInterfaceVersion");
+
+/// Loader interface v2 negotiation.
+#[no_mangle]
+pub unsafe extern "system" fn vkNegotiateLoaderLayerInterfaceVersion(
+    p: *mut VkNegotiateLayerInterface,
+) -> vk::Result {
+    guard::guarded(&NEGOTIATE, || {
+        if p.is_null() {
+            return vk::Result::ERROR_INITIALIZATION_FAILED;
+        }
+        // SAFETY: the loader passes a valid negotiation struct it owns for this call.
+        let n = unsafe { &mut *p };
+        if n.s_type != LAYER_NEGOTIATE_INTERFACE_STRUCT || n.loader_layer_interface_version < LAYER_INTERFACE_VERSION {
+            return vk::Result::ERROR_INITIALIZATION_FAILED;
+        }
+        n.loader_layer_interface_version = LAYER_INTERFACE_VERSION;
+        n.pfn_get_instance_proc_addr = Some(proc_addr::gipa_entry);
+        n.pfn_get_device_proc_addr = Some(proc_addr::gdpa_entry);
+        n.pfn_get_physical_device_proc_addr = None;
+        vk::Result::SUCCESS
+    })
+    .unwrap_or(vk::Result::ERROR_INITIALIZATION_FAILED)
+}
+
+#[no_mangle]
+pub unsafe extern "system" fn vkGetInstanceProcAddr(instance: vk::Instance, name: *const c_char) -> vk::PFN_vkVoidFunction {
+    proc_addr::get_instance_proc_addr(instance, name)
+}
+
+#[no_mangle]
+pub unsafe extern "system" fn vkGetDeviceProcAddr(device: vk::Device, name: *const c_char) -> vk::PFN_vkVoidFunction {
+    proc_addr::get_device_proc_addr(device, name)
+}

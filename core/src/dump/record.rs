@@ -1,0 +1,347 @@
+//! The three record types of a `framescope.v1` dump and their JSON encoding.
+//!
+//! Frame lines are serialised straight from a [`FrameRecord`] into a reused buffer (no
+//! intermediate `serde_json::Value`), in a stable field order with `type` first.
+
+use crate::frame::{vk_format_name, vk_present_mode_name, DispatchKind, DrawKind, FrameRecord, GpuMissing};
+use crate::stats::Summary;
+use serde::ser::{SerializeMap, Serializer};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value as Json};
+
+/// Graphics API the frames come from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Api {
+    Vulkan,
+    OpenGL,
+    OpenGLES,
+}
+
+/// The GPU and driver, as the layer found them.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct DeviceInfo {
+    pub name: String,
+    pub vendor_id: u32,
+    pub device_id: u32,
+    /// `VkPhysicalDeviceDriverProperties::driverName`, when known.
+    pub driver_name: Option<String>,
+    /// `VkPhysicalDeviceDriverProperties::driverInfo`, when known.
+    pub driver_info: Option<String>,
+    /// `VkPhysicalDeviceProperties::driverVersion` as reported (vendor-specific encoding).
+    pub driver_version_raw: u32,
+    /// `VkPhysicalDeviceProperties::apiVersion`.
+    pub api_version_raw: u32,
+    /// Further fields (e.g. `device_type`, `uuid`), written into the `device` object.
+    pub extra: Map<String, Json>,
+}
+
+impl DeviceInfo {
+    /// The `device` object of the header.
+    pub fn to_json(&self) -> Json {
+        let mut m = Map::new();
+        m.insert("name".into(), self.name.clone().into());
+        m.insert("vendor_id".into(), self.vendor_id.into());
+        m.insert("device_id".into(), self.device_id.into());
+        m.insert("driver_name".into(), self.driver_name.clone().into());
+        m.insert("driver_info".into(), self.driver_info.clone().into());
+        m.insert(
+            "driver_version".into(),
+            format_driver_version(self.vendor_id, self.driver_version_raw).into(),
+        );
+        m.insert("driver_version_raw".into(), self.driver_version_raw.into());
+        m.insert("api_version".into(), format_vk_version(self.api_version_raw).into());
+        for (k, v) in &self.extra {
+            m.entry(k.clone()).or_insert_with(|| v.clone());
+        }
+        Json::Object(m)
+    }
+}
+
+/// A Vulkan version number as `major.minor.patch`.
+pub fn format_vk_version(v: u32) -> String {
+    format!("{}.{}.{}", (v >> 22) & 0x7f, (v >> 12) & 0x3ff, v & 0xfff)
+}
+
+/// A driver version in the vendor's own notation: NVIDIA packs 10.8.8.6 bits; Mesa and
+/// most others use the Vulkan version encoding.
+pub fn format_driver_version(vendor_id: u32, v: u32) -> String {
+    if vendor_id == 0x10de {
+        format!("{}.{}.{}.{}", v >> 22, (v >> 14) & 0xff, (v >> 6) & 0xff, v & 0x3f)
+    } else {
+        format_vk_version(v)
+    }
+}
+
+/// One counter of the header's catalogue; frames refer to counters by catalogue index.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CounterDesc {
+    pub name: String,
+    /// e.g. `ns`, `%`, `bytes`, `MHz`, `W`, `C`, `count`.
+    pub unit: String,
+    /// Where it comes from, e.g. `vulkan`, `nvml`, `amdgpu-sysfs`, `perf`.
+    pub source: String,
+    /// What it is measured over, e.g. `frame`, `device`, `process`.
+    pub scope: String,
+}
+
+/// A counter source that could not be used, and why.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Unavailable {
+    pub source: String,
+    pub reason: String,
+}
+
+/// What the layer knows for the header. The writer adds the process facts (pid, exe, args),
+/// the schema id, versions and clock origin itself, on its own thread.
+#[derive(Clone, Debug)]
+pub struct Header {
+    pub api: Api,
+    pub device: Option<DeviceInfo>,
+    /// `VkPhysicalDeviceLimits::timestampPeriod` (ns per tick).
+    pub timestamp_period: Option<f64>,
+    /// Config in effect; [`crate::dump::DumpWriter::from_config`] fills it in.
+    pub config: Json,
+    pub counters: Vec<CounterDesc>,
+    pub unavailable: Vec<Unavailable>,
+    /// Free extra top-level fields (e.g. `"device_create_fallback": true`). A name that
+    /// collides with a standard field is dropped.
+    pub extra: Map<String, Json>,
+}
+
+impl Header {
+    pub fn new(api: Api) -> Self {
+        Header {
+            api,
+            device: None,
+            timestamp_period: None,
+            config: Json::Null,
+            counters: Vec::new(),
+            unavailable: Vec::new(),
+            extra: Map::new(),
+        }
+    }
+}
+
+/// Facts about the process and the writer, added to the header by the writer thread.
+pub(crate) struct ProcessFacts {
+    pub pid: u32,
+    pub exe: String,
+    pub args: Vec<String>,
+    pub path: String,
+    pub start_ns: u64,
+    pub start_unix_ns: u64,
+    pub queue_capacity: usize,
+}
+
+#[derive(Serialize)]
+struct HeaderLine<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    schema: &'static str,
+    framescope_version: &'static str,
+    pid: u32,
+    exe: &'a str,
+    args: &'a [String],
+    clock: &'static str,
+    start_ns: u64,
+    start_unix_ns: u64,
+    dump_path: &'a str,
+    queue_capacity: usize,
+    api: Api,
+    device: Option<Json>,
+    timestamp_period: Option<f64>,
+    config: &'a Json,
+    counters: &'a [CounterDesc],
+    unavailable: &'a [Unavailable],
+    #[serde(flatten)]
+    extra: Map<String, Json>,
+}
+
+const HEADER_FIELDS: &[&str] = &[
+    "type",
+    "schema",
+    "framescope_version",
+    "pid",
+    "exe",
+    "args",
+    "clock",
+    "start_ns",
+    "start_unix_ns",
+    "dump_path",
+    "queue_capacity",
+    "api",
+    "device",
+    "timestamp_period",
+    "config",
+    "counters",
+    "unavailable",
+];
+
+/// Appends the header line (with `\n`) to `out`.
+pub(crate) fn write_header(out: &mut Vec<u8>, h: &Header, p: &ProcessFacts) {
+    let mut extra = h.extra.clone();
+    extra.retain(|k, _| !HEADER_FIELDS.contains(&k.as_str()));
+    let line = HeaderLine {
+        kind: "header",
+        schema: crate::SCHEMA_ID,
+        framescope_version: crate::VERSION,
+        pid: p.pid,
+        exe: &p.exe,
+        args: &p.args,
+        clock: "CLOCK_MONOTONIC",
+        start_ns: p.start_ns,
+        start_unix_ns: p.start_unix_ns,
+        dump_path: &p.path,
+        queue_capacity: p.queue_capacity,
+        api: h.api,
+        device: h.device.as_ref().map(DeviceInfo::to_json),
+        timestamp_period: h.timestamp_period,
+        config: &h.config,
+        counters: &h.counters,
+        unavailable: &h.unavailable,
+        extra,
+    };
+    serde_json::to_writer(&mut *out, &line).expect("header serialises");
+    out.push(b'\n');
+}
+
+struct FrameLine<'a> {
+    r: &'a FrameRecord,
+    catalogue: &'a [CounterDesc],
+}
+
+struct ByKind<'a>(&'a [&'static str], &'a [u32]);
+
+impl Serialize for ByKind<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(self.0.len()))?;
+        for (name, v) in self.0.iter().zip(self.1) {
+            m.serialize_entry(name, v)?;
+        }
+        m.end()
+    }
+}
+
+struct Counters<'a>(&'a FrameLine<'a>);
+
+impl Serialize for Counters<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let FrameLine { r, catalogue } = self.0;
+        let mut m = s.serialize_map(Some(catalogue.len()))?;
+        for (i, c) in catalogue.iter().enumerate() {
+            // Non-finite values serialise as null, like unavailable ones.
+            m.serialize_entry(&c.name, &r.counters.get(i as u16))?;
+        }
+        m.end()
+    }
+}
+
+struct Swapchain<'a>(&'a crate::frame::SwapchainInfo);
+
+impl Serialize for Swapchain<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let sc = self.0;
+        let mut m = s.serialize_map(Some(7))?;
+        // Hex string: handles can exceed 2^53, which JSON readers may round.
+        m.serialize_entry("handle", &format_args!("{:#x}", sc.handle).to_string())?;
+        m.serialize_entry("width", &sc.width)?;
+        m.serialize_entry("height", &sc.height)?;
+        m.serialize_entry("format", &sc.format)?;
+        m.serialize_entry("format_name", &vk_format_name(sc.format))?;
+        m.serialize_entry("present_mode", &sc.present_mode)?;
+        m.serialize_entry("present_mode_name", &vk_present_mode_name(sc.present_mode))?;
+        m.end()
+    }
+}
+
+const DRAW_NAMES: [&str; DrawKind::COUNT] = {
+    let mut names = [""; DrawKind::COUNT];
+    let mut i = 0;
+    while i < DrawKind::COUNT {
+        names[i] = DrawKind::ALL[i].name();
+        i += 1;
+    }
+    names
+};
+
+const DISPATCH_NAMES: [&str; DispatchKind::COUNT] = [
+    DispatchKind::ALL[0].name(),
+    DispatchKind::ALL[1].name(),
+    DispatchKind::ALL[2].name(),
+];
+
+impl Serialize for FrameLine<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let r = self.r;
+        let c = &r.counts;
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("type", "frame")?;
+        m.serialize_entry("frame", &r.frame)?;
+        m.serialize_entry("t_ns", &r.t_ns)?;
+        m.serialize_entry("cpu_frame_ns", &r.cpu_frame_ns)?;
+        m.serialize_entry("gpu_busy_ns", &r.gpu.busy_ns)?;
+        m.serialize_entry("gpu_span_ns", &r.gpu.span_ns)?;
+        m.serialize_entry("gpu_begin_ns", &r.gpu.begin_ns)?;
+        m.serialize_entry("gpu_end_ns", &r.gpu.end_ns)?;
+        // The reason is there exactly when the GPU time is not, whatever the record says.
+        let missing = match r.gpu.busy_ns {
+            Some(_) => None,
+            None => Some(r.gpu.missing.unwrap_or(GpuMissing::Unknown).name()),
+        };
+        m.serialize_entry("gpu_missing", &missing)?;
+        m.serialize_entry("draws", &c.draws_total())?;
+        m.serialize_entry("dispatches", &c.dispatches_total())?;
+        m.serialize_entry("submits", &c.submits)?;
+        m.serialize_entry("command_buffers", &c.command_buffers)?;
+        m.serialize_entry("render_passes", &c.render_passes)?;
+        m.serialize_entry("pipeline_binds", &c.pipeline_binds)?;
+        m.serialize_entry("barriers", &c.barriers)?;
+        m.serialize_entry("trace_rays", &c.trace_rays)?;
+        m.serialize_entry("queues_without_timestamps", &c.queues_without_timestamps)?;
+        m.serialize_entry("draws_by_kind", &ByKind(&DRAW_NAMES, &c.draws.0))?;
+        m.serialize_entry("dispatches_by_kind", &ByKind(&DISPATCH_NAMES, &c.dispatches.0))?;
+        m.serialize_entry("end", r.end.name())?;
+        m.serialize_entry("swapchain", &r.swapchain.as_ref().map(Swapchain))?;
+        m.serialize_entry("counters", &Counters(self))?;
+        m.end()
+    }
+}
+
+/// Appends one frame line (with `\n`) to `out`.
+pub fn write_frame(out: &mut Vec<u8>, r: &FrameRecord, catalogue: &[CounterDesc]) {
+    serde_json::to_writer(&mut *out, &FrameLine { r, catalogue }).expect("frame serialises");
+    out.push(b'\n');
+}
+
+/// The `summary` record: the statistics plus how they were produced.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SummaryRecord {
+    #[serde(flatten)]
+    pub summary: Summary,
+    /// Frames lost because the writer's queue was full.
+    pub dropped_frames: u64,
+    /// `writer` (written by the dump writer) or `report` (recomputed by `framescope report`).
+    pub produced_by: String,
+    /// `finish` (device destroyed or process exit), `dump_duration`, or `recomputed`.
+    pub ended_by: String,
+}
+
+#[derive(Serialize)]
+struct Tagged<'a, T> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    #[serde(flatten)]
+    inner: &'a T,
+}
+
+impl SummaryRecord {
+    /// The summary line's JSON (without newline), `type` first.
+    pub fn to_line(&self) -> String {
+        serde_json::to_string(&Tagged {
+            kind: "summary",
+            inner: self,
+        })
+        .expect("summary serialises")
+    }
+}

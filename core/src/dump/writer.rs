@@ -1,0 +1,316 @@
+//! The dump writer: a bounded lock-free queue filled by the app's threads and drained by
+//! one writer thread that does all serialisation and I/O.
+//!
+//! Crash safety: lines are built in memory and handed to the kernel with one `write` per
+//! batch, so a killed process leaves whole lines (the page cache outlives the process). The
+//! only damage possible is a line cut by a kill in the middle of that `write`, always the
+//! last one; `framescope report` tolerates it.
+
+use super::path;
+use super::record::{write_frame, write_header, Header, ProcessFacts, SummaryRecord};
+use crate::clock::monotonic_now_ns;
+use crate::config::{Config, LogLevel};
+use crate::frame::FrameRecord;
+use crate::stats::SummaryBuilder;
+use crossbeam_queue::ArrayQueue;
+use parking_lot::Mutex;
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// How long after the end of `dump_duration` the writer still waits for frames of the window
+/// (their GPU results may lag by up to the assembler's 2 s timeout) when no later frame comes.
+pub const END_GRACE_NS: u64 = 2_500_000_000;
+
+/// Settings of a [`DumpWriter`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct DumpOptions {
+    /// Path template (see [`path::expand`]).
+    pub path_template: String,
+    /// Frames with `t_ns` before writer start + this are not written.
+    pub dump_start_s: f64,
+    /// Frames with `t_ns` at or after writer start + `dump_start_s` + this are not written;
+    /// the summary is written when the first such frame arrives (or [`END_GRACE_NS`] later).
+    pub dump_duration_s: Option<f64>,
+    /// Frames the queue holds; a push into a full queue is counted as dropped.
+    pub queue_capacity: usize,
+    /// How often the writer wakes to write what is queued (at most 100 ms by contract).
+    pub flush_interval: Duration,
+    pub log: LogLevel,
+}
+
+impl DumpOptions {
+    /// Options for `path_template` with the defaults.
+    pub fn new(path_template: impl Into<String>) -> Self {
+        DumpOptions {
+            path_template: path_template.into(),
+            dump_start_s: 0.0,
+            dump_duration_s: None,
+            queue_capacity: 1024,
+            flush_interval: Duration::from_millis(50),
+            log: LogLevel::Info,
+        }
+    }
+
+    /// Options from the config; `None` when `dump` is unset.
+    pub fn from_config(c: &Config) -> Option<Self> {
+        let mut o = Self::new(c.dump.clone()?);
+        o.dump_start_s = c.dump_start;
+        o.dump_duration_s = c.dump_duration;
+        o.log = c.log;
+        Some(o)
+    }
+}
+
+struct Shared {
+    queue: ArrayQueue<FrameRecord>,
+    /// False once dumping is off (unwritable file, window over, finished): pushes are no-ops.
+    accepting: AtomicBool,
+    stop: AtomicBool,
+    dropped: AtomicU64,
+    origin_ns: u64,
+    thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+/// Handle to a dump writer. Cheap to clone; all clones feed the same file.
+#[derive(Clone)]
+pub struct DumpWriter {
+    shared: Arc<Shared>,
+}
+
+impl DumpWriter {
+    /// Starts a writer from the config (filling `header.config` with the config in effect);
+    /// `None` when the config asks for no dump.
+    pub fn from_config(config: &Config, mut header: Header) -> Option<DumpWriter> {
+        let opts = DumpOptions::from_config(config)?;
+        header.config = config.to_json();
+        Some(Self::start(opts, header))
+    }
+
+    /// Starts the writer thread, which opens the file, writes the header and then the frames.
+    /// Never fails: if the file cannot be written (or the thread not started), one stderr
+    /// line says so and the writer ignores pushes.
+    pub fn start(opts: DumpOptions, mut header: Header) -> DumpWriter {
+        if header.config.is_null() {
+            // Started without a Config: record what these options amount to.
+            let c = Config {
+                dump: Some(opts.path_template.clone()),
+                dump_start: opts.dump_start_s,
+                dump_duration: opts.dump_duration_s,
+                log: opts.log,
+                ..Config::default()
+            };
+            header.config = c.to_json();
+        }
+        let shared = Arc::new(Shared {
+            queue: ArrayQueue::new(opts.queue_capacity.max(1)),
+            accepting: AtomicBool::new(true),
+            stop: AtomicBool::new(false),
+            dropped: AtomicU64::new(0),
+            origin_ns: monotonic_now_ns(),
+            thread: Mutex::new(None),
+        });
+        let for_thread = Arc::clone(&shared);
+        let spawned = std::thread::Builder::new()
+            .name("framescope-dump".into())
+            .spawn(move || run(&for_thread, &opts, &header));
+        match spawned {
+            Ok(h) => *shared.thread.lock() = Some(h),
+            Err(e) => {
+                eprintln!("framescope: cannot start the dump writer thread: {e}; dumping disabled");
+                shared.accepting.store(false, Ordering::Relaxed);
+            }
+        }
+        DumpWriter { shared }
+    }
+
+    /// Queues a finished frame. Never blocks, allocates or does I/O; when the queue is full
+    /// the frame is counted as dropped. A no-op once dumping is off.
+    pub fn push(&self, record: FrameRecord) {
+        let s = &*self.shared;
+        if !s.accepting.load(Ordering::Relaxed) {
+            return;
+        }
+        if s.queue.push(record).is_err() {
+            s.dropped.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Frames dropped so far because the queue was full.
+    pub fn dropped(&self) -> u64 {
+        self.shared.dropped.load(Ordering::Relaxed)
+    }
+
+    /// Whether pushes are still taken (false after an open/write error, the end of
+    /// `dump_duration`, or [`DumpWriter::finish`]).
+    pub fn is_active(&self) -> bool {
+        self.shared.accepting.load(Ordering::Relaxed)
+    }
+
+    /// `CLOCK_MONOTONIC` ns when the writer started; `dump_start` counts from here.
+    pub fn origin_ns(&self) -> u64 {
+        self.shared.origin_ns
+    }
+
+    /// Writes what is queued and the summary (exactly once over all calls and clones), and
+    /// joins the writer thread. Idempotent. Blocks for the final write: call it at
+    /// `vkDestroyDevice` and at exit, after flushing the assembler, never per frame.
+    pub fn finish(&self) {
+        finish_shared(&self.shared);
+    }
+
+    /// Registers an `atexit` hook that calls [`DumpWriter::finish`] at process exit, for a
+    /// run that never destroys its device. In a `dlopen`ed library glibc runs it at
+    /// `dlclose` instead, which is also the last moment the code exists.
+    pub fn finish_at_exit(&self) {
+        AT_EXIT.lock().push(Arc::downgrade(&self.shared));
+        static REGISTER: std::sync::Once = std::sync::Once::new();
+        REGISTER.call_once(|| {
+            // SAFETY: `run_at_exit` is a plain `extern "C" fn()` that never unwinds (it catches
+            // panics) and only touches 'static data, as atexit requires.
+            let rc = unsafe { libc::atexit(run_at_exit) };
+            if rc != 0 {
+                eprintln!("framescope: cannot register the exit hook; the dump summary needs vkDestroyDevice");
+            }
+        });
+    }
+}
+
+static AT_EXIT: Mutex<Vec<Weak<Shared>>> = Mutex::new(Vec::new());
+
+extern "C" fn run_at_exit() {
+    let _ = std::panic::catch_unwind(|| {
+        let writers = std::mem::take(&mut *AT_EXIT.lock());
+        for w in writers.iter().filter_map(Weak::upgrade) {
+            finish_shared(&w);
+        }
+    });
+}
+
+fn finish_shared(s: &Shared) {
+    s.accepting.store(false, Ordering::Relaxed);
+    // Holding the lock through the join makes a concurrent second finish wait for the
+    // summary instead of returning before it is written.
+    let mut guard = s.thread.lock();
+    if let Some(h) = guard.take() {
+        if h.thread().id() == std::thread::current().id() {
+            return;
+        }
+        s.stop.store(true, Ordering::Release);
+        h.thread().unpark();
+        // A panic on the writer thread has already lost the file; nothing to add here.
+        let _ = h.join();
+    }
+}
+
+fn exe_name_and_path() -> (String, String) {
+    let path = std::env::current_exe()
+        .ok()
+        .map(|p| p.to_string_lossy().into_owned())
+        .or_else(|| std::env::args_os().next().map(|a| a.to_string_lossy().into_owned()))
+        .unwrap_or_default();
+    let name = path.rsplit('/').next().filter(|n| !n.is_empty()).unwrap_or("unknown");
+    (name.to_string(), path)
+}
+
+/// The writer thread's body.
+fn run(s: &Shared, opts: &DumpOptions, header: &Header) {
+    let pid = std::process::id();
+    let (exe_name, exe_path) = exe_name_and_path();
+    let start_unix_ns = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    let home = std::env::var("HOME").ok();
+    let path = path::expand(
+        &opts.path_template,
+        pid,
+        &exe_name,
+        start_unix_ns / 1_000_000_000,
+        home.as_deref(),
+    );
+
+    let fail = |what: &str, e: std::io::Error| {
+        eprintln!(
+            "framescope: cannot {what} dump '{}': {e}; dumping disabled",
+            path.escape_debug()
+        );
+        s.accepting.store(false, Ordering::Relaxed);
+    };
+    let mut file = match std::fs::File::create(&path) {
+        Ok(f) => f,
+        Err(e) => return fail("write", e),
+    };
+    if opts.log >= LogLevel::Debug {
+        eprintln!("framescope: writing dump to '{}'", path.escape_debug());
+    }
+
+    let facts = ProcessFacts {
+        pid,
+        exe: exe_path,
+        args: std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect(),
+        path: path.clone(),
+        start_ns: s.origin_ns,
+        start_unix_ns,
+        queue_capacity: s.queue.capacity(),
+    };
+    let mut batch: Vec<u8> = Vec::with_capacity(64 * 1024);
+    write_header(&mut batch, header, &facts);
+
+    let secs = |x: f64| (x * 1e9) as u64;
+    let window_start = s.origin_ns.saturating_add(secs(opts.dump_start_s));
+    let window_end = opts.dump_duration_s.map(|d| window_start.saturating_add(secs(d)));
+    let mut stats = SummaryBuilder::new();
+    let flush_interval = opts.flush_interval.min(Duration::from_millis(100));
+
+    loop {
+        // Read `stop` before draining: every push that happened before finish() is then
+        // already in the queue.
+        let stopping = s.stop.load(Ordering::Acquire);
+        let mut window_over = false;
+        while let Some(r) = s.queue.pop() {
+            if r.t_ns < window_start {
+                continue;
+            }
+            if window_end.is_some_and(|end| r.t_ns >= end) {
+                window_over = true;
+                break;
+            }
+            write_frame(&mut batch, &r, &header.counters);
+            stats.add(r.t_ns, r.cpu_frame_ns, r.gpu.busy_ns);
+        }
+        if window_end.is_some_and(|end| monotonic_now_ns() >= end.saturating_add(END_GRACE_NS)) {
+            window_over = true;
+        }
+        let ended_by = if window_over {
+            Some("dump_duration")
+        } else if stopping {
+            Some("finish")
+        } else {
+            None
+        };
+        if let Some(ended_by) = ended_by {
+            s.accepting.store(false, Ordering::Relaxed);
+            let summary = SummaryRecord {
+                summary: stats.summary(),
+                dropped_frames: s.dropped.load(Ordering::Relaxed),
+                produced_by: "writer".into(),
+                ended_by: ended_by.into(),
+            };
+            batch.extend_from_slice(summary.to_line().as_bytes());
+            batch.push(b'\n');
+        }
+        if !batch.is_empty() {
+            // One write per batch of whole lines; see the module docs.
+            if let Err(e) = file.write_all(&batch).and_then(|()| file.flush()) {
+                return fail("write", e);
+            }
+            batch.clear();
+        }
+        if ended_by.is_some() {
+            return;
+        }
+        std::thread::park_timeout(flush_interval);
+    }
+}

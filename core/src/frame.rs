@@ -1,0 +1,397 @@
+//! The frame model: one fixed-size, heap-free [`FrameRecord`] per frame.
+//!
+//! The layer fills the CPU part at present time (counts, swapchain, `t_ns`); the
+//! [`crate::assembly::FrameAssembler`] fills the frame index, `cpu_frame_ns` and the GPU part
+//! once the frame's submissions retire. Records are `Copy` so they travel through the dump
+//! queue without allocation.
+
+use std::ops::{Index, IndexMut};
+
+/// Kinds of draw commands, counted separately. Counting is per recorded command: a multi-draw
+/// or indirect draw counts once, whatever its draw count.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DrawKind {
+    Draw,
+    DrawIndexed,
+    DrawIndirect,
+    DrawIndexedIndirect,
+    DrawIndirectCount,
+    DrawIndexedIndirectCount,
+    DrawMulti,
+    DrawMultiIndexed,
+    DrawMeshTasks,
+    DrawMeshTasksIndirect,
+    DrawMeshTasksIndirectCount,
+}
+
+impl DrawKind {
+    pub const COUNT: usize = 11;
+    pub const ALL: [DrawKind; Self::COUNT] = [
+        DrawKind::Draw,
+        DrawKind::DrawIndexed,
+        DrawKind::DrawIndirect,
+        DrawKind::DrawIndexedIndirect,
+        DrawKind::DrawIndirectCount,
+        DrawKind::DrawIndexedIndirectCount,
+        DrawKind::DrawMulti,
+        DrawKind::DrawMultiIndexed,
+        DrawKind::DrawMeshTasks,
+        DrawKind::DrawMeshTasksIndirect,
+        DrawKind::DrawMeshTasksIndirectCount,
+    ];
+
+    /// Name in the dump's `draws_by_kind` object.
+    pub const fn name(self) -> &'static str {
+        [
+            "draw",
+            "draw_indexed",
+            "draw_indirect",
+            "draw_indexed_indirect",
+            "draw_indirect_count",
+            "draw_indexed_indirect_count",
+            "draw_multi",
+            "draw_multi_indexed",
+            "draw_mesh_tasks",
+            "draw_mesh_tasks_indirect",
+            "draw_mesh_tasks_indirect_count",
+        ][self as usize]
+    }
+}
+
+/// Kinds of compute dispatches (`vkCmdDispatch`, `vkCmdDispatchIndirect`, `vkCmdDispatchBase`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DispatchKind {
+    Direct,
+    Indirect,
+    Base,
+}
+
+impl DispatchKind {
+    pub const COUNT: usize = 3;
+    pub const ALL: [DispatchKind; Self::COUNT] = [DispatchKind::Direct, DispatchKind::Indirect, DispatchKind::Base];
+
+    /// Name in the dump's `dispatches_by_kind` object.
+    pub const fn name(self) -> &'static str {
+        ["direct", "indirect", "base"][self as usize]
+    }
+}
+
+/// Per-kind command counts, indexable by the kind enum: `draws[DrawKind::DrawIndexed] += 1`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KindCounts<const N: usize>(pub [u32; N]);
+
+impl<const N: usize> KindCounts<N> {
+    /// Sum over all kinds.
+    pub fn total(&self) -> u64 {
+        self.0.iter().map(|&c| u64::from(c)).sum()
+    }
+}
+
+impl<const N: usize> Default for KindCounts<N> {
+    fn default() -> Self {
+        KindCounts([0; N])
+    }
+}
+
+pub type DrawCounts = KindCounts<{ DrawKind::COUNT }>;
+pub type DispatchCounts = KindCounts<{ DispatchKind::COUNT }>;
+
+impl Index<DrawKind> for DrawCounts {
+    type Output = u32;
+    fn index(&self, k: DrawKind) -> &u32 {
+        &self.0[k as usize]
+    }
+}
+impl IndexMut<DrawKind> for DrawCounts {
+    fn index_mut(&mut self, k: DrawKind) -> &mut u32 {
+        &mut self.0[k as usize]
+    }
+}
+impl Index<DispatchKind> for DispatchCounts {
+    type Output = u32;
+    fn index(&self, k: DispatchKind) -> &u32 {
+        &self.0[k as usize]
+    }
+}
+impl IndexMut<DispatchKind> for DispatchCounts {
+    fn index_mut(&mut self, k: DispatchKind) -> &mut u32 {
+        &mut self.0[k as usize]
+    }
+}
+
+/// Command and submission counts of one frame, accumulated by the layer.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FrameCounts {
+    /// `vkQueueSubmit`/`vkQueueSubmit2` calls.
+    pub submits: u32,
+    /// Command buffers submitted.
+    pub command_buffers: u32,
+    pub draws: DrawCounts,
+    pub dispatches: DispatchCounts,
+    /// `vkCmdTraceRays*` commands.
+    pub trace_rays: u32,
+    /// `vkCmdBeginRenderPass*` plus `vkCmdBeginRendering*`.
+    pub render_passes: u32,
+    pub pipeline_binds: u32,
+    /// `vkCmdPipelineBarrier*` commands.
+    pub barriers: u32,
+    /// Submissions of this frame to queues whose family has `timestampValidBits == 0`.
+    pub queues_without_timestamps: u32,
+}
+
+impl FrameCounts {
+    /// All draws, every kind.
+    pub fn draws_total(&self) -> u64 {
+        self.draws.total()
+    }
+    /// All dispatches, every kind.
+    pub fn dispatches_total(&self) -> u64 {
+        self.dispatches.total()
+    }
+}
+
+/// Why a frame has no GPU time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GpuMissing {
+    /// The frame submitted no work.
+    NoSubmissions,
+    /// The GPU results did not arrive within the assembler's bound.
+    Timeout,
+    /// Every submission went to queues that cannot write timestamps.
+    QueueHasNoTimestamps,
+    /// GPU timing is turned off or could not be set up on this device.
+    Disabled,
+    /// The device was lost before the results arrived.
+    DeviceLost,
+    /// No GPU time and no reason given (written when a record arrives without either).
+    Unknown,
+}
+
+impl GpuMissing {
+    /// Name in the dump's `gpu_missing` field.
+    pub fn name(self) -> &'static str {
+        match self {
+            GpuMissing::NoSubmissions => "no_submissions",
+            GpuMissing::Timeout => "timeout",
+            GpuMissing::QueueHasNoTimestamps => "queue_has_no_timestamps",
+            GpuMissing::Disabled => "disabled",
+            GpuMissing::DeviceLost => "device_lost",
+            GpuMissing::Unknown => "unknown",
+        }
+    }
+
+    /// Every reason, for schemas and docs.
+    pub const ALL: [GpuMissing; 6] = [
+        GpuMissing::NoSubmissions,
+        GpuMissing::Timeout,
+        GpuMissing::QueueHasNoTimestamps,
+        GpuMissing::Disabled,
+        GpuMissing::DeviceLost,
+        GpuMissing::Unknown,
+    ];
+}
+
+/// GPU time of one frame. Either `busy_ns`/`span_ns` are set, or `missing` says why not.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GpuFrameTime {
+    /// Length of the union of the frame's submission intervals.
+    pub busy_ns: Option<u64>,
+    /// First submission begin to last submission end.
+    pub span_ns: Option<u64>,
+    /// First begin on the CPU clock (`CLOCK_MONOTONIC`), only with calibrated timestamps.
+    pub begin_ns: Option<u64>,
+    /// Last end on the CPU clock, only with calibrated timestamps.
+    pub end_ns: Option<u64>,
+    pub missing: Option<GpuMissing>,
+}
+
+/// How the frame ended.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FrameEnd {
+    /// `vkQueuePresentKHR` on [`FrameRecord::swapchain`].
+    #[default]
+    Present,
+    /// A `VK_EXT_frame_boundary` marker (offscreen/compute apps).
+    FrameBoundary,
+}
+
+impl FrameEnd {
+    pub fn name(self) -> &'static str {
+        match self {
+            FrameEnd::Present => "present",
+            FrameEnd::FrameBoundary => "frame_boundary",
+        }
+    }
+}
+
+/// The swapchain a frame was presented to. Enum values are raw Vulkan values.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SwapchainInfo {
+    /// `VkSwapchainKHR` handle value.
+    pub handle: u64,
+    pub width: u32,
+    pub height: u32,
+    /// `VkFormat`.
+    pub format: i32,
+    /// `VkPresentModeKHR`.
+    pub present_mode: i32,
+}
+
+/// Capacity of [`CounterValues`]: counters recorded per frame.
+pub const MAX_FRAME_COUNTERS: usize = 32;
+
+/// Fixed-capacity list of `(catalogue index, value)` pairs; the catalogue is the dump
+/// header's `counters` list.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CounterValues {
+    len: u8,
+    items: [(u16, f64); MAX_FRAME_COUNTERS],
+}
+
+impl Default for CounterValues {
+    fn default() -> Self {
+        CounterValues {
+            len: 0,
+            items: [(0, 0.0); MAX_FRAME_COUNTERS],
+        }
+    }
+}
+
+impl CounterValues {
+    /// Adds a value; returns false (and drops it) when the list is full.
+    pub fn push(&mut self, index: u16, value: f64) -> bool {
+        let n = self.len as usize;
+        if n == MAX_FRAME_COUNTERS {
+            return false;
+        }
+        self.items[n] = (index, value);
+        self.len += 1;
+        true
+    }
+
+    pub fn clear(&mut self) {
+        self.len = 0;
+    }
+
+    pub fn len(&self) -> usize {
+        self.len as usize
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub fn as_slice(&self) -> &[(u16, f64)] {
+        &self.items[..self.len as usize]
+    }
+
+    /// The value for a catalogue index, if recorded (the last one wins if pushed twice).
+    pub fn get(&self, index: u16) -> Option<f64> {
+        self.as_slice().iter().rev().find(|(i, _)| *i == index).map(|(_, v)| *v)
+    }
+}
+
+/// One frame. Fixed size, `Copy`, no heap.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct FrameRecord {
+    /// Frame index from 0, assigned by the assembler.
+    pub frame: u64,
+    pub end: FrameEnd,
+    /// `None` for frames not ended by a present.
+    pub swapchain: Option<SwapchainInfo>,
+    /// CPU timestamp of the frame's end (present), `CLOCK_MONOTONIC` ns.
+    pub t_ns: u64,
+    /// Present-to-present CPU time; `None` for the first frame.
+    pub cpu_frame_ns: Option<u64>,
+    pub gpu: GpuFrameTime,
+    pub counts: FrameCounts,
+    pub counters: CounterValues,
+}
+
+/// Name of a `VkFormat` commonly used for swapchains, if it is one.
+pub fn vk_format_name(format: i32) -> Option<&'static str> {
+    Some(match format {
+        4 => "R5G6B5_UNORM_PACK16",
+        37 => "R8G8B8A8_UNORM",
+        43 => "R8G8B8A8_SRGB",
+        44 => "B8G8R8A8_UNORM",
+        50 => "B8G8R8A8_SRGB",
+        58 => "A2R10G10B10_UNORM_PACK32",
+        64 => "A2B10G10R10_UNORM_PACK32",
+        91 => "R16G16B16A16_UNORM",
+        97 => "R16G16B16A16_SFLOAT",
+        _ => return None,
+    })
+}
+
+/// Name of a `VkPresentModeKHR`, if known.
+pub fn vk_present_mode_name(mode: i32) -> Option<&'static str> {
+    Some(match mode {
+        0 => "IMMEDIATE",
+        1 => "MAILBOX",
+        2 => "FIFO",
+        3 => "FIFO_RELAXED",
+        1000111000 => "SHARED_DEMAND_REFRESH",
+        1000111001 => "SHARED_CONTINUOUS_REFRESH",
+        1000361000 => "FIFO_LATEST_READY",
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn totals_sum_every_kind() {
+        let mut c = FrameCounts::default();
+        for (i, k) in DrawKind::ALL.iter().enumerate() {
+            c.draws[*k] += i as u32 + 1;
+        }
+        c.dispatches[DispatchKind::Indirect] = 4;
+        c.dispatches[DispatchKind::Base] = 5;
+        // 1 + 2 + ... + 11
+        assert_eq!(c.draws_total(), 66);
+        assert_eq!(c.dispatches_total(), 9);
+    }
+
+    #[test]
+    fn kind_names_are_distinct_and_in_order() {
+        assert_eq!(DrawKind::DrawIndexedIndirectCount.name(), "draw_indexed_indirect_count");
+        assert_eq!(
+            DrawKind::DrawMeshTasksIndirectCount.name(),
+            "draw_mesh_tasks_indirect_count"
+        );
+        let mut names: Vec<&str> = DrawKind::ALL.iter().map(|k| k.name()).collect();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), DrawKind::COUNT);
+        assert_eq!(DispatchKind::Base.name(), "base");
+    }
+
+    #[test]
+    fn counter_values_are_fixed_capacity() {
+        let mut v = CounterValues::default();
+        for i in 0..MAX_FRAME_COUNTERS as u16 {
+            assert!(v.push(i, f64::from(i) * 0.5));
+        }
+        assert!(!v.push(99, 1.0));
+        assert_eq!(v.len(), MAX_FRAME_COUNTERS);
+        assert_eq!(v.get(3), Some(1.5));
+        assert_eq!(v.get(99), None);
+        v.clear();
+        assert!(v.is_empty());
+    }
+
+    #[test]
+    fn record_is_small_and_copy() {
+        fn is_copy<T: Copy>() {}
+        is_copy::<FrameRecord>();
+        // Keeps the dump queue (capacity x record) in the hundreds of KiB.
+        assert!(
+            std::mem::size_of::<FrameRecord>() <= 1024,
+            "{}",
+            std::mem::size_of::<FrameRecord>()
+        );
+    }
+}

@@ -1,0 +1,267 @@
+//! The dump writer end to end: files it writes validate against the schema and follow the
+//! structural rules; windows, drops and errors behave as documented.
+
+mod common;
+
+use common::*;
+use framescope_core::assembly::{AssemblerOptions, FrameAssembler};
+use framescope_core::config;
+use framescope_core::dump::{Api, CounterDesc, DeviceInfo, DumpOptions, DumpWriter, Header, Unavailable};
+use framescope_core::frame::{DispatchKind, DrawKind, FrameEnd, FrameRecord, GpuMissing, SwapchainInfo};
+use serde_json::json;
+use std::time::{Duration, Instant};
+
+const MS: u64 = 1_000_000;
+
+fn header() -> Header {
+    let mut h = Header::new(Api::Vulkan);
+    h.device = Some(DeviceInfo {
+        name: "Test GPU".into(),
+        vendor_id: 0x10de,
+        device_id: 0x2684,
+        driver_name: Some("NVIDIA".into()),
+        driver_info: Some("550.54.14".into()),
+        driver_version_raw: (550 << 22) | (54 << 14) | (14 << 6),
+        api_version_raw: (1 << 22) | (3 << 12) | 281,
+        ..DeviceInfo::default()
+    });
+    h.timestamp_period = Some(1.0);
+    h.counters = vec![
+        CounterDesc {
+            name: "gpu_clock".into(),
+            unit: "MHz".into(),
+            source: "nvml".into(),
+            scope: "device".into(),
+        },
+        CounterDesc {
+            name: "gpu_power".into(),
+            unit: "W".into(),
+            source: "nvml".into(),
+            scope: "device".into(),
+        },
+    ];
+    h.unavailable = vec![Unavailable {
+        source: "perf".into(),
+        reason: "perf_event_paranoid=4".into(),
+    }];
+    h.extra.insert("device_create_fallback".into(), json!(false));
+    h.extra.insert("pid".into(), json!("must not override the real pid"));
+    h
+}
+
+fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
+    let t = Instant::now();
+    while !cond() {
+        assert!(t.elapsed() < Duration::from_secs(5), "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn assembled_frames_make_a_valid_consistent_dump() {
+    let path = temp_path("full");
+    let (cfg, errors) = config::parse(&format!("dump={}", path.display()));
+    assert!(errors.is_empty());
+    let w = DumpWriter::from_config(&cfg, header()).expect("dump configured");
+    let mut a = FrameAssembler::new(AssemblerOptions::default());
+    let t0 = w.origin_ns() + 5 * MS;
+    let n = 60u64;
+    let mut in_flight = Vec::new();
+    for i in 0..n {
+        let mut r = FrameRecord {
+            t_ns: t0 + i * 16 * MS + (i % 3) * MS,
+            ..FrameRecord::default()
+        };
+        r.swapchain = Some(SwapchainInfo {
+            handle: 0xdead_beef_0000_0001,
+            width: 1920,
+            height: 1080,
+            format: 44,
+            present_mode: 2,
+        });
+        if i == 7 {
+            r.end = FrameEnd::FrameBoundary;
+            r.swapchain = None;
+        }
+        if i != 3 {
+            r.counts.submits = 2;
+            r.counts.command_buffers = 3;
+            r.counts.draws[DrawKind::DrawIndexed] = 10;
+            r.counts.draws[DrawKind::DrawMeshTasks] = 1;
+            r.counts.dispatches[DispatchKind::Direct] = 2;
+            in_flight.push((a.on_submit(), i, 0));
+            in_flight.push((a.on_submit(), i, 500));
+        }
+        if i % 2 == 0 {
+            r.counters.push(0, 1500.0 + i as f64);
+        }
+        a.close_frame(r, |f| w.push(f));
+        // Results retire one frame late; frame 5's queue cannot write timestamps.
+        let last = i == n - 1;
+        let (ready, later): (Vec<_>, Vec<_>) = in_flight
+            .into_iter()
+            .partition(|&(f, _, _)| last || f + 1 < a.open_frame());
+        in_flight = later;
+        for (f, idx, offset) in ready {
+            // Two submissions per frame: [0, 400] and [500, 800] after idx us.
+            let begin = idx * 1000 + offset;
+            let len = if offset == 0 { 400 } else { 300 };
+            let iv = (idx != 5).then_some((begin, begin + len));
+            a.on_submission_retired(f, iv);
+        }
+        a.poll(t0 + i * 16 * MS, |f| w.push(f));
+    }
+    assert_eq!(a.pending(), 0);
+    a.flush(GpuMissing::Timeout, |f| w.push(f));
+    w.finish();
+    w.finish();
+
+    let lines = read_lines(&path);
+    let c = check_structure(&lines);
+    assert_eq!(c.frames.len() as u64, n);
+    assert_eq!(c.gaps, 0);
+    assert_eq!(c.frames[0]["frame"], 0);
+    check_summary_agrees(&c);
+
+    let h = &lines[0];
+    assert_eq!(h["schema"], "framescope.v1");
+    assert_eq!(h["pid"], std::process::id());
+    assert_eq!(h["api"], "vulkan");
+    assert_eq!(h["device"]["driver_version"], "550.54.14.0");
+    assert_eq!(h["device"]["api_version"], "1.3.281");
+    assert_eq!(h["config"]["dump"], path.display().to_string());
+    assert_eq!(h["device_create_fallback"], false);
+    assert_eq!(h["counters"][1]["name"], "gpu_power");
+
+    let f = |i: usize| &c.frames[i];
+    assert_eq!(f(0)["cpu_frame_ns"], json!(null));
+    assert_eq!(f(1)["cpu_frame_ns"], 17 * MS);
+    assert_eq!(f(1)["gpu_busy_ns"], 400 + 300);
+    assert_eq!(f(1)["gpu_span_ns"], 800);
+    assert_eq!(f(1)["draws"], 11);
+    assert_eq!(f(1)["draws_by_kind"]["draw_indexed"], 10);
+    assert_eq!(f(1)["dispatches"], 2);
+    assert_eq!(f(1)["submits"], 2);
+    assert_eq!(f(1)["swapchain"]["handle"], "0xdeadbeef00000001");
+    assert_eq!(f(1)["swapchain"]["format_name"], "B8G8R8A8_UNORM");
+    assert_eq!(f(1)["swapchain"]["present_mode_name"], "FIFO");
+    assert_eq!(f(2)["counters"], json!({"gpu_clock": 1502.0, "gpu_power": null}));
+    assert_eq!(f(3)["gpu_missing"], "no_submissions");
+    assert_eq!(f(3)["gpu_busy_ns"], json!(null));
+    assert_eq!(f(5)["gpu_missing"], "queue_has_no_timestamps");
+    assert_eq!(f(7)["end"], "frame_boundary");
+    assert_eq!(f(7)["swapchain"], json!(null));
+    let s = c.summary.unwrap();
+    assert_eq!(s["produced_by"], "writer");
+    assert_eq!(s["ended_by"], "finish");
+    assert_eq!(s["dropped_frames"], 0);
+    assert_eq!(s["gpu_missing_frames"], 2);
+    std::fs::remove_file(&path).unwrap();
+}
+
+#[test]
+fn schema_rejects_broken_records() {
+    // The schema is not vacuous: each of these breaks one documented rule.
+    let v = Validator::new();
+    let good = json!({"type":"summary","frames":1,"duration_ns":0,"fps_mean":null,"frame_time_ns":null,
+        "low_1pct_fps":null,"low_0_1pct_fps":null,"gpu_busy_ns":null,"gpu_missing_frames":1,
+        "dropped_frames":0,"produced_by":"writer","ended_by":"finish"});
+    assert!(v.is_valid(&good));
+    let mut no_drops = good.clone();
+    no_drops.as_object_mut().unwrap().remove("dropped_frames");
+    assert!(!v.is_valid(&no_drops));
+    assert!(!v.is_valid(&json!({"type":"bogus"})));
+    assert!(!v.is_valid(&json!({"type":"frame","frame":0})));
+}
+
+#[test]
+fn dump_start_and_duration_select_a_window() {
+    let path = temp_path("window");
+    let mut o = DumpOptions::new(path.to_str().unwrap());
+    o.dump_start_s = 1.0;
+    o.dump_duration_s = Some(1.0);
+    let w = DumpWriter::start(o, header());
+    let origin = w.origin_ns();
+    // Frames every 100 ms from the origin to 3 s: only t in [1 s, 2 s) are written.
+    for i in 0..30u64 {
+        let r = FrameRecord {
+            frame: i,
+            t_ns: origin + i * 100 * MS,
+            cpu_frame_ns: (i > 0).then_some(100 * MS),
+            ..FrameRecord::default()
+        };
+        w.push(r);
+    }
+    // The frame at 2 s closes the window: the writer ends by itself.
+    wait_until("the window to close", || !w.is_active());
+    w.finish();
+    let c = check_structure(&read_lines(&path));
+    let idx: Vec<u64> = c.frames.iter().map(|f| f["frame"].as_u64().unwrap()).collect();
+    assert_eq!(idx, (10..20).collect::<Vec<u64>>());
+    let s = c.summary.as_ref().unwrap();
+    assert_eq!(s["ended_by"], "dump_duration");
+    check_summary_agrees(&c);
+    assert!((s["fps_mean"].as_f64().unwrap() - 10.0).abs() < 1e-9);
+    std::fs::remove_file(&path).unwrap();
+}
+
+#[test]
+fn full_queue_counts_drops_and_never_blocks() {
+    let path = temp_path("drops");
+    let mut o = DumpOptions::new(path.to_str().unwrap());
+    o.queue_capacity = 4;
+    o.flush_interval = Duration::from_millis(100);
+    let w = DumpWriter::start(o, header());
+    let n = 2000u64;
+    let t = Instant::now();
+    for i in 0..n {
+        w.push(FrameRecord {
+            frame: i,
+            t_ns: w.origin_ns() + i * MS,
+            cpu_frame_ns: (i > 0).then_some(MS),
+            ..FrameRecord::default()
+        });
+    }
+    // 2000 pushes into a queue of 4 drained every 100 ms: far faster than one drain.
+    assert!(
+        t.elapsed() < Duration::from_millis(100),
+        "push blocked: {:?}",
+        t.elapsed()
+    );
+    w.finish();
+    let c = check_structure(&read_lines(&path));
+    let s = c.summary.as_ref().unwrap();
+    let dropped = s["dropped_frames"].as_u64().unwrap();
+    assert_eq!(dropped, w.dropped());
+    assert!(dropped > 0);
+    assert_eq!(c.frames.len() as u64 + dropped, n);
+    check_summary_agrees(&c);
+    std::fs::remove_file(&path).unwrap();
+}
+
+#[test]
+fn unwritable_path_turns_pushes_into_no_ops() {
+    let w = DumpWriter::start(DumpOptions::new("/nonexistent-framescope-dir/sub/%p.jsonl"), header());
+    wait_until("the writer to give up", || !w.is_active());
+    w.push(FrameRecord::default());
+    assert_eq!(w.dropped(), 0);
+    w.finish();
+    w.finish();
+    assert!(!std::path::Path::new("/nonexistent-framescope-dir").exists());
+}
+
+#[test]
+fn path_template_is_expanded_on_the_writer_thread() {
+    let dir = std::env::temp_dir();
+    let tpl = format!("{}/framescope-core-test-tpl-%p-%n.jsonl", dir.display());
+    let w = DumpWriter::start(DumpOptions::new(tpl), header());
+    w.finish();
+    let exe = std::env::current_exe().unwrap();
+    let name = exe.file_name().unwrap().to_str().unwrap();
+    let expected = dir.join(format!("framescope-core-test-tpl-{}-{name}.jsonl", std::process::id()));
+    let lines = read_lines(&expected);
+    assert_eq!(lines.len(), 2, "header and summary");
+    assert_eq!(lines[0]["dump_path"], expected.display().to_string());
+    assert_eq!(lines[1]["frames"], 0);
+    std::fs::remove_file(&expected).unwrap();
+}

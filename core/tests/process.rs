@@ -1,0 +1,144 @@
+//! Whole-process behaviour: a dump survives `kill -9` with every line whole, and an
+//! unwritable dump path costs exactly one stderr line. The child processes are this test
+//! binary re-run on the ignored `child` test with `FRAMESCOPE_TEST_CHILD` set.
+
+mod common;
+
+use framescope_core::dump::{Api, CounterDesc, DumpOptions, DumpWriter, Header};
+use framescope_core::frame::{FrameRecord, SwapchainInfo};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const CHILD_ENV: &str = "FRAMESCOPE_TEST_CHILD";
+const PATH_ENV: &str = "FRAMESCOPE_TEST_CHILD_PATH";
+
+fn spawn_child(mode: &str, path: &str) -> Command {
+    let mut c = Command::new(std::env::current_exe().unwrap());
+    c.args(["--exact", "child", "--ignored", "--nocapture", "--test-threads=1"])
+        .env(CHILD_ENV, mode)
+        .env(PATH_ENV, path)
+        .stdin(Stdio::null());
+    c
+}
+
+/// Body of the child processes; does nothing unless started by the tests below.
+#[test]
+#[ignore = "child process of the tests in this file"]
+fn child() {
+    let (Ok(mode), Ok(path)) = (std::env::var(CHILD_ENV), std::env::var(PATH_ENV)) else {
+        return;
+    };
+    let mut h = Header::new(Api::Vulkan);
+    h.counters = (0..8)
+        .map(|i| CounterDesc {
+            name: format!("c{i}"),
+            unit: "count".into(),
+            source: "test".into(),
+            scope: "frame".into(),
+        })
+        .collect();
+    let w = DumpWriter::start(DumpOptions::new(path), h);
+    w.finish_at_exit();
+    let mut prev = None;
+    let mut frame = |i: u64| {
+        let t = framescope_core::clock::monotonic_now_ns();
+        let mut r = FrameRecord {
+            frame: i,
+            t_ns: t,
+            cpu_frame_ns: prev.map(|p| t - p),
+            ..FrameRecord::default()
+        };
+        r.swapchain = Some(SwapchainInfo {
+            handle: 0x1234,
+            width: 640,
+            height: 480,
+            format: 50,
+            present_mode: 2,
+        });
+        for c in 0..8 {
+            r.counters.push(c, (i * 1000 + u64::from(c)) as f64 / 7.0);
+        }
+        prev = Some(t);
+        w.push(r);
+    };
+    match mode.as_str() {
+        // Pushes frames until killed.
+        "forever" => {
+            for i in 0.. {
+                frame(i);
+                std::thread::sleep(Duration::from_micros(200));
+            }
+        }
+        // A few frames, then a normal exit: the atexit hook writes the summary.
+        "exit" => {
+            for i in 0..10 {
+                frame(i);
+            }
+            std::process::exit(0);
+        }
+        _ => {
+            frame(0);
+            std::thread::sleep(Duration::from_millis(200));
+            w.finish();
+        }
+    }
+}
+
+#[test]
+fn kill_9_leaves_only_whole_lines() {
+    for (round, kill_after_lines) in [50usize, 400, 1500].into_iter().enumerate() {
+        let path = common::temp_path(&format!("kill9-{round}"));
+        let mut c = spawn_child("forever", path.to_str().unwrap())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        let t = Instant::now();
+        loop {
+            let lines = std::fs::read_to_string(&path).map(|s| s.lines().count()).unwrap_or(0);
+            if lines >= kill_after_lines {
+                break;
+            }
+            assert!(t.elapsed() < Duration::from_secs(30), "child wrote only {lines} lines");
+            std::thread::sleep(Duration::from_millis(3));
+        }
+        c.kill().unwrap(); // SIGKILL
+        c.wait().unwrap();
+        let lines = common::read_lines(&path);
+        let checked = common::check_structure(&lines);
+        assert!(
+            checked.summary.is_none(),
+            "a killed writer cannot have written the summary"
+        );
+        assert!(checked.frames.len() + 1 >= kill_after_lines);
+        std::fs::remove_file(&path).unwrap();
+    }
+}
+
+#[test]
+fn exit_without_finish_writes_the_summary_from_the_atexit_hook() {
+    let path = common::temp_path("atexit");
+    let out = spawn_child("exit", path.to_str().unwrap()).output().unwrap();
+    assert!(out.status.success());
+    let lines = common::read_lines(&path);
+    let checked = common::check_structure(&lines);
+    assert_eq!(checked.frames.len(), 10);
+    common::check_summary_agrees(&checked);
+    std::fs::remove_file(&path).unwrap();
+}
+
+#[test]
+fn unwritable_dump_costs_one_stderr_line() {
+    let out = spawn_child("once", "/nonexistent-framescope-dir/%p.jsonl")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let ours: Vec<&str> = stderr.lines().filter(|l| l.starts_with("framescope:")).collect();
+    assert_eq!(ours.len(), 1, "{stderr}");
+    assert!(
+        ours[0].starts_with("framescope: cannot write dump '/nonexistent-framescope-dir/"),
+        "{}",
+        ours[0]
+    );
+    assert!(ours[0].ends_with("dumping disabled"), "{}", ours[0]);
+}

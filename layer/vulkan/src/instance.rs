@@ -1,0 +1,154 @@
+//! Instance-level state and the instance hooks: create/destroy instance, create device.
+
+use crate::device::{self, Device};
+use crate::guard::{guarded, Site};
+use crate::loader_abi::*;
+use crate::registry::{dispatch_key, Registry};
+use ash::vk::{self, Handle};
+use std::ffi::{c_char, c_void, CStr};
+use std::sync::Arc;
+
+pub struct Instance {
+    pub handle: vk::Instance,
+    pub next_gipa: vk::PFN_vkGetInstanceProcAddr,
+    pub fns: ash::Instance,
+    /// Whether the app enabled `VK_KHR_get_physical_device_properties2` or asked for 1.1+,
+    /// i.e. whether `vkGetPhysicalDeviceFeatures2`/`Properties2` may be called.
+    pub api_version: u32,
+}
+
+pub static INSTANCES: Registry<Instance> = Registry::new();
+
+pub fn lookup(raw: u64) -> Option<Arc<Instance>> {
+    // SAFETY: callers pass instance or physical-device handles given to us by the loader.
+    INSTANCES.get(unsafe { dispatch_key(raw) })
+}
+
+static CREATE_INSTANCE: Site = Site::new("vkCreateInstance");
+
+pub unsafe extern "system" fn create_instance(
+    ci: *const vk::InstanceCreateInfo<'_>,
+    alloc: *const vk::AllocationCallbacks<'_>,
+    out: *mut vk::Instance,
+) -> vk::Result {
+    // SAFETY: the loader passes a valid create info whose chain holds our link.
+    let link_info = unsafe { find_instance_link((*ci).p_next, VK_LAYER_LINK_INFO) };
+    if link_info.is_null() {
+        return vk::Result::ERROR_INITIALIZATION_FAILED;
+    }
+    // SAFETY: the loader's link entry holds pLayerInfo; advancing it hands the rest of the
+    // chain to the next layer (loader interface contract).
+    let next_gipa = unsafe {
+        let link = (*link_info).u as *mut VkLayerInstanceLink;
+        (*link_info).u = (*link).p_next as *mut c_void;
+        (*link).pfn_next_get_instance_proc_addr
+    };
+    // SAFETY: a null instance is valid for global commands.
+    let create: vk::PFN_vkCreateInstance = match unsafe { next_gipa(vk::Instance::null(), c"vkCreateInstance".as_ptr()) } {
+        // SAFETY: the loader returned vkCreateInstance for that name.
+        Some(f) => unsafe { std::mem::transmute::<unsafe extern "system" fn(), vk::PFN_vkCreateInstance>(f) },
+        None => return vk::Result::ERROR_INITIALIZATION_FAILED,
+    };
+    // SAFETY: forwarding the app's arguments unchanged.
+    let r = unsafe { create(ci, alloc, out) };
+    if r != vk::Result::SUCCESS {
+        return r;
+    }
+    // SAFETY: success means *out holds the new instance.
+    let handle = unsafe { *out };
+    // SAFETY: ci is valid; a null application info means API 1.0.
+    let api_version = unsafe {
+        let app = (*ci).p_application_info;
+        if app.is_null() { vk::API_VERSION_1_0 } else { (*app).api_version.max(vk::API_VERSION_1_0) }
+    };
+    guarded(&CREATE_INSTANCE, || {
+        // SAFETY: next_gipa resolves instance commands of `handle`.
+        let fns = unsafe {
+            ash::Instance::load_with(
+                |name| std::mem::transmute::<vk::PFN_vkVoidFunction, *const c_void>(next_gipa(handle, name.as_ptr())),
+                handle,
+            )
+        };
+        let state = Arc::new(Instance { handle, next_gipa, fns, api_version });
+        // SAFETY: handle is a live instance created through the loader.
+        INSTANCES.insert(unsafe { dispatch_key(handle.as_raw()) }, state);
+        crate::log::debug(format_args!("instance created (api {}.{})", vk::api_version_major(api_version), vk::api_version_minor(api_version)));
+    });
+    r
+}
+
+pub unsafe extern "system" fn destroy_instance(instance: vk::Instance, alloc: *const vk::AllocationCallbacks<'_>) {
+    if instance == vk::Instance::null() {
+        return;
+    }
+    // SAFETY: a non-null instance handle from the app.
+    if let Some(state) = INSTANCES.remove(unsafe { dispatch_key(instance.as_raw()) }) {
+        // SAFETY: forwarding to the next layer's destroy for this instance.
+        unsafe { (state.fns.fp_v1_0().destroy_instance)(instance, alloc) };
+    }
+}
+
+pub unsafe extern "system" fn create_device(
+    phys: vk::PhysicalDevice,
+    ci: *const vk::DeviceCreateInfo<'_>,
+    alloc: *const vk::AllocationCallbacks<'_>,
+    out: *mut vk::Device,
+) -> vk::Result {
+    // SAFETY: the loader passes a valid create info chain.
+    let (link_info, loader_data) = unsafe {
+        (find_device_link((*ci).p_next, VK_LAYER_LINK_INFO), find_device_link((*ci).p_next, VK_LOADER_DATA_CALLBACK))
+    };
+    if link_info.is_null() {
+        return vk::Result::ERROR_INITIALIZATION_FAILED;
+    }
+    let Some(inst) = lookup(phys.as_raw()) else {
+        return vk::Result::ERROR_INITIALIZATION_FAILED;
+    };
+    // SAFETY: as for the instance link: read our link, then advance the chain.
+    let (next_gipa, next_gdpa) = unsafe {
+        let link = (*link_info).u as *mut VkLayerDeviceLink;
+        (*link_info).u = (*link).p_next as *mut c_void;
+        ((*link).pfn_next_get_instance_proc_addr, (*link).pfn_next_get_device_proc_addr)
+    };
+    let set_loader_data = if loader_data.is_null() {
+        None
+    } else {
+        // SAFETY: the VK_LOADER_DATA_CALLBACK entry's union holds pfnSetDeviceLoaderData.
+        Some(unsafe { std::mem::transmute::<*mut c_void, PfnSetDeviceLoaderData>((*loader_data).u) })
+    };
+    // vkCreateDevice must come from the instance's dispatch, never gipa(NULL, ...).
+    // SAFETY: querying an instance command of a live instance.
+    let create: vk::PFN_vkCreateDevice = match unsafe { next_gipa(inst.handle, c"vkCreateDevice".as_ptr()) } {
+        // SAFETY: the next layer returned vkCreateDevice for that name.
+        Some(f) => unsafe { std::mem::transmute::<unsafe extern "system" fn(), vk::PFN_vkCreateDevice>(f) },
+        None => return vk::Result::ERROR_INITIALIZATION_FAILED,
+    };
+    // SAFETY: forwarding the app's arguments unchanged.
+    let r = unsafe { create(phys, ci, alloc, out) };
+    if r != vk::Result::SUCCESS {
+        return r;
+    }
+    // SAFETY: success means *out is the new device.
+    let handle = unsafe { *out };
+    guarded(&device::CREATE_DEVICE, || {
+        // SAFETY: ci is the app's valid create info; handle was just created from it.
+        let enabled = unsafe { enabled_extensions(&*ci) };
+        let state = Device::new(inst.clone(), phys, handle, next_gdpa, set_loader_data, enabled);
+        // SAFETY: handle is a live device created through the loader.
+        device::DEVICES.insert(unsafe { dispatch_key(handle.as_raw()) }, Arc::new(state));
+    });
+    r
+}
+
+/// # Safety
+/// `ci` must be a valid device create info.
+unsafe fn enabled_extensions(ci: &vk::DeviceCreateInfo<'_>) -> Vec<String> {
+    (0..ci.enabled_extension_count as usize)
+        .map(|i| {
+            // SAFETY: the array has enabled_extension_count valid C strings.
+            unsafe { CStr::from_ptr(*ci.pp_enabled_extension_names.add(i) as *const c_char) }
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect()
+}

@@ -1,0 +1,106 @@
+//! vkGetInstanceProcAddr / vkGetDeviceProcAddr: which names we hook, and the rule that a hook is
+//! only handed out when the next layer has the command (so extensions the app did not enable
+//! stay NULL).
+
+use crate::guard::{guarded, Site};
+use crate::{cmdbuf, device, instance, present, queue};
+use ash::vk::{self, Handle};
+use std::ffi::{c_char, CStr};
+
+macro_rules! pfn {
+    ($f:expr, $ty:ty) => {{
+        let f: $ty = $f;
+        // SAFETY: every Vulkan PFN has the same representation as PFN_vkVoidFunction; the caller
+        // casts it back to the type the name implies.
+        Some(unsafe { std::mem::transmute::<$ty, unsafe extern "system" fn()>(f) })
+    }};
+}
+
+/// Commands that exist before or independent of any device.
+fn instance_hook(name: &[u8]) -> vk::PFN_vkVoidFunction {
+    match name {
+        b"vkGetInstanceProcAddr" => pfn!(gipa_entry, vk::PFN_vkGetInstanceProcAddr),
+        b"vkCreateInstance" => pfn!(instance::create_instance, vk::PFN_vkCreateInstance),
+        b"vkDestroyInstance" => pfn!(instance::destroy_instance, vk::PFN_vkDestroyInstance),
+        b"vkCreateDevice" => pfn!(instance::create_device, vk::PFN_vkCreateDevice),
+        _ => None,
+    }
+}
+
+/// Device-level commands we intercept.
+fn device_hook(name: &[u8]) -> vk::PFN_vkVoidFunction {
+    match name {
+        b"vkGetDeviceProcAddr" => pfn!(gdpa_entry, vk::PFN_vkGetDeviceProcAddr),
+        b"vkDestroyDevice" => pfn!(device::destroy_device, vk::PFN_vkDestroyDevice),
+        b"vkGetDeviceQueue" => pfn!(queue::get_device_queue, vk::PFN_vkGetDeviceQueue),
+        b"vkGetDeviceQueue2" => pfn!(queue::get_device_queue2, vk::PFN_vkGetDeviceQueue2),
+        b"vkQueueSubmit" => pfn!(queue::queue_submit, vk::PFN_vkQueueSubmit),
+        b"vkQueueSubmit2" => pfn!(queue::queue_submit2, vk::PFN_vkQueueSubmit2),
+        b"vkQueueSubmit2KHR" => pfn!(queue::queue_submit2_khr, vk::PFN_vkQueueSubmit2),
+        b"vkQueuePresentKHR" => pfn!(present::queue_present, vk::PFN_vkQueuePresentKHR),
+        b"vkCreateSwapchainKHR" => pfn!(present::create_swapchain, vk::PFN_vkCreateSwapchainKHR),
+        b"vkDestroySwapchainKHR" => pfn!(present::destroy_swapchain, vk::PFN_vkDestroySwapchainKHR),
+        b"vkAllocateCommandBuffers" => pfn!(cmdbuf::allocate_command_buffers, vk::PFN_vkAllocateCommandBuffers),
+        b"vkFreeCommandBuffers" => pfn!(cmdbuf::free_command_buffers, vk::PFN_vkFreeCommandBuffers),
+        b"vkBeginCommandBuffer" => pfn!(cmdbuf::begin_command_buffer, vk::PFN_vkBeginCommandBuffer),
+        b"vkEndCommandBuffer" => pfn!(cmdbuf::end_command_buffer, vk::PFN_vkEndCommandBuffer),
+        _ => None,
+    }
+}
+
+// The loader and other layers get these internal entry points, never the exported symbols: an
+// exported symbol is preemptible, so its address taken inside this library resolves through the
+// GOT to the first definition in the process (libvulkan's own vkGetInstanceProcAddr), which sends
+// the chain back into the loader and deadlocks it.
+pub unsafe extern "system" fn gipa_entry(inst: vk::Instance, name: *const c_char) -> vk::PFN_vkVoidFunction {
+    get_instance_proc_addr(inst, name)
+}
+
+pub unsafe extern "system" fn gdpa_entry(dev: vk::Device, name: *const c_char) -> vk::PFN_vkVoidFunction {
+    get_device_proc_addr(dev, name)
+}
+
+static GIPA: Site = Site::new("vkGetInstanceProcAddr");
+static GDPA: Site = Site::new("vkGetDeviceProcAddr");
+
+pub fn get_instance_proc_addr(inst: vk::Instance, name: *const c_char) -> vk::PFN_vkVoidFunction {
+    if name.is_null() {
+        return None;
+    }
+    guarded(&GIPA, || {
+        // SAFETY: the caller passes a NUL-terminated command name.
+        let n = unsafe { CStr::from_ptr(name) };
+        if let Some(f) = instance_hook(n.to_bytes()) {
+            return Some(f);
+        }
+        let state = if inst == vk::Instance::null() { None } else { instance::lookup(inst.as_raw()) };
+        let state = state?;
+        // SAFETY: querying a command name of a live instance.
+        let next = unsafe { (state.next_gipa)(inst, name) };
+        match device_hook(n.to_bytes()) {
+            Some(f) if next.is_some() => Some(f),
+            _ => next,
+        }
+    })
+    .flatten()
+}
+
+pub fn get_device_proc_addr(dev: vk::Device, name: *const c_char) -> vk::PFN_vkVoidFunction {
+    if name.is_null() {
+        return None;
+    }
+    guarded(&GDPA, || {
+        // SAFETY: the caller passes a NUL-terminated command name.
+        let n = unsafe { CStr::from_ptr(name) };
+        if n.to_bytes() == b"vkGetDeviceProcAddr" {
+            return device_hook(n.to_bytes());
+        }
+        let d = device::lookup(dev.as_raw())?;
+        match device_hook(n.to_bytes()) {
+            Some(f) => d.next_has(n).then_some(f),
+            // SAFETY: querying a command name of a live device.
+            None => unsafe { (d.next_gdpa)(dev, name) },
+        }
+    })
+    .flatten()
+}

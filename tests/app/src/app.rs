@@ -1,0 +1,444 @@
+//! The frame loop: acquire, record (or reuse), submit, present.
+
+use std::collections::HashMap;
+use std::error::Error;
+
+use ash::vk;
+
+use crate::args::Args;
+use crate::context::Gpu;
+use crate::headless::{self, Offscreen};
+use crate::pipeline::Pipeline;
+use crate::record::{Pool, Recorder};
+use crate::report::{monotonic_ns, Report};
+use crate::scene::{self, Chunk, Region};
+use crate::submit::{submit_frame, SubmitSync};
+use crate::swapchain::{Swapchain, Target};
+use crate::window::Windows;
+
+const FRAMES_IN_FLIGHT: usize = 2;
+
+/// Per frame-in-flight synchronisation.
+struct FrameSync {
+    device: ash::Device,
+    fences: Vec<vk::Fence>,
+    /// [frame in flight][window]
+    acquired: Vec<Vec<vk::Semaphore>>,
+}
+
+impl FrameSync {
+    fn new(device: &ash::Device, windows: usize) -> Result<FrameSync, vk::Result> {
+        let mut me = FrameSync {
+            device: device.clone(),
+            fences: Vec::new(),
+            acquired: Vec::new(),
+        };
+        // SAFETY: live device; objects are tracked in `me` at once so Drop
+        // cleans up after a partial failure.
+        unsafe {
+            for _ in 0..FRAMES_IN_FLIGHT {
+                // Signalled so the first wait on each slot returns at once.
+                me.fences.push(device.create_fence(
+                    &vk::FenceCreateInfo::default().flags(vk::FenceCreateFlags::SIGNALED),
+                    None,
+                )?);
+                me.acquired.push(Vec::new());
+                for _ in 0..windows {
+                    let s = device.create_semaphore(&vk::SemaphoreCreateInfo::default(), None)?;
+                    me.acquired.last_mut().expect("just pushed").push(s);
+                }
+            }
+        }
+        Ok(me)
+    }
+}
+
+impl Drop for FrameSync {
+    fn drop(&mut self) {
+        // SAFETY: the device is idle at teardown.
+        unsafe {
+            for &f in &self.fences {
+                self.device.destroy_fence(f, None);
+            }
+            for &s in self.acquired.iter().flatten() {
+                self.device.destroy_semaphore(s, None);
+            }
+        }
+    }
+}
+
+/// Owns every Vulkan object. Field order is destruction order: children
+/// before the device, surfaces before the X windows.
+pub struct App {
+    args: Args,
+    regions: Vec<Region>,
+    plan: Vec<Chunk>,
+    /// Recorded command buffers by (frame in flight, image index per window),
+    /// only with `--reuse`; they live in `pools` and are freed with them.
+    reused: HashMap<(usize, Vec<u32>), Vec<vk::CommandBuffer>>,
+    /// [frame in flight][thread]
+    pools: Vec<Vec<Pool>>,
+    sync: FrameSync,
+    offscreen: Option<Offscreen>,
+    swapchains: Vec<Swapchain>,
+    pipeline: Pipeline,
+    gpu: Gpu,
+    windows: Option<Windows>,
+    report: Report,
+}
+
+impl App {
+    pub fn new(args: &Args) -> Result<App, Box<dyn Error>> {
+        let windows = if args.headless {
+            None
+        } else {
+            Some(Windows::open(args.windows, args.width, args.height)?)
+        };
+        let gpu = Gpu::new(windows.is_some(), args.labels)?;
+        let size = vk::Extent2D {
+            width: args.width,
+            height: args.height,
+        };
+        let mut swapchains: Vec<Swapchain> = Vec::new();
+        if let Some(w) = &windows {
+            for &handle in w.handles() {
+                let format = swapchains.first().map(|s| s.format);
+                match Swapchain::new(&gpu, w.display(), handle, size, args.present_mode, format) {
+                    Ok(s) => swapchains.push(s),
+                    Err(e) => {
+                        for s in &mut swapchains {
+                            s.destroy(&gpu);
+                        }
+                        return Err(e);
+                    }
+                }
+            }
+        }
+        // From here on App's Drop (which needs swapchains inside App) cleans up.
+        let format = swapchains.first().map_or(headless::FORMAT, |s| s.format);
+        let pipeline = match Pipeline::new(&gpu.device, format) {
+            Ok(p) => p,
+            Err(e) => {
+                for s in &mut swapchains {
+                    s.destroy(&gpu);
+                }
+                return Err(e);
+            }
+        };
+        let sync = FrameSync::new(&gpu.device, swapchains.len());
+        let offscreen = if args.headless {
+            Some(Offscreen::new(&gpu, FRAMES_IN_FLIGHT, size))
+        } else {
+            None
+        };
+        let mut pools = Vec::new();
+        for _ in 0..FRAMES_IN_FLIGHT {
+            let per_thread: Result<Vec<Pool>, vk::Result> = (0..args.threads)
+                .map(|_| Pool::new(&gpu.device, gpu.queue_family))
+                .collect();
+            pools.push(per_thread);
+        }
+        let regions = scene::regions(args);
+        let targets = swapchains.len().max(1);
+        let chunks = args.threads.max(args.submits) as usize;
+        let plan = scene::plan(&regions, targets, chunks, args.threads as usize);
+        let passes = if args.resubmit_twice { 2 } else { 1 };
+        let report = Report {
+            windows: if args.headless { 0 } else { args.windows },
+            draws_per_frame: scene::draws_per_target(&regions) * targets as u64 * passes,
+            vertices_per_frame: scene::vertices_per_target(&regions) * targets as u64 * passes,
+            passes_per_frame: passes as u32,
+            width: args.width,
+            height: args.height,
+            present_mode: present_mode_name(swapchains.first().map(|s| s.present_mode)),
+            scene: args.scene.name(),
+            threads: args.threads,
+            submits_per_frame: args.submits * passes as u32,
+            headless: args.headless,
+            ..Report::default()
+        };
+        // Assemble first so that any later error drops a complete App.
+        let mut app = App {
+            args: args.clone(),
+            regions,
+            plan,
+            reused: HashMap::new(),
+            pools: Vec::new(),
+            sync: FrameSync {
+                device: gpu.device.clone(),
+                fences: Vec::new(),
+                acquired: Vec::new(),
+            },
+            offscreen: None,
+            swapchains,
+            pipeline,
+            gpu,
+            windows,
+            report,
+        };
+        app.sync = sync?;
+        app.offscreen = offscreen.transpose()?;
+        for p in pools {
+            app.pools.push(p?);
+        }
+        Ok(app)
+    }
+
+    pub fn run(mut self) -> Result<Report, Box<dyn Error>> {
+        let mut frame: u64 = 0;
+        while frame < u64::from(self.args.frames) {
+            if self.frame(frame)? {
+                frame += 1;
+            }
+        }
+        self.report.frames = frame;
+        // SAFETY: live device; everything is torn down (in Drop) only after this.
+        unsafe { self.gpu.device.device_wait_idle()? };
+        Ok(std::mem::take(&mut self.report))
+    }
+
+    /// Renders one frame; false when there was nothing to render into.
+    fn frame(&mut self, frame: u64) -> Result<bool, Box<dyn Error>> {
+        let fif = (frame % FRAMES_IN_FLIGHT as u64) as usize;
+        self.poll_windows();
+        let fence = self.sync.fences[fif];
+        // SAFETY: the fence is live; waiting bounds the CPU to 2 frames ahead
+        // and makes this slot's pools and semaphores free for reuse.
+        unsafe { self.gpu.device.wait_for_fences(&[fence], true, u64::MAX)? };
+        if self.swapchains.iter().any(|s| s.needs_rebuild) {
+            self.rebuild_swapchains()?;
+            if self.swapchains.iter().any(|s| s.needs_rebuild) {
+                // Zero-area window: nothing to present until it grows again.
+                std::thread::sleep(std::time::Duration::from_millis(10));
+                return Ok(false);
+            }
+        }
+        let indices = self.acquire(fif)?;
+        let targets: Vec<Target> = match &self.offscreen {
+            Some(o) => vec![o.target(fif)],
+            None => self
+                .swapchains
+                .iter()
+                .zip(&indices)
+                .map(|(s, &i)| s.target(i))
+                .collect(),
+        };
+        let cbs = self.command_buffers(fif, &indices, &targets)?;
+        let render_finished: Vec<vk::Semaphore> = self
+            .swapchains
+            .iter()
+            .zip(&indices)
+            .map(|(s, &i)| s.render_finished[i as usize])
+            .collect();
+        submit_frame(
+            &self.gpu.device,
+            self.gpu.queue,
+            &cbs,
+            &SubmitSync {
+                wait: &self.sync.acquired[fif],
+                signal: &render_finished,
+                fence,
+            },
+            &self.args,
+        )?;
+        if !self.swapchains.is_empty() {
+            self.present(&indices, &render_finished)?;
+        }
+        Ok(true)
+    }
+
+    fn poll_windows(&mut self) {
+        let Some(w) = &mut self.windows else { return };
+        for r in w.poll() {
+            let s = &mut self.swapchains[r.index];
+            s.window_size = vk::Extent2D {
+                width: r.width,
+                height: r.height,
+            };
+            if s.window_size != s.extent {
+                s.needs_rebuild = true;
+            }
+        }
+    }
+
+    fn rebuild_swapchains(&mut self) -> Result<(), Box<dyn Error>> {
+        // SAFETY: live device. Idle is required before retiring swapchain
+        // images that recorded command buffers still reference.
+        unsafe { self.gpu.device.device_wait_idle()? };
+        for s in self.swapchains.iter_mut().filter(|s| s.needs_rebuild) {
+            s.rebuild(&self.gpu)?;
+            self.report.swapchain_rebuilds += 1;
+        }
+        // Recorded buffers name the old image views.
+        self.reused.clear();
+        for pool in self.pools.iter_mut().flatten() {
+            pool.reset()?;
+        }
+        Ok(())
+    }
+
+    fn acquire(&mut self, fif: usize) -> Result<Vec<u32>, Box<dyn Error>> {
+        let mut indices = Vec::with_capacity(self.swapchains.len());
+        for k in 0..self.swapchains.len() {
+            loop {
+                let swap_fn = self.gpu.swapchain.as_ref().expect("windowed gpu");
+                // SAFETY: live swapchain; this slot's semaphore is unsignalled
+                // because the fence wait covered the submit that waited on it.
+                let r = unsafe {
+                    swap_fn.acquire_next_image(
+                        self.swapchains[k].swapchain,
+                        u64::MAX,
+                        self.sync.acquired[fif][k],
+                        vk::Fence::null(),
+                    )
+                };
+                match r {
+                    Ok((index, suboptimal)) => {
+                        // Still usable: present this frame, rebuild before the next.
+                        self.swapchains[k].needs_rebuild |= suboptimal;
+                        indices.push(index);
+                        break;
+                    }
+                    Err(vk::Result::ERROR_OUT_OF_DATE_KHR) => {
+                        self.swapchains[k].needs_rebuild = true;
+                        self.rebuild_swapchains()?;
+                        if self.swapchains[k].needs_rebuild {
+                            return Err("window lost its area while acquiring".into());
+                        }
+                    }
+                    Err(e) => return Err(e.into()),
+                }
+            }
+        }
+        Ok(indices)
+    }
+
+    fn command_buffers(
+        &mut self,
+        fif: usize,
+        indices: &[u32],
+        targets: &[Target],
+    ) -> Result<Vec<vk::CommandBuffer>, Box<dyn Error>> {
+        let key = (fif, indices.to_vec());
+        if self.args.reuse {
+            if let Some(cbs) = self.reused.get(&key) {
+                return Ok(cbs.clone());
+            }
+        } else {
+            for pool in &mut self.pools[fif] {
+                pool.reset()?;
+            }
+        }
+        let usage = if !self.args.reuse {
+            vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT
+        } else if self.args.simultaneous {
+            vk::CommandBufferUsageFlags::SIMULTANEOUS_USE
+        } else {
+            vk::CommandBufferUsageFlags::empty()
+        };
+        let recorder = Recorder {
+            device: &self.gpu.device,
+            debug_utils: self.gpu.debug_utils.as_ref(),
+            pipeline: &self.pipeline,
+            regions: &self.regions,
+            secondary: self.args.secondary,
+            usage,
+            present: self.offscreen.is_none(),
+        };
+        let cbs = record_parallel(&recorder, &mut self.pools[fif], &self.plan, targets)?;
+        if self.args.reuse {
+            self.reused.insert(key, cbs.clone());
+        }
+        Ok(cbs)
+    }
+
+    fn present(&mut self, indices: &[u32], render_finished: &[vk::Semaphore]) -> Result<(), Box<dyn Error>> {
+        let chains: Vec<vk::SwapchainKHR> = self.swapchains.iter().map(|s| s.swapchain).collect();
+        let mut results = vec![vk::Result::SUCCESS; chains.len()];
+        let info = vk::PresentInfoKHR::default()
+            .wait_semaphores(render_finished)
+            .swapchains(&chains)
+            .image_indices(indices)
+            .results(&mut results);
+        let swap_fn = self.gpu.swapchain.as_ref().expect("windowed gpu");
+        // Taken as late as possible: the layer times the same call's entry.
+        self.report.presents.record(monotonic_ns());
+        // SAFETY: every array in `info` lives across the call; each image was
+        // acquired this frame and its render-finished semaphore is signalled
+        // by this frame's last submit.
+        let r = unsafe { swap_fn.queue_present(self.gpu.queue, &info) };
+        match r {
+            Ok(_) | Err(vk::Result::ERROR_OUT_OF_DATE_KHR) => {}
+            Err(e) => return Err(e.into()),
+        }
+        for (s, r) in self.swapchains.iter_mut().zip(&results) {
+            match *r {
+                vk::Result::SUCCESS => {}
+                vk::Result::SUBOPTIMAL_KHR | vk::Result::ERROR_OUT_OF_DATE_KHR => s.needs_rebuild = true,
+                e => return Err(e.into()),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Records every chunk, each on its assigned thread with that thread's pool,
+/// and returns the primaries in submission order.
+fn record_parallel(
+    recorder: &Recorder,
+    pools: &mut [Pool],
+    plan: &[Chunk],
+    targets: &[Target],
+) -> Result<Vec<vk::CommandBuffer>, vk::Result> {
+    let record_thread = |thread: usize, pool: &mut Pool| {
+        plan.iter()
+            .enumerate()
+            .filter(|(_, c)| c.thread == thread)
+            .map(|(i, c)| recorder.record(pool, c, targets).map(|cb| (i, cb)))
+            .collect::<Result<Vec<_>, vk::Result>>()
+    };
+    let mut recorded: Vec<(usize, vk::CommandBuffer)> = if pools.len() == 1 {
+        record_thread(0, &mut pools[0])?
+    } else {
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = pools
+                .iter_mut()
+                .enumerate()
+                .map(|(t, pool)| scope.spawn(move || record_thread(t, pool)))
+                .collect();
+            let mut all = Vec::new();
+            for h in handles {
+                all.extend(h.join().expect("recording thread panicked")?);
+            }
+            Ok::<_, vk::Result>(all)
+        })?
+    };
+    recorded.sort_by_key(|&(i, _)| i);
+    Ok(recorded.into_iter().map(|(_, cb)| cb).collect())
+}
+
+fn present_mode_name(mode: Option<vk::PresentModeKHR>) -> &'static str {
+    match mode {
+        None => "none",
+        Some(vk::PresentModeKHR::IMMEDIATE) => "immediate",
+        Some(vk::PresentModeKHR::MAILBOX) => "mailbox",
+        Some(vk::PresentModeKHR::FIFO) => "fifo",
+        Some(vk::PresentModeKHR::FIFO_RELAXED) => "fifo_relaxed",
+        Some(_) => "other",
+    }
+}
+
+impl Drop for App {
+    fn drop(&mut self) {
+        // SAFETY: live device. Nothing may be destroyed while in use, whether
+        // we got here by finishing or by an error.
+        unsafe {
+            let _ = self.gpu.device.device_wait_idle();
+        }
+        // Swapchains need the Gpu to be destroyed, so they cannot drop
+        // themselves; every other field drops after this, in declaration order.
+        for s in &mut self.swapchains {
+            s.destroy(&self.gpu);
+        }
+    }
+}

@@ -1,0 +1,283 @@
+//! Command-line options, parsed by hand so the app needs no extra crates.
+
+use std::fmt;
+
+pub const HELP: &str = "\
+framescope-testapp: a small Vulkan app with known, configurable work per frame,
+used by framescope's integration tests.
+
+USAGE: framescope-testapp [OPTIONS]
+
+OPTIONS:
+  --frames N            render and present N frames, then exit 0 [default: 100]
+  --width W             window / offscreen width in pixels [default: 500]
+  --height H            window / offscreen height in pixels [default: 500]
+  --windows K           K windows, one swapchain each, presented together in
+                        one vkQueuePresentKHR call [default: 1]
+  --present-mode M      immediate | mailbox | fifo | fifo_relaxed
+                        [default: immediate; falls back to fifo if unsupported]
+  --draws N             draws per frame (per window), 3 vertices each, scene
+                        `basic` only [default: 10]
+  --scene S             basic | regions [default: basic]. `regions` is the
+                        known-answer scene: labels Frame > Shadows (10 draws x
+                        300 vertices), Main (100 draws x 36 vertices), Post (one
+                        full-screen triangle, W*H fragments). Implies --labels.
+  --threads T           record each frame's command buffers on T threads, one
+                        command pool per thread per frame in flight [default: 1]
+  --secondary           record draws into secondary command buffers executed
+                        from the primaries with vkCmdExecuteCommands
+  --labels              wrap work in VK_EXT_debug_utils labels
+  --reuse               record command buffers once per (frame in flight,
+                        swapchain image) and resubmit them without re-recording
+  --simultaneous        use SIMULTANEOUS_USE on reused command buffers
+                        (implies --reuse)
+  --resubmit-twice      submit the frame's command buffers twice per frame
+                        (implies --reuse; waits for the queue between the two
+                        submissions unless --simultaneous)
+  --submits S           split each frame's work into S vkQueueSubmit calls
+                        [default: 1]
+  --submit2             use vkQueueSubmit2 instead of vkQueueSubmit
+  --headless            no window or swapchain: render into an offscreen image;
+                        a frame is one loop iteration, nothing is presented
+  -h, --help            print this help
+
+OUTPUT: one stdout line at exit:
+  testapp-result {\"frames\":..,\"draws_per_frame\":..,\"vertices_per_frame\":..,
+  \"width\":..,\"height\":..,\"mean_present_interval_ns\":..,\"present_intervals\":..,...}
+";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PresentMode {
+    Immediate,
+    Mailbox,
+    Fifo,
+    FifoRelaxed,
+}
+
+impl PresentMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            PresentMode::Immediate => "immediate",
+            PresentMode::Mailbox => "mailbox",
+            PresentMode::Fifo => "fifo",
+            PresentMode::FifoRelaxed => "fifo_relaxed",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SceneKind {
+    Basic,
+    Regions,
+}
+
+impl SceneKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            SceneKind::Basic => "basic",
+            SceneKind::Regions => "regions",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Args {
+    pub frames: u32,
+    pub width: u32,
+    pub height: u32,
+    pub windows: u32,
+    pub present_mode: PresentMode,
+    pub draws: u32,
+    pub scene: SceneKind,
+    pub threads: u32,
+    pub secondary: bool,
+    pub labels: bool,
+    pub reuse: bool,
+    pub simultaneous: bool,
+    pub resubmit_twice: bool,
+    pub submits: u32,
+    pub submit2: bool,
+    pub headless: bool,
+}
+
+impl Default for Args {
+    fn default() -> Self {
+        Args {
+            frames: 100,
+            width: 500,
+            height: 500,
+            windows: 1,
+            present_mode: PresentMode::Immediate,
+            draws: 10,
+            scene: SceneKind::Basic,
+            threads: 1,
+            secondary: false,
+            labels: false,
+            reuse: false,
+            simultaneous: false,
+            resubmit_twice: false,
+            submits: 1,
+            submit2: false,
+            headless: false,
+        }
+    }
+}
+
+#[derive(Debug, PartialEq, Eq)]
+pub enum ParseOutcome {
+    Run(Args),
+    Help,
+}
+
+#[derive(Debug, PartialEq, Eq)]
+pub struct ArgError(pub String);
+
+impl fmt::Display for ArgError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} (see --help)", self.0)
+    }
+}
+
+impl std::error::Error for ArgError {}
+
+fn number(flag: &str, value: Option<String>, min: u32) -> Result<u32, ArgError> {
+    let value = value.ok_or_else(|| ArgError(format!("{flag} needs a value")))?;
+    let n: u32 = value
+        .parse()
+        .map_err(|_| ArgError(format!("{flag}: `{value}` is not a number")))?;
+    if n < min {
+        return Err(ArgError(format!("{flag} must be at least {min}")));
+    }
+    Ok(n)
+}
+
+pub fn parse<I: IntoIterator<Item = String>>(argv: I) -> Result<ParseOutcome, ArgError> {
+    let mut args = Args::default();
+    let mut draws_given = false;
+    let mut it = argv.into_iter();
+    while let Some(arg) = it.next() {
+        // Accept `--flag=value` as well as `--flag value`.
+        let (flag, inline) = match arg.split_once('=') {
+            Some((f, v)) if f.starts_with("--") => (f.to_string(), Some(v.to_string())),
+            _ => (arg.clone(), None),
+        };
+        let mut value = || inline.clone().or_else(|| it.next());
+        match flag.as_str() {
+            "-h" | "--help" => return Ok(ParseOutcome::Help),
+            "--frames" => args.frames = number(&flag, value(), 0)?,
+            "--width" => args.width = number(&flag, value(), 1)?,
+            "--height" => args.height = number(&flag, value(), 1)?,
+            "--windows" => args.windows = number(&flag, value(), 1)?,
+            "--draws" => {
+                args.draws = number(&flag, value(), 1)?;
+                draws_given = true;
+            }
+            "--threads" => args.threads = number(&flag, value(), 1)?,
+            "--submits" => args.submits = number(&flag, value(), 1)?,
+            "--present-mode" => {
+                args.present_mode = match value().as_deref() {
+                    Some("immediate") => PresentMode::Immediate,
+                    Some("mailbox") => PresentMode::Mailbox,
+                    Some("fifo") => PresentMode::Fifo,
+                    Some("fifo_relaxed") => PresentMode::FifoRelaxed,
+                    other => return Err(ArgError(format!("--present-mode: bad value {other:?}"))),
+                }
+            }
+            "--scene" => {
+                args.scene = match value().as_deref() {
+                    Some("basic") => SceneKind::Basic,
+                    Some("regions") => SceneKind::Regions,
+                    other => return Err(ArgError(format!("--scene: bad value {other:?}"))),
+                }
+            }
+            "--secondary" => args.secondary = true,
+            "--labels" => args.labels = true,
+            "--reuse" => args.reuse = true,
+            "--simultaneous" => args.simultaneous = true,
+            "--resubmit-twice" => args.resubmit_twice = true,
+            "--submit2" => args.submit2 = true,
+            "--headless" => args.headless = true,
+            _ => return Err(ArgError(format!("unknown argument `{arg}`"))),
+        }
+        if inline.is_some() && !takes_value(&flag) {
+            return Err(ArgError(format!("{flag} takes no value")));
+        }
+    }
+    if args.scene == SceneKind::Regions {
+        if draws_given {
+            return Err(ArgError(
+                "--draws cannot be combined with --scene regions (its draw counts are fixed)".into(),
+            ));
+        }
+        // The regions are only meaningful to the profiler through their labels.
+        args.labels = true;
+    }
+    // Resubmitting is impossible with ONE_TIME_SUBMIT buffers, so both imply reuse.
+    if args.simultaneous || args.resubmit_twice {
+        args.reuse = true;
+    }
+    if args.headless && args.windows != 1 {
+        return Err(ArgError("--windows cannot be combined with --headless".into()));
+    }
+    Ok(ParseOutcome::Run(args))
+}
+
+fn takes_value(flag: &str) -> bool {
+    matches!(
+        flag,
+        "--frames"
+            | "--width"
+            | "--height"
+            | "--windows"
+            | "--draws"
+            | "--threads"
+            | "--submits"
+            | "--present-mode"
+            | "--scene"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(list: &[&str]) -> Result<ParseOutcome, ArgError> {
+        parse(list.iter().map(|s| s.to_string()))
+    }
+
+    #[test]
+    fn defaults() {
+        assert_eq!(run(&[]), Ok(ParseOutcome::Run(Args::default())));
+    }
+
+    #[test]
+    fn values_and_implications() {
+        let ParseOutcome::Run(a) = run(&[
+            "--frames=5",
+            "--threads",
+            "4",
+            "--scene",
+            "regions",
+            "--resubmit-twice",
+            "--present-mode",
+            "fifo_relaxed",
+        ])
+        .unwrap() else {
+            panic!("expected Run");
+        };
+        assert_eq!(a.frames, 5);
+        assert_eq!(a.threads, 4);
+        assert!(a.labels && a.reuse);
+        assert_eq!(a.present_mode, PresentMode::FifoRelaxed);
+    }
+
+    #[test]
+    fn errors() {
+        assert!(run(&["--bogus"]).is_err());
+        assert!(run(&["--threads", "0"]).is_err());
+        assert!(run(&["--frames"]).is_err());
+        assert!(run(&["--labels=1"]).is_err());
+        assert!(run(&["--scene", "regions", "--draws", "3"]).is_err());
+        assert_eq!(run(&["--help"]), Ok(ParseOutcome::Help));
+    }
+}

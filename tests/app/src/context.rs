@@ -1,0 +1,125 @@
+//! Vulkan instance, device and queue.
+
+use std::error::Error;
+use std::ffi::CStr;
+
+use ash::{ext, khr, vk};
+
+pub struct Gpu {
+    pub instance: ash::Instance,
+    pub physical: vk::PhysicalDevice,
+    pub device: ash::Device,
+    pub queue: vk::Queue,
+    pub queue_family: u32,
+    /// Present only with labels on: the extension is not enabled otherwise, so
+    /// the layer under test also sees apps that never use debug utils.
+    pub debug_utils: Option<ext::debug_utils::Device>,
+    pub surface: Option<khr::surface::Instance>,
+    pub xlib_surface: Option<khr::xlib_surface::Instance>,
+    pub swapchain: Option<khr::swapchain::Device>,
+}
+
+impl Gpu {
+    pub fn new(windowed: bool, labels: bool) -> Result<Gpu, Box<dyn Error>> {
+        let entry = ash::Entry::linked();
+        let mut extensions: Vec<&CStr> = Vec::new();
+        if windowed {
+            extensions.push(khr::surface::NAME);
+            extensions.push(khr::xlib_surface::NAME);
+        }
+        if labels {
+            extensions.push(ext::debug_utils::NAME);
+        }
+        let ext_ptrs: Vec<_> = extensions.iter().map(|e| e.as_ptr()).collect();
+        let app = vk::ApplicationInfo::default()
+            .application_name(c"framescope-testapp")
+            .application_version(1)
+            .api_version(vk::API_VERSION_1_3);
+        let info = vk::InstanceCreateInfo::default()
+            .application_info(&app)
+            .enabled_extension_names(&ext_ptrs);
+        // SAFETY: `info` and everything it points to live across the call.
+        let instance = unsafe { entry.create_instance(&info, None)? };
+        match Self::pick_device(&instance, windowed) {
+            Ok((physical, device, queue_family)) => {
+                // SAFETY: queue 0 of this family was requested at device creation.
+                let queue = unsafe { device.get_device_queue(queue_family, 0) };
+                Ok(Gpu {
+                    debug_utils: labels.then(|| ext::debug_utils::Device::new(&instance, &device)),
+                    surface: windowed.then(|| khr::surface::Instance::new(&entry, &instance)),
+                    xlib_surface: windowed.then(|| khr::xlib_surface::Instance::new(&entry, &instance)),
+                    swapchain: windowed.then(|| khr::swapchain::Device::new(&instance, &device)),
+                    instance,
+                    physical,
+                    device,
+                    queue,
+                    queue_family,
+                })
+            }
+            Err(e) => {
+                // SAFETY: nothing was created from the instance that still lives.
+                unsafe { instance.destroy_instance(None) };
+                Err(e)
+            }
+        }
+    }
+
+    fn pick_device(
+        instance: &ash::Instance,
+        windowed: bool,
+    ) -> Result<(vk::PhysicalDevice, ash::Device, u32), Box<dyn Error>> {
+        // SAFETY: plain queries on a live instance.
+        let physicals = unsafe { instance.enumerate_physical_devices()? };
+        for physical in physicals {
+            // SAFETY: `physical` was just enumerated from this instance.
+            let (props, families) = unsafe {
+                (
+                    instance.get_physical_device_properties(physical),
+                    instance.get_physical_device_queue_family_properties(physical),
+                )
+            };
+            if props.api_version < vk::API_VERSION_1_3 {
+                continue;
+            }
+            // Presentation support is checked per surface later; lavapipe and
+            // desktop drivers present from their graphics family.
+            let Some(family) = families
+                .iter()
+                .position(|f| f.queue_flags.contains(vk::QueueFlags::GRAPHICS))
+            else {
+                continue;
+            };
+            let family = family as u32;
+            let priorities = [1.0];
+            let queues = [vk::DeviceQueueCreateInfo::default()
+                .queue_family_index(family)
+                .queue_priorities(&priorities)];
+            let mut dev_exts = Vec::new();
+            if windowed {
+                dev_exts.push(khr::swapchain::NAME.as_ptr());
+            }
+            let mut v13 = vk::PhysicalDeviceVulkan13Features::default()
+                .dynamic_rendering(true)
+                .synchronization2(true);
+            let info = vk::DeviceCreateInfo::default()
+                .queue_create_infos(&queues)
+                .enabled_extension_names(&dev_exts)
+                .push_next(&mut v13);
+            // SAFETY: `info` and its chain live across the call.
+            let device = unsafe { instance.create_device(physical, &info, None)? };
+            return Ok((physical, device, family));
+        }
+        Err("no Vulkan 1.3 device with a graphics queue".into())
+    }
+}
+
+impl Drop for Gpu {
+    fn drop(&mut self) {
+        // SAFETY: owners of every child object are dropped before Gpu (see the
+        // field order of App), so the device and instance are unused now.
+        unsafe {
+            self.device.destroy_device(None);
+            self.instance.destroy_instance(None);
+        }
+    }
+}
