@@ -1,2 +1,84 @@
-pub fn install_main(_a: &[String]) -> i32 { 2 }
-pub fn uninstall_main(_a: &[String]) -> i32 { 2 }
+//! `framescope install` / `uninstall`: the implicit and explicit layer manifests plus a copy of
+//! the layer library, under `$XDG_DATA_HOME` (default `~/.local/share`) or `--prefix DIR`.
+
+use crate::locate::{self, EXPLICIT_TEMPLATE, IMPLICIT_TEMPLATE, MANIFEST_FILE, VK_LIB};
+use std::path::{Path, PathBuf};
+
+struct Layout {
+    implicit_dir: PathBuf,
+    explicit_dir: PathBuf,
+    lib_dir: PathBuf,
+}
+
+fn layout(args: &[String], verb: &str) -> Result<Layout, String> {
+    let data = match args {
+        [] => locate::data_home()?,
+        [flag, dir] if flag == "--prefix" => Path::new(dir).join("share"),
+        _ => return Err(format!("usage: framescope {verb} [--prefix DIR]")),
+    };
+    Ok(Layout {
+        implicit_dir: data.join("vulkan/implicit_layer.d"),
+        explicit_dir: data.join("vulkan/explicit_layer.d"),
+        lib_dir: data.join("framescope/lib"),
+    })
+}
+
+pub fn install_main(args: &[String]) -> i32 {
+    match install(args) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("framescope install: {e}");
+            1
+        }
+    }
+}
+
+fn install(args: &[String]) -> Result<(), String> {
+    let l = layout(args, "install")?;
+    let built = locate::find_library(VK_LIB)?;
+    std::fs::create_dir_all(&l.lib_dir).map_err(|e| format!("{}: {e}", l.lib_dir.display()))?;
+    let lib = l.lib_dir.join(VK_LIB);
+    // Copy to a temporary name and rename: an app running with the old library keeps its mapping.
+    let tmp = l.lib_dir.join(format!(".{VK_LIB}.tmp"));
+    std::fs::copy(&built, &tmp).map_err(|e| format!("copy {} -> {}: {e}", built.display(), tmp.display()))?;
+    std::fs::rename(&tmp, &lib).map_err(|e| format!("{}: {e}", lib.display()))?;
+    for (dir, template) in [
+        (&l.implicit_dir, IMPLICIT_TEMPLATE),
+        (&l.explicit_dir, EXPLICIT_TEMPLATE),
+    ] {
+        let path = dir.join(MANIFEST_FILE);
+        locate::write_atomically(&path, &locate::render_manifest(template, &lib))
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        println!("installed {}", path.display());
+    }
+    println!("installed {}", lib.display());
+    println!("enable per app with FRAMESCOPE=1 (implicit layer); DISABLE_FRAMESCOPE=1 turns it off");
+    Ok(())
+}
+
+pub fn uninstall_main(args: &[String]) -> i32 {
+    let l = match layout(args, "uninstall") {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("framescope uninstall: {e}");
+            return 2;
+        }
+    };
+    let mut code = 0;
+    for path in [
+        l.implicit_dir.join(MANIFEST_FILE),
+        l.explicit_dir.join(MANIFEST_FILE),
+        l.lib_dir.join(VK_LIB),
+    ] {
+        match std::fs::remove_file(&path) {
+            Ok(()) => println!("removed {}", path.display()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => {
+                eprintln!("framescope uninstall: {}: {e}", path.display());
+                code = 1;
+            }
+        }
+    }
+    let _ = std::fs::remove_dir(&l.lib_dir);
+    code
+}

@@ -1,1 +1,106 @@
-pub fn main(_a: &[String]) -> i32 { 2 }
+//! `framescope run [OPTIONS] [--] CMD ARGS...`: runs CMD with the layer enabled, installing
+//! nothing: a private explicit manifest is written to the user's cache directory, named through
+//! `VK_ADD_LAYER_PATH` and enabled with `VK_INSTANCE_LAYERS`, then CMD replaces this process
+//! (so its exit code and signals are the app's own).
+
+use crate::locate::{self, EXPLICIT_TEMPLATE, LAYER_NAME, MANIFEST_FILE, VK_LIB};
+use std::os::unix::process::CommandExt;
+use std::process::Command;
+
+const USAGE: &str = "usage: framescope run [--dump PATH] [--config KEY=VALUE,...] [--] CMD ARGS...";
+
+pub fn main(args: &[String]) -> i32 {
+    let mut dump = None;
+    let mut config = None;
+    let mut i = 0;
+    while i < args.len() {
+        match args[i].as_str() {
+            "--" => {
+                i += 1;
+                break;
+            }
+            "--dump" if i + 1 < args.len() => {
+                dump = Some(args[i + 1].clone());
+                i += 2;
+            }
+            "--config" if i + 1 < args.len() => {
+                config = Some(args[i + 1].clone());
+                i += 2;
+            }
+            "-h" | "--help" => {
+                println!("{USAGE}");
+                return 0;
+            }
+            s if s.starts_with("--") => {
+                eprintln!("framescope run: unknown option '{s}'\n{USAGE}");
+                return 2;
+            }
+            _ => break,
+        }
+    }
+    let Some((cmd, cmd_args)) = args[i..].split_first() else {
+        eprintln!("{USAGE}");
+        return 2;
+    };
+    let layer_dir = match prepare_manifest() {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("framescope run: {e}");
+            return 1;
+        }
+    };
+    let mut c = Command::new(cmd);
+    c.args(cmd_args);
+    c.env(
+        "VK_ADD_LAYER_PATH",
+        prepend(&layer_dir.display().to_string(), "VK_ADD_LAYER_PATH"),
+    );
+    // First in the list is closest to the app, so layers the user adds (validation) sit below us
+    // and check our calls too.
+    c.env("VK_INSTANCE_LAYERS", prepend(LAYER_NAME, "VK_INSTANCE_LAYERS"));
+    // The implicit layer, if installed, must not load a second copy.
+    c.env_remove("FRAMESCOPE");
+    if let Some(d) = dump {
+        c.env("FRAMESCOPE_DUMP", d);
+    }
+    if let Some(cfg) = config {
+        let merged = match std::env::var("FRAMESCOPE_CONFIG") {
+            Ok(old) if !old.is_empty() => format!("{old},{cfg}"),
+            _ => cfg,
+        };
+        c.env("FRAMESCOPE_CONFIG", merged);
+    }
+    let err = c.exec();
+    eprintln!("framescope run: cannot run '{cmd}': {err}");
+    if err.kind() == std::io::ErrorKind::NotFound {
+        127
+    } else {
+        126
+    }
+}
+
+fn prepend(value: &str, var: &str) -> String {
+    match std::env::var(var) {
+        Ok(old) if !old.is_empty() => format!("{value}:{old}"),
+        _ => value.to_string(),
+    }
+}
+
+/// A manifest per library location, so two checkouts never point at each other's build.
+fn prepare_manifest() -> Result<std::path::PathBuf, String> {
+    let lib = locate::find_library(VK_LIB)?;
+    let tag = fnv1a(lib.display().to_string().as_bytes());
+    let dir = locate::cache_home().join(format!("framescope/run-layer-{tag:016x}"));
+    let path = dir.join(MANIFEST_FILE);
+    let contents = locate::render_manifest(EXPLICIT_TEMPLATE, &lib);
+    if std::fs::read_to_string(&path).ok().as_deref() != Some(contents.as_str()) {
+        locate::write_atomically(&path, &contents).map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    Ok(dir)
+}
+
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf29ce484222325u64, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x100000001b3)
+    })
+}

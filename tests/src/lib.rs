@@ -1,1 +1,11 @@
-//! Integration-test harness: Xvfb, running apps under the layer, validation checks.
+//! Integration-test harness: finds the built artifacts, starts a private Xvfb, runs real apps
+//! under framescope in an isolated environment, and scans their output for validation messages.
+
+pub mod artifacts;
+pub mod runner;
+pub mod validation;
+pub mod xvfb;
+
+pub use artifacts::Artifacts;
+pub use runner::{Outcome, Sandbox};
+pub use xvfb::Xvfb;

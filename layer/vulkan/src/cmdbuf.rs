@@ -12,7 +12,9 @@ pub unsafe extern "system" fn allocate_command_buffers(
     info: *const vk::CommandBufferAllocateInfo<'_>,
     out: *mut vk::CommandBuffer,
 ) -> vk::Result {
-    let Some(d) = device::lookup(device.as_raw()) else { return vk::Result::ERROR_DEVICE_LOST };
+    let Some(d) = device::lookup(device.as_raw()) else {
+        return vk::Result::ERROR_DEVICE_LOST;
+    };
     // SAFETY: forwarding the app's arguments.
     unsafe { (d.fns.fp_v1_0().allocate_command_buffers)(device, info, out) }
 }
@@ -33,14 +35,18 @@ pub unsafe extern "system" fn begin_command_buffer(
     cb: vk::CommandBuffer,
     info: *const vk::CommandBufferBeginInfo<'_>,
 ) -> vk::Result {
-    let Some(d) = device::lookup(cb.as_raw()) else { return vk::Result::ERROR_DEVICE_LOST };
+    let Some(d) = device::lookup(cb.as_raw()) else {
+        return vk::Result::ERROR_DEVICE_LOST;
+    };
     guarded(&BEGIN, || d.stats.command_buffers_begun.fetch_add(1, Ordering::Relaxed));
     // SAFETY: forwarding the app's arguments.
     unsafe { (d.fns.fp_v1_0().begin_command_buffer)(cb, info) }
 }
 
 pub unsafe extern "system" fn end_command_buffer(cb: vk::CommandBuffer) -> vk::Result {
-    let Some(d) = device::lookup(cb.as_raw()) else { return vk::Result::ERROR_DEVICE_LOST };
+    let Some(d) = device::lookup(cb.as_raw()) else {
+        return vk::Result::ERROR_DEVICE_LOST;
+    };
     // SAFETY: forwarding the app's arguments.
     unsafe { (d.fns.fp_v1_0().end_command_buffer)(cb) }
 }

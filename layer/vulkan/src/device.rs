@@ -82,7 +82,9 @@ impl Device {
 
     pub fn name(&self) -> String {
         // SAFETY: deviceName is a NUL-terminated array filled by the driver.
-        unsafe { CStr::from_ptr(self.properties.device_name.as_ptr()) }.to_string_lossy().into_owned()
+        unsafe { CStr::from_ptr(self.properties.device_name.as_ptr()) }
+            .to_string_lossy()
+            .into_owned()
     }
 
     /// Whether the next layer provides `name` for this device: our hook is only handed out

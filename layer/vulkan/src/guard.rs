@@ -15,7 +15,10 @@ pub struct Site {
 
 impl Site {
     pub const fn new(name: &'static str) -> Self {
-        Site { name, logged: AtomicBool::new(false) }
+        Site {
+            name,
+            logged: AtomicBool::new(false),
+        }
     }
 }
 

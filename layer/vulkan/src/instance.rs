@@ -44,11 +44,12 @@ pub unsafe extern "system" fn create_instance(
         (*link).pfn_next_get_instance_proc_addr
     };
     // SAFETY: a null instance is valid for global commands.
-    let create: vk::PFN_vkCreateInstance = match unsafe { next_gipa(vk::Instance::null(), c"vkCreateInstance".as_ptr()) } {
-        // SAFETY: the loader returned vkCreateInstance for that name.
-        Some(f) => unsafe { std::mem::transmute::<unsafe extern "system" fn(), vk::PFN_vkCreateInstance>(f) },
-        None => return vk::Result::ERROR_INITIALIZATION_FAILED,
-    };
+    let create: vk::PFN_vkCreateInstance =
+        match unsafe { next_gipa(vk::Instance::null(), c"vkCreateInstance".as_ptr()) } {
+            // SAFETY: the loader returned vkCreateInstance for that name.
+            Some(f) => unsafe { std::mem::transmute::<unsafe extern "system" fn(), vk::PFN_vkCreateInstance>(f) },
+            None => return vk::Result::ERROR_INITIALIZATION_FAILED,
+        };
     // SAFETY: forwarding the app's arguments unchanged.
     let r = unsafe { create(ci, alloc, out) };
     if r != vk::Result::SUCCESS {
@@ -59,7 +60,11 @@ pub unsafe extern "system" fn create_instance(
     // SAFETY: ci is valid; a null application info means API 1.0.
     let api_version = unsafe {
         let app = (*ci).p_application_info;
-        if app.is_null() { vk::API_VERSION_1_0 } else { (*app).api_version.max(vk::API_VERSION_1_0) }
+        if app.is_null() {
+            vk::API_VERSION_1_0
+        } else {
+            (*app).api_version.max(vk::API_VERSION_1_0)
+        }
     };
     guarded(&CREATE_INSTANCE, || {
         // SAFETY: next_gipa resolves instance commands of `handle`.
@@ -69,10 +74,19 @@ pub unsafe extern "system" fn create_instance(
                 handle,
             )
         };
-        let state = Arc::new(Instance { handle, next_gipa, fns, api_version });
+        let state = Arc::new(Instance {
+            handle,
+            next_gipa,
+            fns,
+            api_version,
+        });
         // SAFETY: handle is a live instance created through the loader.
         INSTANCES.insert(unsafe { dispatch_key(handle.as_raw()) }, state);
-        crate::log::debug(format_args!("instance created (api {}.{})", vk::api_version_major(api_version), vk::api_version_minor(api_version)));
+        crate::log::debug(format_args!(
+            "instance created (api {}.{})",
+            vk::api_version_major(api_version),
+            vk::api_version_minor(api_version)
+        ));
     });
     r
 }
@@ -96,7 +110,10 @@ pub unsafe extern "system" fn create_device(
 ) -> vk::Result {
     // SAFETY: the loader passes a valid create info chain.
     let (link_info, loader_data) = unsafe {
-        (find_device_link((*ci).p_next, VK_LAYER_LINK_INFO), find_device_link((*ci).p_next, VK_LOADER_DATA_CALLBACK))
+        (
+            find_device_link((*ci).p_next, VK_LAYER_LINK_INFO),
+            find_device_link((*ci).p_next, VK_LOADER_DATA_CALLBACK),
+        )
     };
     if link_info.is_null() {
         return vk::Result::ERROR_INITIALIZATION_FAILED;
@@ -108,7 +125,10 @@ pub unsafe extern "system" fn create_device(
     let (next_gipa, next_gdpa) = unsafe {
         let link = (*link_info).u as *mut VkLayerDeviceLink;
         (*link_info).u = (*link).p_next as *mut c_void;
-        ((*link).pfn_next_get_instance_proc_addr, (*link).pfn_next_get_device_proc_addr)
+        (
+            (*link).pfn_next_get_instance_proc_addr,
+            (*link).pfn_next_get_device_proc_addr,
+        )
     };
     let set_loader_data = if loader_data.is_null() {
         None

@@ -25,9 +25,7 @@ static NEGOTIATE: guard::Site = guard::Site::new("vkNegotiateLoaderLayerInterfac
 
 /// Loader interface v2 negotiation.
 #[no_mangle]
-pub unsafe extern "system" fn vkNegotiateLoaderLayerInterfaceVersion(
-    p: *mut VkNegotiateLayerInterface,
-) -> vk::Result {
+pub unsafe extern "system" fn vkNegotiateLoaderLayerInterfaceVersion(p: *mut VkNegotiateLayerInterface) -> vk::Result {
     guard::guarded(&NEGOTIATE, || {
         if p.is_null() {
             return vk::Result::ERROR_INITIALIZATION_FAILED;
@@ -47,7 +45,10 @@ pub unsafe extern "system" fn vkNegotiateLoaderLayerInterfaceVersion(
 }
 
 #[no_mangle]
-pub unsafe extern "system" fn vkGetInstanceProcAddr(instance: vk::Instance, name: *const c_char) -> vk::PFN_vkVoidFunction {
+pub unsafe extern "system" fn vkGetInstanceProcAddr(
+    instance: vk::Instance,
+    name: *const c_char,
+) -> vk::PFN_vkVoidFunction {
     proc_addr::get_instance_proc_addr(instance, name)
 }
 

@@ -9,7 +9,9 @@ static PRESENT: Site = Site::new("vkQueuePresentKHR");
 static CREATE_SWAPCHAIN: Site = Site::new("vkCreateSwapchainKHR");
 
 pub unsafe extern "system" fn queue_present(queue: vk::Queue, info: *const vk::PresentInfoKHR<'_>) -> vk::Result {
-    let Some(d) = device::lookup(queue.as_raw()) else { return vk::Result::ERROR_DEVICE_LOST };
+    let Some(d) = device::lookup(queue.as_raw()) else {
+        return vk::Result::ERROR_DEVICE_LOST;
+    };
     guarded(&PRESENT, || {
         d.stats.presents.fetch_add(1, Ordering::Relaxed);
         crate::fault::maybe_panic(crate::fault::Point::Present);
@@ -24,11 +26,15 @@ pub unsafe extern "system" fn create_swapchain(
     alloc: *const vk::AllocationCallbacks<'_>,
     out: *mut vk::SwapchainKHR,
 ) -> vk::Result {
-    let Some(d) = device::lookup(device.as_raw()) else { return vk::Result::ERROR_DEVICE_LOST };
+    let Some(d) = device::lookup(device.as_raw()) else {
+        return vk::Result::ERROR_DEVICE_LOST;
+    };
     // SAFETY: forwarding the app's arguments.
     let r = unsafe { (d.swapchain_fns.create_swapchain_khr)(device, ci, alloc, out) };
     if r == vk::Result::SUCCESS {
-        guarded(&CREATE_SWAPCHAIN, || d.stats.swapchains_created.fetch_add(1, Ordering::Relaxed));
+        guarded(&CREATE_SWAPCHAIN, || {
+            d.stats.swapchains_created.fetch_add(1, Ordering::Relaxed)
+        });
     }
     r
 }

@@ -73,7 +73,11 @@ pub fn get_instance_proc_addr(inst: vk::Instance, name: *const c_char) -> vk::PF
         if let Some(f) = instance_hook(n.to_bytes()) {
             return Some(f);
         }
-        let state = if inst == vk::Instance::null() { None } else { instance::lookup(inst.as_raw()) };
+        let state = if inst == vk::Instance::null() {
+            None
+        } else {
+            instance::lookup(inst.as_raw())
+        };
         let state = state?;
         // SAFETY: querying a command name of a live instance.
         let next = unsafe { (state.next_gipa)(inst, name) };

@@ -20,7 +20,11 @@ pub unsafe extern "system" fn get_device_queue(device: vk::Device, family: u32, 
     }
 }
 
-pub unsafe extern "system" fn get_device_queue2(device: vk::Device, info: *const vk::DeviceQueueInfo2<'_>, out: *mut vk::Queue) {
+pub unsafe extern "system" fn get_device_queue2(
+    device: vk::Device,
+    info: *const vk::DeviceQueueInfo2<'_>,
+    out: *mut vk::Queue,
+) {
     if let Some(d) = device::lookup(device.as_raw()) {
         // SAFETY: forwarding the app's arguments.
         unsafe { (d.fns.fp_v1_1().get_device_queue2)(device, info, out) };
@@ -33,7 +37,9 @@ pub unsafe extern "system" fn queue_submit(
     submits: *const vk::SubmitInfo<'_>,
     fence: vk::Fence,
 ) -> vk::Result {
-    let Some(d) = device_of(queue) else { return vk::Result::ERROR_DEVICE_LOST };
+    let Some(d) = device_of(queue) else {
+        return vk::Result::ERROR_DEVICE_LOST;
+    };
     guarded(&SUBMIT, || d.stats.submits.fetch_add(1, Ordering::Relaxed));
     // SAFETY: forwarding the app's arguments.
     unsafe { (d.fns.fp_v1_0().queue_submit)(queue, count, submits, fence) }
@@ -45,7 +51,9 @@ pub unsafe extern "system" fn queue_submit2(
     submits: *const vk::SubmitInfo2<'_>,
     fence: vk::Fence,
 ) -> vk::Result {
-    let Some(d) = device_of(queue) else { return vk::Result::ERROR_DEVICE_LOST };
+    let Some(d) = device_of(queue) else {
+        return vk::Result::ERROR_DEVICE_LOST;
+    };
     guarded(&SUBMIT2, || d.stats.submits.fetch_add(1, Ordering::Relaxed));
     // SAFETY: forwarding the app's arguments.
     unsafe { (d.fns.fp_v1_3().queue_submit2)(queue, count, submits, fence) }
@@ -57,7 +65,9 @@ pub unsafe extern "system" fn queue_submit2_khr(
     submits: *const vk::SubmitInfo2<'_>,
     fence: vk::Fence,
 ) -> vk::Result {
-    let Some(d) = device_of(queue) else { return vk::Result::ERROR_DEVICE_LOST };
+    let Some(d) = device_of(queue) else {
+        return vk::Result::ERROR_DEVICE_LOST;
+    };
     guarded(&SUBMIT2, || d.stats.submits.fetch_add(1, Ordering::Relaxed));
     // SAFETY: forwarding the app's arguments.
     unsafe { (d.sync2_fns.queue_submit2_khr)(queue, count, submits, fence) }

@@ -39,6 +39,10 @@ impl<T> Registry<T> {
 
     /// Any entry: used where the key is unknown but state is global (`gipa(NULL, ...)`).
     pub fn values(&self) -> Vec<Arc<T>> {
-        self.map.read().as_ref().map(|m| m.values().cloned().collect()).unwrap_or_default()
+        self.map
+            .read()
+            .as_ref()
+            .map(|m| m.values().cloned().collect())
+            .unwrap_or_default()
     }
 }

@@ -1,0 +1,46 @@
+//! Locations of what `cargo build --workspace` produced.
+
+use std::path::{Path, PathBuf};
+
+pub struct Artifacts {
+    pub bin_dir: PathBuf,
+    pub framescope: PathBuf,
+    pub vk_layer: PathBuf,
+    pub testapp: PathBuf,
+    pub gdpa_probe: PathBuf,
+}
+
+impl Artifacts {
+    /// The debug build in the workspace's target dir (or `CARGO_TARGET_DIR`). Panics with the
+    /// command to run when something is missing: tests never skip silently.
+    pub fn get() -> Artifacts {
+        let target = std::env::var_os("CARGO_TARGET_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"));
+        let profile = std::env::var("FRAMESCOPE_TEST_PROFILE").unwrap_or_else(|_| "debug".into());
+        let bin_dir = target.join(profile);
+        let a = Artifacts {
+            framescope: bin_dir.join("framescope"),
+            vk_layer: bin_dir.join("libframescope_vk.so"),
+            testapp: bin_dir.join("framescope-testapp"),
+            gdpa_probe: bin_dir.join("gdpa_probe"),
+            bin_dir,
+        };
+        for p in [&a.framescope, &a.vk_layer, &a.testapp, &a.gdpa_probe] {
+            assert!(
+                p.is_file(),
+                "{} is missing: run `cargo build --workspace` first (`cargo xtask test` does)",
+                p.display()
+            );
+        }
+        a
+    }
+}
+
+/// Panics unless `program` is on PATH: a missing dependency is a failure, never a skip.
+pub fn require_program(program: &str) {
+    let found = std::env::var_os("PATH")
+        .map(|paths| std::env::split_paths(&paths).any(|d| d.join(program).is_file()))
+        .unwrap_or(false);
+    assert!(found, "'{program}' is not installed: run `cargo xtask install-deps`");
+}
