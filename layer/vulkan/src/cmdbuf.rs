@@ -1,11 +1,13 @@
-//! Command-buffer lifetime hooks.
+//! Command-buffer lifetime hooks: our per-command-buffer state follows the app's buffers.
 
 use crate::device;
 use crate::guard::{guarded, Site};
 use ash::vk::{self, Handle};
 use std::sync::atomic::Ordering;
 
+static ALLOCATE: Site = Site::new("vkAllocateCommandBuffers");
 static BEGIN: Site = Site::new("vkBeginCommandBuffer");
+static FREE: Site = Site::new("vkFreeCommandBuffers");
 
 pub unsafe extern "system" fn allocate_command_buffers(
     device: vk::Device,
@@ -16,7 +18,20 @@ pub unsafe extern "system" fn allocate_command_buffers(
         return vk::Result::ERROR_DEVICE_LOST;
     };
     // SAFETY: forwarding the app's arguments.
-    unsafe { (d.fns.fp_v1_0().allocate_command_buffers)(device, info, out) }
+    let r = unsafe { (d.fns.fp_v1_0().allocate_command_buffers)(device, info, out) };
+    if r == vk::Result::SUCCESS {
+        guarded(&ALLOCATE, || {
+            // SAFETY: success: `out` holds commandBufferCount new handles.
+            let (pool, cbs) = unsafe {
+                (
+                    (*info).command_pool,
+                    std::slice::from_raw_parts(out, (*info).command_buffer_count as usize),
+                )
+            };
+            d.add_command_buffers(pool, cbs);
+        });
+    }
+    r
 }
 
 pub unsafe extern "system" fn free_command_buffers(
@@ -25,10 +40,30 @@ pub unsafe extern "system" fn free_command_buffers(
     count: u32,
     buffers: *const vk::CommandBuffer,
 ) {
-    if let Some(d) = device::lookup(device.as_raw()) {
-        // SAFETY: forwarding the app's arguments.
-        unsafe { (d.fns.fp_v1_0().free_command_buffers)(device, pool, count, buffers) };
+    let Some(d) = device::lookup(device.as_raw()) else {
+        return;
+    };
+    if !buffers.is_null() {
+        // SAFETY: the app passes `count` handles (null entries allowed and ignored).
+        guarded(&FREE, || {
+            d.remove_command_buffers(unsafe { std::slice::from_raw_parts(buffers, count as usize) })
+        });
     }
+    // SAFETY: forwarding the app's arguments.
+    unsafe { (d.fns.fp_v1_0().free_command_buffers)(device, pool, count, buffers) };
+}
+
+pub unsafe extern "system" fn destroy_command_pool(
+    device: vk::Device,
+    pool: vk::CommandPool,
+    alloc: *const vk::AllocationCallbacks<'_>,
+) {
+    let Some(d) = device::lookup(device.as_raw()) else {
+        return;
+    };
+    guarded(&FREE, || d.remove_pool(pool));
+    // SAFETY: forwarding the app's arguments.
+    unsafe { (d.fns.fp_v1_0().destroy_command_pool)(device, pool, alloc) };
 }
 
 pub unsafe extern "system" fn begin_command_buffer(
@@ -38,7 +73,13 @@ pub unsafe extern "system" fn begin_command_buffer(
     let Some(d) = device::lookup(cb.as_raw()) else {
         return vk::Result::ERROR_DEVICE_LOST;
     };
-    guarded(&BEGIN, || d.stats.command_buffers_begun.fetch_add(1, Ordering::Relaxed));
+    guarded(&BEGIN, || {
+        d.stats.command_buffers_begun.fetch_add(1, Ordering::Relaxed);
+        // Beginning a recording resets the buffer, and with it what it contains.
+        if let Some(s) = d.command_buffer(cb) {
+            s.counts.reset();
+        }
+    });
     // SAFETY: forwarding the app's arguments.
     unsafe { (d.fns.fp_v1_0().begin_command_buffer)(cb, info) }
 }

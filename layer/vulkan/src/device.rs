@@ -1,15 +1,33 @@
-//! Device-level state: the next layer's function tables and what the hooks count.
+//! Device-level state: the next layer's function tables, per-queue and per-command-buffer
+//! state, and the frame state the hooks feed.
 
+use crate::commands::{CmdCounts, CmdFns};
+use crate::frames::{FrameState, SharedFrameState};
 use crate::guard::Site;
 use crate::instance::Instance;
 use crate::loader_abi::PfnSetDeviceLoaderData;
 use crate::registry::{dispatch_key, Registry};
+use crate::timing::QueueTiming;
 use ash::vk::{self, Handle};
+use framescope_core::frame::SwapchainInfo;
+use parking_lot::{Mutex, RwLock};
+use std::collections::HashMap;
 use std::ffi::{c_void, CStr};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 pub static CREATE_DEVICE: Site = Site::new("vkCreateDevice");
+
+/// What the layer changed in the app's device create info.
+#[derive(Clone, Debug, Default)]
+pub struct DeviceAugment {
+    /// Extensions we enabled that the app did not (their commands stay hidden from the app).
+    pub added_extensions: Vec<&'static CStr>,
+    /// The augmented create failed and the device was created exactly as the app asked.
+    pub fell_back: bool,
+    /// Why a source could not be used: (source, reason).
+    pub unavailable: Vec<(String, String)>,
+}
 
 pub struct Device {
     pub handle: vk::Device,
@@ -20,9 +38,16 @@ pub struct Device {
     pub fns: ash::Device,
     pub swapchain_fns: ash::khr::swapchain::DeviceFn,
     pub sync2_fns: ash::khr::synchronization2::DeviceFn,
-    pub enabled_extensions: Vec<String>,
+    pub calibrated_fns: Option<ash::ext::calibrated_timestamps::DeviceFn>,
+    pub cmd_fns: CmdFns,
+    pub augment: DeviceAugment,
     pub properties: vk::PhysicalDeviceProperties,
+    pub queue_families: Vec<vk::QueueFamilyProperties>,
     pub stats: DeviceStats,
+    pub frames: SharedFrameState,
+    queues: RwLock<HashMap<u64, Arc<QueueState>>>,
+    command_buffers: RwLock<HashMap<u64, Arc<CmdBufState>>>,
+    swapchains: RwLock<HashMap<u64, SwapchainInfo>>,
 }
 
 /// Running totals since device creation; reported at destroy.
@@ -32,6 +57,33 @@ pub struct DeviceStats {
     pub submits: AtomicU64,
     pub command_buffers_begun: AtomicU64,
     pub swapchains_created: AtomicU64,
+}
+
+/// A queue the app fetched, and our timing ring for it (created on first submit).
+pub struct QueueState {
+    pub family: u32,
+    pub inner: Mutex<QueueInner>,
+}
+
+#[derive(Default)]
+pub struct QueueInner {
+    pub timing: Option<QueueTiming>,
+    pub timing_tried: bool,
+    /// Reused arrays for the submit we pass down; they keep their capacity across frames.
+    pub cbs: Vec<vk::CommandBuffer>,
+    pub ranges: Vec<(usize, usize)>,
+    pub submits: Vec<vk::SubmitInfo<'static>>,
+    pub cb_infos: Vec<vk::CommandBufferSubmitInfo<'static>>,
+    pub submits2: Vec<vk::SubmitInfo2<'static>>,
+}
+
+// SAFETY: the raw pointers in the scratch arrays are only used during one submit call, under
+// the queue lock; between calls they dangle but are never read (each submit rebuilds them).
+unsafe impl Send for QueueInner {}
+
+pub struct CmdBufState {
+    pub pool: vk::CommandPool,
+    pub counts: CmdCounts,
 }
 
 pub static DEVICES: Registry<Device> = Registry::new();
@@ -53,6 +105,7 @@ impl Device {
         next_gdpa: vk::PFN_vkGetDeviceProcAddr,
         set_loader_data: Option<PfnSetDeviceLoaderData>,
         enabled_extensions: Vec<String>,
+        augment: DeviceAugment,
     ) -> Self {
         let mut load = |name: &CStr| {
             // SAFETY: next_gdpa resolves device commands of `handle`; null stays null and ash
@@ -63,8 +116,17 @@ impl Device {
         let fns = unsafe { ash::Device::load_with(&mut load, handle) };
         let swapchain_fns = ash::khr::swapchain::DeviceFn::load(&mut load);
         let sync2_fns = ash::khr::synchronization2::DeviceFn::load(&mut load);
+        let has = |ext: &CStr| {
+            enabled_extensions.iter().any(|e| e.as_bytes() == ext.to_bytes()) || augment.added_extensions.contains(&ext)
+        };
+        let calibrated_fns = has(ash::ext::calibrated_timestamps::NAME)
+            .then(|| ash::ext::calibrated_timestamps::DeviceFn::load(&mut load));
+        // SAFETY: querying command names of a live device.
+        let cmd_fns = CmdFns::load(|name| unsafe { next_gdpa(handle, name.as_ptr()) });
         // SAFETY: physical is the device's valid physical device.
         let properties = unsafe { instance.fns.get_physical_device_properties(physical) };
+        // SAFETY: as above.
+        let queue_families = unsafe { instance.fns.get_physical_device_queue_family_properties(physical) };
         Device {
             handle,
             instance,
@@ -74,9 +136,16 @@ impl Device {
             fns,
             swapchain_fns,
             sync2_fns,
-            enabled_extensions,
+            calibrated_fns,
+            cmd_fns,
+            augment,
             properties,
+            queue_families,
             stats: DeviceStats::default(),
+            frames: Mutex::new(FrameState::new()),
+            queues: RwLock::new(HashMap::new()),
+            command_buffers: RwLock::new(HashMap::new()),
+            swapchains: RwLock::new(HashMap::new()),
         }
     }
 
@@ -93,6 +162,107 @@ impl Device {
         // SAFETY: querying a command name of a live device.
         unsafe { (self.next_gdpa)(self.handle, name.as_ptr()) }.is_some()
     }
+
+    /// Gives a dispatchable object we created the loader's dispatch pointer.
+    pub fn stamp_loader_data(&self, cb: vk::CommandBuffer) -> bool {
+        match self.set_loader_data {
+            // SAFETY: cb is a dispatchable object we just created on this device.
+            Some(f) => (unsafe { f(self.handle, cb.as_raw() as usize as *mut c_void) }) == vk::Result::SUCCESS,
+            None => false,
+        }
+    }
+
+    pub fn register_queue(&self, queue: vk::Queue, family: u32) {
+        if queue == vk::Queue::null() {
+            return;
+        }
+        self.queues.write().entry(queue.as_raw()).or_insert_with(|| {
+            Arc::new(QueueState {
+                family,
+                inner: Mutex::new(QueueInner::default()),
+            })
+        });
+    }
+
+    pub fn queue(&self, queue: vk::Queue) -> Option<Arc<QueueState>> {
+        self.queues.read().get(&queue.as_raw()).cloned()
+    }
+
+    pub fn all_queues(&self) -> Vec<Arc<QueueState>> {
+        self.queues.read().values().cloned().collect()
+    }
+
+    pub fn command_buffer(&self, cb: vk::CommandBuffer) -> Option<Arc<CmdBufState>> {
+        self.command_buffers.read().get(&cb.as_raw()).cloned()
+    }
+
+    pub fn add_command_buffers(&self, pool: vk::CommandPool, cbs: &[vk::CommandBuffer]) {
+        let mut map = self.command_buffers.write();
+        for &cb in cbs {
+            map.insert(
+                cb.as_raw(),
+                Arc::new(CmdBufState {
+                    pool,
+                    counts: CmdCounts::default(),
+                }),
+            );
+        }
+    }
+
+    pub fn remove_command_buffers(&self, cbs: &[vk::CommandBuffer]) {
+        let mut map = self.command_buffers.write();
+        for cb in cbs {
+            map.remove(&cb.as_raw());
+        }
+    }
+
+    pub fn remove_pool(&self, pool: vk::CommandPool) {
+        self.command_buffers.write().retain(|_, s| s.pool != pool);
+    }
+
+    pub fn add_swapchain(&self, handle: vk::SwapchainKHR, info: SwapchainInfo) {
+        self.swapchains.write().insert(handle.as_raw(), info);
+    }
+
+    pub fn remove_swapchain(&self, handle: vk::SwapchainKHR) {
+        self.swapchains.write().remove(&handle.as_raw());
+    }
+
+    pub fn swapchain(&self, handle: vk::SwapchainKHR) -> Option<SwapchainInfo> {
+        self.swapchains.read().get(&handle.as_raw()).copied()
+    }
+
+    /// Offset (ns) from the device's timestamp domain to CLOCK_MONOTONIC, from calibrated
+    /// timestamps; `None` without the extension or when the driver cannot calibrate.
+    pub fn calibration_offset_ns(&self) -> Option<i64> {
+        let f = self.calibrated_fns.as_ref()?;
+        let infos = [
+            vk::CalibratedTimestampInfoEXT::default().time_domain(vk::TimeDomainEXT::DEVICE),
+            vk::CalibratedTimestampInfoEXT::default().time_domain(vk::TimeDomainEXT::CLOCK_MONOTONIC),
+        ];
+        let mut ts = [0u64; 2];
+        let mut deviation = 0u64;
+        // SAFETY: two infos, two outputs, for a device with the extension enabled.
+        let r = unsafe {
+            (f.get_calibrated_timestamps_ext)(self.handle, 2, infos.as_ptr(), ts.as_mut_ptr(), &mut deviation)
+        };
+        if r != vk::Result::SUCCESS {
+            return None;
+        }
+        let gpu_ns = (ts[0] as f64 * f64::from(self.properties.limits.timestamp_period)) as i64;
+        Some(ts[1] as i64 - gpu_ns)
+    }
+
+    /// Reads every retired submission of every queue into the frame state. Never waits; a
+    /// queue busy in another thread's submit is skipped until next time.
+    pub fn poll_retired(&self, frames: &mut FrameState) {
+        for q in self.all_queues() {
+            let Some(mut inner) = q.inner.try_lock() else { continue };
+            if let Some(t) = inner.timing.as_mut() {
+                t.poll(self, |r| frames.retire(r.frame, r.interval));
+            }
+        }
+    }
 }
 
 pub unsafe extern "system" fn destroy_device(device: vk::Device, alloc: *const vk::AllocationCallbacks<'_>) {
@@ -103,14 +273,30 @@ pub unsafe extern "system" fn destroy_device(device: vk::Device, alloc: *const v
     let Some(state) = DEVICES.remove(unsafe { dispatch_key(device.as_raw()) }) else {
         return;
     };
-    let s = &state.stats;
-    crate::log::info(format_args!(
-        "device '{}' destroyed: {} presents, {} submits, {} command buffers begun",
-        state.name(),
-        s.presents.load(Ordering::Relaxed),
-        s.submits.load(Ordering::Relaxed),
-        s.command_buffers_begun.load(Ordering::Relaxed),
-    ));
+    crate::guard::guarded(&DESTROY, || {
+        {
+            // The app made the device idle before destroying it: every result is readable.
+            let mut frames = state.frames.lock();
+            state.poll_retired(&mut frames);
+            frames.poll(framescope_core::clock::monotonic_now_ns());
+            frames.finish();
+        }
+        for q in state.all_queues() {
+            if let Some(t) = q.inner.lock().timing.as_mut() {
+                t.destroy(&state);
+            }
+        }
+        let s = &state.stats;
+        crate::log::info(format_args!(
+            "device '{}' destroyed: {} presents, {} submits, {} command buffers begun",
+            state.name(),
+            s.presents.load(Ordering::Relaxed),
+            s.submits.load(Ordering::Relaxed),
+            s.command_buffers_begun.load(Ordering::Relaxed),
+        ));
+    });
     // SAFETY: forwarding to the next layer's destroy for this device.
     unsafe { (state.fns.fp_v1_0().destroy_device)(device, alloc) };
 }
+
+static DESTROY: Site = Site::new("vkDestroyDevice");

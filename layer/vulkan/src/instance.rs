@@ -1,6 +1,6 @@
 //! Instance-level state and the instance hooks: create/destroy instance, create device.
 
-use crate::device::{self, Device};
+use crate::device::{self, Device, DeviceAugment};
 use crate::guard::{guarded, Site};
 use crate::loader_abi::*;
 use crate::registry::{dispatch_key, Registry};
@@ -143,8 +143,41 @@ pub unsafe extern "system" fn create_device(
         Some(f) => unsafe { std::mem::transmute::<unsafe extern "system" fn(), vk::PFN_vkCreateDevice>(f) },
         None => return vk::Result::ERROR_INITIALIZATION_FAILED,
     };
-    // SAFETY: forwarding the app's arguments unchanged.
-    let r = unsafe { create(phys, ci, alloc, out) };
+    let plan = guarded(&device::CREATE_DEVICE, || augment_plan(&inst, phys, ci)).unwrap_or_default();
+    let mut augment = DeviceAugment {
+        unavailable: plan.unavailable.clone(),
+        ..DeviceAugment::default()
+    };
+    let mut r = vk::Result::ERROR_INITIALIZATION_FAILED;
+    if !plan.add.is_empty() {
+        // SAFETY: ci is the app's valid create info; the copy differs only in its extension list,
+        // which holds the app's names plus ones the physical device supports.
+        let mut names: Vec<*const c_char> = unsafe { app_extension_ptrs(&*ci) };
+        names.extend(plan.add.iter().map(|n| n.as_ptr()));
+        let mut copy = unsafe { *ci };
+        copy.enabled_extension_count = names.len() as u32;
+        copy.pp_enabled_extension_names = names.as_ptr();
+        // SAFETY: forwarding a valid create info.
+        r = unsafe { create(phys, &copy, alloc, out) };
+        if r == vk::Result::SUCCESS {
+            augment.added_extensions = plan.add.clone();
+        } else {
+            crate::log::error(format_args!(
+                "vkCreateDevice failed with our additions ({r:?}); retrying as the app asked"
+            ));
+            augment.fell_back = true;
+            for n in &plan.add {
+                augment.unavailable.push((
+                    n.to_string_lossy().into_owned(),
+                    format!("device creation with it failed: {r:?}"),
+                ));
+            }
+        }
+    }
+    if r != vk::Result::SUCCESS {
+        // SAFETY: forwarding the app's arguments unchanged.
+        r = unsafe { create(phys, ci, alloc, out) };
+    }
     if r != vk::Result::SUCCESS {
         return r;
     }
@@ -153,16 +186,66 @@ pub unsafe extern "system" fn create_device(
     guarded(&device::CREATE_DEVICE, || {
         // SAFETY: ci is the app's valid create info; handle was just created from it.
         let enabled = unsafe { enabled_extensions(&*ci) };
-        let state = Device::new(inst.clone(), phys, handle, next_gdpa, set_loader_data, enabled);
+        let state = Arc::new(Device::new(
+            inst.clone(),
+            phys,
+            handle,
+            next_gdpa,
+            set_loader_data,
+            enabled,
+            augment,
+        ));
+        crate::present::start_dump(&state);
         // SAFETY: handle is a live device created through the loader.
-        device::DEVICES.insert(unsafe { dispatch_key(handle.as_raw()) }, Arc::new(state));
+        device::DEVICES.insert(unsafe { dispatch_key(handle.as_raw()) }, state);
     });
     r
+}
+
+/// What we would like to add to the app's device: extensions it did not enable that we use.
+#[derive(Default)]
+struct AugmentPlan {
+    add: Vec<&'static CStr>,
+    unavailable: Vec<(String, String)>,
+}
+
+fn augment_plan(inst: &Instance, phys: vk::PhysicalDevice, ci: *const vk::DeviceCreateInfo<'_>) -> AugmentPlan {
+    let mut plan = AugmentPlan::default();
+    // SAFETY: querying a physical device of this instance.
+    let available = unsafe { inst.fns.enumerate_device_extension_properties(phys) }.unwrap_or_default();
+    let supported = |n: &CStr| available.iter().any(|e| e.extension_name_as_c_str() == Ok(n));
+    // SAFETY: ci is the app's valid create info.
+    let app = unsafe { enabled_extensions(&*ci) };
+    let calibrated = ash::ext::calibrated_timestamps::NAME;
+    if supported(calibrated) {
+        if !app.iter().any(|e| e.as_bytes() == calibrated.to_bytes()) {
+            plan.add.push(calibrated);
+        }
+    } else {
+        plan.unavailable.push((
+            "calibrated_timestamps".into(),
+            "VK_EXT_calibrated_timestamps not supported by the device".into(),
+        ));
+    }
+    plan
+}
+
+/// # Safety
+/// `ci` must be a valid device create info.
+unsafe fn app_extension_ptrs(ci: &vk::DeviceCreateInfo<'_>) -> Vec<*const c_char> {
+    if ci.enabled_extension_count == 0 {
+        return Vec::new();
+    }
+    // SAFETY: the array has enabled_extension_count valid pointers.
+    unsafe { std::slice::from_raw_parts(ci.pp_enabled_extension_names, ci.enabled_extension_count as usize) }.to_vec()
 }
 
 /// # Safety
 /// `ci` must be a valid device create info.
 unsafe fn enabled_extensions(ci: &vk::DeviceCreateInfo<'_>) -> Vec<String> {
+    if ci.enabled_extension_count == 0 || ci.pp_enabled_extension_names.is_null() {
+        return Vec::new();
+    }
     (0..ci.enabled_extension_count as usize)
         .map(|i| {
             // SAFETY: the array has enabled_extension_count valid C strings.

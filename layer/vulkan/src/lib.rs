@@ -6,8 +6,10 @@
 #![allow(clippy::missing_safety_doc)]
 
 mod cmdbuf;
+mod commands;
 mod device;
 mod fault;
+mod frames;
 mod guard;
 mod instance;
 mod loader_abi;
@@ -16,6 +18,8 @@ mod present;
 mod proc_addr;
 mod queue;
 mod registry;
+mod settings;
+mod timing;
 
 use ash::vk;
 use loader_abi::*;

@@ -1,23 +1,126 @@
 //! Presentation hooks: swapchain lifetime and vkQueuePresentKHR, where a frame ends.
 
-use crate::device;
+use crate::device::{self, Device};
 use crate::guard::{guarded, Site};
 use ash::vk::{self, Handle};
+use framescope_core::clock::monotonic_now_ns;
+use framescope_core::dump::{Api, DeviceInfo, DumpWriter, Header, Unavailable};
+use framescope_core::frame::{FrameEnd, FrameRecord, SwapchainInfo};
 use std::sync::atomic::Ordering;
 
 static PRESENT: Site = Site::new("vkQueuePresentKHR");
 static CREATE_SWAPCHAIN: Site = Site::new("vkCreateSwapchainKHR");
+
+/// Calibration drifts slowly; refreshing it every so many frames is plenty.
+const RECALIBRATE_EVERY: u64 = 256;
 
 pub unsafe extern "system" fn queue_present(queue: vk::Queue, info: *const vk::PresentInfoKHR<'_>) -> vk::Result {
     let Some(d) = device::lookup(queue.as_raw()) else {
         return vk::Result::ERROR_DEVICE_LOST;
     };
     guarded(&PRESENT, || {
+        let t_ns = monotonic_now_ns();
         d.stats.presents.fetch_add(1, Ordering::Relaxed);
         crate::fault::maybe_panic(crate::fault::Point::Present);
+        // SAFETY: the app's present info is valid for this call.
+        let swapchain = unsafe { first_swapchain(info) }.and_then(|s| d.swapchain(s));
+        end_frame(
+            &d,
+            FrameRecord {
+                end: FrameEnd::Present,
+                swapchain,
+                t_ns,
+                ..FrameRecord::default()
+            },
+        );
     });
     // SAFETY: forwarding the app's arguments.
     unsafe { (d.swapchain_fns.queue_present_khr)(queue, info) }
+}
+
+/// # Safety
+/// `info` must be null or a valid present info.
+unsafe fn first_swapchain(info: *const vk::PresentInfoKHR<'_>) -> Option<vk::SwapchainKHR> {
+    // SAFETY: caller's contract.
+    let info = unsafe { info.as_ref()? };
+    if info.swapchain_count == 0 || info.p_swapchains.is_null() {
+        return None;
+    }
+    // SAFETY: swapchain_count >= 1 valid handles.
+    Some(unsafe { *info.p_swapchains })
+}
+
+/// Closes the open frame: reads what retired, emits complete frames to the dump.
+pub fn end_frame(d: &Device, record: FrameRecord) {
+    let mut frames = d.frames.lock();
+    if frames.frames_closed.is_multiple_of(RECALIBRATE_EVERY) {
+        let offset = d.calibration_offset_ns();
+        frames.assembler.set_calibration(offset);
+    }
+    d.poll_retired(&mut frames);
+    frames.close(record);
+}
+
+/// Starts the process's dump for this device if the config asks for one and no other device
+/// has it; called at device creation so the dump's clock origin precedes the first frame.
+pub fn start_dump(d: &Device) {
+    d.frames
+        .lock()
+        .ensure_dump(|| DumpWriter::from_config(crate::settings::get(), header(d)));
+}
+
+fn header(d: &Device) -> Header {
+    let p = &d.properties;
+    let mut h = Header::new(Api::Vulkan);
+    let mut info = DeviceInfo {
+        name: d.name(),
+        vendor_id: p.vendor_id,
+        device_id: p.device_id,
+        driver_version_raw: p.driver_version,
+        api_version_raw: p.api_version,
+        ..DeviceInfo::default()
+    };
+    if let Some((name, drv_info)) = driver_properties(d) {
+        info.driver_name = Some(name);
+        info.driver_info = Some(drv_info);
+    }
+    info.extra
+        .insert("device_type".into(), format!("{:?}", p.device_type).into());
+    h.device = Some(info);
+    h.timestamp_period = Some(f64::from(p.limits.timestamp_period));
+    let no_ts: Vec<u32> = d
+        .queue_families
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| f.timestamp_valid_bits == 0)
+        .map(|(i, _)| i as u32)
+        .collect();
+    h.extra.insert("queue_families_without_timestamps".into(), no_ts.into());
+    h.extra
+        .insert("device_create_fallback".into(), d.augment.fell_back.into());
+    h.extra
+        .insert("calibrated_timestamps".into(), d.calibrated_fns.is_some().into());
+    for (source, reason) in &d.augment.unavailable {
+        h.unavailable.push(Unavailable {
+            source: source.clone(),
+            reason: reason.clone(),
+        });
+    }
+    h
+}
+
+/// `VkPhysicalDeviceDriverProperties` (name, info) where the instance may ask for it.
+fn driver_properties(d: &Device) -> Option<(String, String)> {
+    if d.instance.api_version < vk::API_VERSION_1_1 || d.properties.api_version < vk::API_VERSION_1_2 {
+        return None;
+    }
+    let mut drv = vk::PhysicalDeviceDriverProperties::default();
+    let mut p2 = vk::PhysicalDeviceProperties2::default().push_next(&mut drv);
+    // SAFETY: the instance is 1.1+, so vkGetPhysicalDeviceProperties2 exists; the chain is ours.
+    unsafe { d.instance.fns.get_physical_device_properties2(d.physical, &mut p2) };
+    let name = drv.driver_name_as_c_str().ok()?.to_string_lossy().into_owned();
+    let info = drv.driver_info_as_c_str().ok()?.to_string_lossy().into_owned();
+    Some((name, info))
 }
 
 pub unsafe extern "system" fn create_swapchain(
@@ -33,7 +136,19 @@ pub unsafe extern "system" fn create_swapchain(
     let r = unsafe { (d.swapchain_fns.create_swapchain_khr)(device, ci, alloc, out) };
     if r == vk::Result::SUCCESS {
         guarded(&CREATE_SWAPCHAIN, || {
-            d.stats.swapchains_created.fetch_add(1, Ordering::Relaxed)
+            d.stats.swapchains_created.fetch_add(1, Ordering::Relaxed);
+            // SAFETY: success: *out is the new swapchain and ci the app's valid create info.
+            let (handle, ci) = unsafe { (*out, &*ci) };
+            d.add_swapchain(
+                handle,
+                SwapchainInfo {
+                    handle: handle.as_raw(),
+                    width: ci.image_extent.width,
+                    height: ci.image_extent.height,
+                    format: ci.image_format.as_raw(),
+                    present_mode: ci.present_mode.as_raw(),
+                },
+            );
         });
     }
     r
@@ -45,6 +160,7 @@ pub unsafe extern "system" fn destroy_swapchain(
     alloc: *const vk::AllocationCallbacks<'_>,
 ) {
     if let Some(d) = device::lookup(device.as_raw()) {
+        d.remove_swapchain(swapchain);
         // SAFETY: forwarding the app's arguments.
         unsafe { (d.swapchain_fns.destroy_swapchain_khr)(device, swapchain, alloc) };
     }

@@ -3,7 +3,7 @@
 //! stay NULL).
 
 use crate::guard::{guarded, Site};
-use crate::{cmdbuf, device, instance, present, queue};
+use crate::{cmdbuf, commands, device, instance, present, queue};
 use ash::vk::{self, Handle};
 use std::ffi::{c_char, CStr};
 
@@ -44,7 +44,9 @@ fn device_hook(name: &[u8]) -> vk::PFN_vkVoidFunction {
         b"vkFreeCommandBuffers" => pfn!(cmdbuf::free_command_buffers, vk::PFN_vkFreeCommandBuffers),
         b"vkBeginCommandBuffer" => pfn!(cmdbuf::begin_command_buffer, vk::PFN_vkBeginCommandBuffer),
         b"vkEndCommandBuffer" => pfn!(cmdbuf::end_command_buffer, vk::PFN_vkEndCommandBuffer),
-        _ => None,
+        b"vkDestroyCommandPool" => pfn!(cmdbuf::destroy_command_pool, vk::PFN_vkDestroyCommandPool),
+        b"vkCmdExecuteCommands" => pfn!(commands::cmd_execute_commands, vk::PFN_vkCmdExecuteCommands),
+        _ => commands::hook_for(name),
     }
 }
 
@@ -100,6 +102,9 @@ pub fn get_device_proc_addr(dev: vk::Device, name: *const c_char) -> vk::PFN_vkV
             return device_hook(n.to_bytes());
         }
         let d = device::lookup(dev.as_raw())?;
+        if hidden_from_app(&d, n.to_bytes()) {
+            return None;
+        }
         match device_hook(n.to_bytes()) {
             Some(f) => d.next_has(n).then_some(f),
             // SAFETY: querying a command name of a live device.
@@ -107,4 +112,11 @@ pub fn get_device_proc_addr(dev: vk::Device, name: *const c_char) -> vk::PFN_vkV
         }
     })
     .flatten()
+}
+
+/// Commands of extensions the layer enabled for itself: the app did not enable them, so it
+/// must get NULL for them as if we were not there.
+fn hidden_from_app(d: &device::Device, name: &[u8]) -> bool {
+    let calibrated = ash::ext::calibrated_timestamps::NAME;
+    name == b"vkGetCalibratedTimestampsEXT" && d.augment.added_extensions.contains(&calibrated)
 }

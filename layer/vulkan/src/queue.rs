@@ -1,23 +1,26 @@
-//! Queue hooks: queue retrieval and submission.
+//! Queue hooks: queue retrieval, and submission, where our timestamp command buffers are
+//! spliced around the app's and the frame's counts are accumulated.
 
-use crate::device::{self, Device};
+use crate::device::{self, Device, QueueInner, QueueState};
 use crate::guard::{guarded, Site};
+use crate::timing::QueueTiming;
 use ash::vk::{self, Handle};
+use std::ffi::c_void;
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
 
 static SUBMIT: Site = Site::new("vkQueueSubmit");
 static SUBMIT2: Site = Site::new("vkQueueSubmit2");
-
-fn device_of(queue: vk::Queue) -> Option<Arc<Device>> {
-    device::lookup(queue.as_raw())
-}
+static GET_QUEUE: Site = Site::new("vkGetDeviceQueue");
 
 pub unsafe extern "system" fn get_device_queue(device: vk::Device, family: u32, index: u32, out: *mut vk::Queue) {
-    if let Some(d) = device::lookup(device.as_raw()) {
-        // SAFETY: forwarding the app's arguments.
-        unsafe { (d.fns.fp_v1_0().get_device_queue)(device, family, index, out) };
-    }
+    let Some(d) = device::lookup(device.as_raw()) else {
+        return;
+    };
+    // SAFETY: forwarding the app's arguments.
+    unsafe { (d.fns.fp_v1_0().get_device_queue)(device, family, index, out) };
+    // SAFETY: the next layer wrote the queue.
+    let q = unsafe { *out };
+    guarded(&GET_QUEUE, || d.register_queue(q, family));
 }
 
 pub unsafe extern "system" fn get_device_queue2(
@@ -25,10 +28,91 @@ pub unsafe extern "system" fn get_device_queue2(
     info: *const vk::DeviceQueueInfo2<'_>,
     out: *mut vk::Queue,
 ) {
-    if let Some(d) = device::lookup(device.as_raw()) {
-        // SAFETY: forwarding the app's arguments.
-        unsafe { (d.fns.fp_v1_1().get_device_queue2)(device, info, out) };
+    let Some(d) = device::lookup(device.as_raw()) else {
+        return;
+    };
+    // SAFETY: forwarding the app's arguments.
+    unsafe { (d.fns.fp_v1_1().get_device_queue2)(device, info, out) };
+    // SAFETY: info is the app's valid struct; the next layer wrote the queue.
+    let (q, family) = unsafe { (*out, (*info).queue_family_index) };
+    guarded(&GET_QUEUE, || d.register_queue(q, family));
+}
+
+/// Whether a submit's pNext chain holds something our extra command buffers would break:
+/// per-command-buffer device masks, or a protected submit.
+///
+/// # Safety
+/// `p_next` must be a valid pNext chain.
+unsafe fn untimeable_chain(mut p: *const c_void) -> bool {
+    while !p.is_null() {
+        // SAFETY: every chain element starts with VkBaseInStructure.
+        let base = unsafe { &*(p as *const vk::BaseInStructure<'_>) };
+        // SAFETY (inside): the sType says which struct it is.
+        let protected = base.s_type == vk::StructureType::PROTECTED_SUBMIT_INFO
+            && unsafe { (*(p as *const vk::ProtectedSubmitInfo<'_>)).protected_submit } != 0;
+        if base.s_type == vk::StructureType::DEVICE_GROUP_SUBMIT_INFO || protected {
+            return true;
+        }
+        p = base.p_next as *const c_void;
     }
+    false
+}
+
+/// Per-submit bookkeeping shared by both submit flavours: counts the command buffers into the
+/// open frame and takes a timestamp slot. Returns the slot's command buffers and frame.
+fn begin_timed_submit(
+    d: &Device,
+    q: &QueueState,
+    inner: &mut QueueInner,
+    cbs: impl Iterator<Item = vk::CommandBuffer>,
+    timeable: bool,
+) -> Option<(vk::CommandBuffer, vk::CommandBuffer, u64)> {
+    if !inner.timing_tried {
+        inner.timing_tried = true;
+        match QueueTiming::new(d, q.family) {
+            Ok(t) => inner.timing = t,
+            Err(e) => crate::log::error(format_args!(
+                "cannot set up GPU timing on queue family {}: {e:?}",
+                q.family
+            )),
+        }
+    }
+    let mut frames = d.frames.lock();
+    let counts = &mut frames.counts;
+    counts.submits = counts.submits.saturating_add(1);
+    let mut any = false;
+    for cb in cbs {
+        any = true;
+        counts.command_buffers = counts.command_buffers.saturating_add(1);
+        if let Some(s) = d.command_buffer(cb) {
+            s.counts.add_to(counts);
+        }
+    }
+    if !any || !timeable {
+        return None;
+    }
+    let frame = frames.assembler.open_frame();
+    match inner.timing.as_mut() {
+        Some(t) => {
+            let (b, e) = t.acquire(d, frame)?;
+            frames.assembler.on_submit();
+            Some((b, e, frame))
+        }
+        None => {
+            // A family without timestamps: the submission retires at once, without a time.
+            frames.counts.queues_without_timestamps = frames.counts.queues_without_timestamps.saturating_add(1);
+            let f = frames.assembler.on_submit();
+            frames.retire(f, None);
+            None
+        }
+    }
+}
+
+fn submit_failed(d: &Device, inner: &mut QueueInner, frame: u64) {
+    if let Some(t) = inner.timing.as_mut() {
+        t.cancel_last();
+    }
+    d.frames.lock().retire(frame, None);
 }
 
 pub unsafe extern "system" fn queue_submit(
@@ -37,12 +121,137 @@ pub unsafe extern "system" fn queue_submit(
     submits: *const vk::SubmitInfo<'_>,
     fence: vk::Fence,
 ) -> vk::Result {
-    let Some(d) = device_of(queue) else {
+    let Some(d) = device::lookup(queue.as_raw()) else {
         return vk::Result::ERROR_DEVICE_LOST;
     };
-    guarded(&SUBMIT, || d.stats.submits.fetch_add(1, Ordering::Relaxed));
-    // SAFETY: forwarding the app's arguments.
-    unsafe { (d.fns.fp_v1_0().queue_submit)(queue, count, submits, fence) }
+    let next = d.fns.fp_v1_0().queue_submit;
+    d.stats.submits.fetch_add(1, Ordering::Relaxed);
+    let Some(q) = d.queue(queue) else {
+        // SAFETY: forwarding the app's arguments.
+        return unsafe { next(queue, count, submits, fence) };
+    };
+    let mut inner = q.inner.lock();
+    let apps: &[vk::SubmitInfo<'_>] =
+        // SAFETY: the app passes `count` valid submit infos.
+        if count == 0 || submits.is_null() { &[] } else { unsafe { std::slice::from_raw_parts(submits, count as usize) } };
+    let prepared = guarded(&SUBMIT, || {
+        // SAFETY: the app's chains and command buffer arrays are valid for this call.
+        let timeable = apps.iter().all(|s| unsafe { !untimeable_chain(s.p_next) });
+        let cbs = apps
+            .iter()
+            .flat_map(|s| app_cbs(s.p_command_buffers, s.command_buffer_count).iter().copied());
+        let (begin, end, frame) = begin_timed_submit(&d, &q, &mut inner, cbs, timeable)?;
+        let inner = &mut *inner;
+        inner.cbs.clear();
+        inner.ranges.clear();
+        for (i, s) in apps.iter().enumerate() {
+            let start = inner.cbs.len();
+            if i == 0 {
+                inner.cbs.push(begin);
+            }
+            inner
+                .cbs
+                .extend_from_slice(app_cbs(s.p_command_buffers, s.command_buffer_count));
+            if i + 1 == apps.len() {
+                inner.cbs.push(end);
+            }
+            inner.ranges.push((start, inner.cbs.len() - start));
+        }
+        inner.submits.clear();
+        for (s, &(start, n)) in apps.iter().zip(&inner.ranges) {
+            let mut copy: vk::SubmitInfo<'static> = unsafe_extend_lifetime(*s);
+            copy.p_command_buffers = inner.cbs[start..].as_ptr();
+            copy.command_buffer_count = n as u32;
+            inner.submits.push(copy);
+        }
+        Some(frame)
+    })
+    .flatten();
+    let Some(frame) = prepared else {
+        drop(inner);
+        // SAFETY: forwarding the app's arguments.
+        return unsafe { next(queue, count, submits, fence) };
+    };
+    // SAFETY: the copies differ from the app's only in their command buffer arrays, which hold
+    // the app's buffers plus our two, all valid for this queue.
+    let r = unsafe { next(queue, inner.submits.len() as u32, inner.submits.as_ptr(), fence) };
+    if r != vk::Result::SUCCESS {
+        submit_failed(&d, &mut inner, frame);
+    }
+    r
+}
+
+fn submit2_impl(
+    queue: vk::Queue,
+    count: u32,
+    submits: *const vk::SubmitInfo2<'_>,
+    fence: vk::Fence,
+    khr: bool,
+) -> vk::Result {
+    let Some(d) = device::lookup(queue.as_raw()) else {
+        return vk::Result::ERROR_DEVICE_LOST;
+    };
+    let next = if khr {
+        d.sync2_fns.queue_submit2_khr
+    } else {
+        d.fns.fp_v1_3().queue_submit2
+    };
+    d.stats.submits.fetch_add(1, Ordering::Relaxed);
+    let Some(q) = d.queue(queue) else {
+        // SAFETY: forwarding the app's arguments.
+        return unsafe { next(queue, count, submits, fence) };
+    };
+    let mut inner = q.inner.lock();
+    let apps: &[vk::SubmitInfo2<'_>] =
+        // SAFETY: the app passes `count` valid submit infos.
+        if count == 0 || submits.is_null() { &[] } else { unsafe { std::slice::from_raw_parts(submits, count as usize) } };
+    let prepared = guarded(&SUBMIT2, || {
+        // SAFETY: the app's chains and arrays are valid for this call.
+        let timeable = apps.iter().all(|s| unsafe { !untimeable_chain(s.p_next) });
+        let cbs = apps.iter().flat_map(|s| {
+            app_cbs(s.p_command_buffer_infos, s.command_buffer_info_count)
+                .iter()
+                .map(|i| i.command_buffer)
+        });
+        let (begin, end, frame) = begin_timed_submit(&d, &q, &mut inner, cbs, timeable)?;
+        let inner = &mut *inner;
+        let ours = |cb| vk::CommandBufferSubmitInfo::default().command_buffer(cb);
+        inner.cb_infos.clear();
+        inner.ranges.clear();
+        for (i, s) in apps.iter().enumerate() {
+            let start = inner.cb_infos.len();
+            if i == 0 {
+                inner.cb_infos.push(ours(begin));
+            }
+            for info in app_cbs(s.p_command_buffer_infos, s.command_buffer_info_count) {
+                inner.cb_infos.push(unsafe_extend_lifetime(*info));
+            }
+            if i + 1 == apps.len() {
+                inner.cb_infos.push(ours(end));
+            }
+            inner.ranges.push((start, inner.cb_infos.len() - start));
+        }
+        inner.submits2.clear();
+        for (s, &(start, n)) in apps.iter().zip(&inner.ranges) {
+            let mut copy: vk::SubmitInfo2<'static> = unsafe_extend_lifetime(*s);
+            copy.p_command_buffer_infos = inner.cb_infos[start..].as_ptr();
+            copy.command_buffer_info_count = n as u32;
+            inner.submits2.push(copy);
+        }
+        Some(frame)
+    })
+    .flatten();
+    let Some(frame) = prepared else {
+        drop(inner);
+        // SAFETY: forwarding the app's arguments.
+        return unsafe { next(queue, count, submits, fence) };
+    };
+    // SAFETY: as for vkQueueSubmit: only the command buffer arrays differ.
+    let r = unsafe { next(queue, inner.submits2.len() as u32, inner.submits2.as_ptr(), fence) };
+    if r != vk::Result::SUCCESS {
+        submit_failed(&d, &mut inner, frame);
+    }
+    r
 }
 
 pub unsafe extern "system" fn queue_submit2(
@@ -51,12 +260,7 @@ pub unsafe extern "system" fn queue_submit2(
     submits: *const vk::SubmitInfo2<'_>,
     fence: vk::Fence,
 ) -> vk::Result {
-    let Some(d) = device_of(queue) else {
-        return vk::Result::ERROR_DEVICE_LOST;
-    };
-    guarded(&SUBMIT2, || d.stats.submits.fetch_add(1, Ordering::Relaxed));
-    // SAFETY: forwarding the app's arguments.
-    unsafe { (d.fns.fp_v1_3().queue_submit2)(queue, count, submits, fence) }
+    submit2_impl(queue, count, submits, fence, false)
 }
 
 pub unsafe extern "system" fn queue_submit2_khr(
@@ -65,10 +269,23 @@ pub unsafe extern "system" fn queue_submit2_khr(
     submits: *const vk::SubmitInfo2<'_>,
     fence: vk::Fence,
 ) -> vk::Result {
-    let Some(d) = device_of(queue) else {
-        return vk::Result::ERROR_DEVICE_LOST;
-    };
-    guarded(&SUBMIT2, || d.stats.submits.fetch_add(1, Ordering::Relaxed));
-    // SAFETY: forwarding the app's arguments.
-    unsafe { (d.sync2_fns.queue_submit2_khr)(queue, count, submits, fence) }
+    submit2_impl(queue, count, submits, fence, true)
+}
+
+/// The app's array as a slice (empty when null).
+fn app_cbs<'a, T>(p: *const T, n: u32) -> &'a [T] {
+    if p.is_null() || n == 0 {
+        &[]
+    } else {
+        // SAFETY: Vulkan's contract: `n` valid elements at `p` for the duration of the call.
+        unsafe { std::slice::from_raw_parts(p, n as usize) }
+    }
+}
+
+/// Stores a copy of an app struct in our reusable scratch arrays. Its pointers still point at
+/// the app's data, which is only valid during this call; the scratch is rebuilt every call.
+fn unsafe_extend_lifetime<T: Copy, U>(v: T) -> U {
+    assert_eq!(std::mem::size_of::<T>(), std::mem::size_of::<U>());
+    // SAFETY: T and U are the same Vulkan struct differing only in a lifetime parameter.
+    unsafe { std::mem::transmute_copy(&v) }
 }

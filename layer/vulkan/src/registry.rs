@@ -36,13 +36,4 @@ impl<T> Registry<T> {
     pub fn remove(&self, key: usize) -> Option<Arc<T>> {
         self.map.write().as_mut().and_then(|m| m.remove(&key))
     }
-
-    /// Any entry: used where the key is unknown but state is global (`gipa(NULL, ...)`).
-    pub fn values(&self) -> Vec<Arc<T>> {
-        self.map
-            .read()
-            .as_ref()
-            .map(|m| m.values().cloned().collect())
-            .unwrap_or_default()
-    }
 }

@@ -1,0 +1,225 @@
+//! GPU time per submission without stalls: a ring of pre-recorded timestamp command buffers
+//! per queue. The begin buffer resets its query pair and writes a top-of-pipe timestamp; the
+//! end buffer writes a bottom-of-pipe one, which completes only after all earlier work of the
+//! queue. Both are recorded once with SIMULTANEOUS_USE and spliced around the app's command
+//! buffers at submit, so reused app command buffers need nothing special. Results are polled
+//! with availability, never waited for.
+
+use crate::device::Device;
+use ash::vk;
+use std::collections::VecDeque;
+
+/// Slots are added in chunks as the GPU falls behind; this bounds memory if results never come.
+const CHUNK: u32 = 16;
+const MAX_SLOTS: u32 = 512;
+
+struct Slot {
+    begin: vk::CommandBuffer,
+    end: vk::CommandBuffer,
+    /// Frame the submission belongs to while in flight.
+    frame: u64,
+    /// End timestamp read last time: a result not newer than it is stale (the GPU has not yet
+    /// executed this use's reset).
+    last_end: u64,
+}
+
+/// A retired submission: which frame it belonged to and its `[begin, end]` in ns.
+#[derive(Clone, Copy, Debug)]
+pub struct Retired {
+    pub frame: u64,
+    pub interval: Option<(u64, u64)>,
+}
+
+pub struct QueueTiming {
+    pool: vk::CommandPool,
+    queries: vk::QueryPool,
+    slots: Vec<Slot>,
+    free: Vec<u32>,
+    in_flight: VecDeque<u32>,
+    valid_bits: u32,
+    period_ns: f64,
+}
+
+impl QueueTiming {
+    /// `None` when the queue family cannot write timestamps or setup fails (logged once).
+    pub fn new(d: &Device, family: u32) -> Result<Option<QueueTiming>, vk::Result> {
+        let Some(props) = d.queue_families.get(family as usize) else {
+            return Ok(None);
+        };
+        if props.timestamp_valid_bits == 0 {
+            return Ok(None);
+        }
+        let pool_ci = vk::CommandPoolCreateInfo::default().queue_family_index(family);
+        // SAFETY: valid create info for a live device.
+        let pool = unsafe { d.fns.create_command_pool(&pool_ci, None) }?;
+        let query_ci = vk::QueryPoolCreateInfo::default()
+            .query_type(vk::QueryType::TIMESTAMP)
+            .query_count(2 * MAX_SLOTS);
+        // SAFETY: valid create info for a live device.
+        let queries = match unsafe { d.fns.create_query_pool(&query_ci, None) } {
+            Ok(q) => q,
+            Err(e) => {
+                // SAFETY: the pool was just created and holds nothing.
+                unsafe { d.fns.destroy_command_pool(pool, None) };
+                return Err(e);
+            }
+        };
+        Ok(Some(QueueTiming {
+            pool,
+            queries,
+            slots: Vec::new(),
+            free: Vec::new(),
+            in_flight: VecDeque::with_capacity(MAX_SLOTS as usize),
+            valid_bits: props.timestamp_valid_bits,
+            period_ns: f64::from(d.properties.limits.timestamp_period),
+        }))
+    }
+
+    /// A free slot for a submission of `frame`: its (begin, end) command buffers.
+    pub fn acquire(&mut self, d: &Device, frame: u64) -> Option<(vk::CommandBuffer, vk::CommandBuffer)> {
+        if self.free.is_empty() && !self.grow(d) {
+            return None;
+        }
+        let i = self.free.pop()?;
+        let s = &mut self.slots[i as usize];
+        s.frame = frame;
+        self.in_flight.push_back(i);
+        Some((s.begin, s.end))
+    }
+
+    /// Gives back the slot taken last, after the submission that would use it failed.
+    pub fn cancel_last(&mut self) {
+        if let Some(i) = self.in_flight.pop_back() {
+            self.free.push(i);
+        }
+    }
+
+    fn grow(&mut self, d: &Device) -> bool {
+        let have = self.slots.len() as u32;
+        if have >= MAX_SLOTS {
+            return false;
+        }
+        let n = CHUNK.min(MAX_SLOTS - have);
+        let ai = vk::CommandBufferAllocateInfo::default()
+            .command_pool(self.pool)
+            .level(vk::CommandBufferLevel::PRIMARY)
+            .command_buffer_count(2 * n);
+        // SAFETY: the pool belongs to this device and is only used under our queue lock.
+        let Ok(cbs) = (unsafe { d.fns.allocate_command_buffers(&ai) }) else {
+            return false;
+        };
+        for (k, pair) in cbs.chunks_exact(2).enumerate() {
+            let index = have + k as u32;
+            let q = 2 * index;
+            for &cb in pair {
+                if !d.stamp_loader_data(cb) {
+                    return false;
+                }
+            }
+            if self
+                .record(d, pair[0], Some(q), q, vk::PipelineStageFlags::TOP_OF_PIPE)
+                .is_err()
+                || self
+                    .record(d, pair[1], None, q + 1, vk::PipelineStageFlags::BOTTOM_OF_PIPE)
+                    .is_err()
+            {
+                return false;
+            }
+            self.slots.push(Slot {
+                begin: pair[0],
+                end: pair[1],
+                frame: 0,
+                last_end: 0,
+            });
+            self.free.push(index);
+        }
+        true
+    }
+
+    fn record(
+        &self,
+        d: &Device,
+        cb: vk::CommandBuffer,
+        reset_from: Option<u32>,
+        query: u32,
+        stage: vk::PipelineStageFlags,
+    ) -> Result<(), vk::Result> {
+        let bi = vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::SIMULTANEOUS_USE);
+        // SAFETY: a freshly allocated primary command buffer of our own pool; the commands are
+        // outside any render pass, so resetting queries here is valid.
+        unsafe {
+            d.fns.begin_command_buffer(cb, &bi)?;
+            if let Some(first) = reset_from {
+                d.fns.cmd_reset_query_pool(cb, self.queries, first, 2);
+            }
+            d.fns.cmd_write_timestamp(cb, stage, self.queries, query);
+            d.fns.end_command_buffer(cb)
+        }
+    }
+
+    /// Reads, in submission order, every in-flight slot whose end timestamp is available, and
+    /// hands each retirement to `out`. Never waits.
+    pub fn poll(&mut self, d: &Device, mut out: impl FnMut(Retired)) {
+        while let Some(&i) = self.in_flight.front() {
+            let mut data = [[0u64; 2]; 2];
+            let first = 2 * i;
+            // SAFETY: two queries of our pool, read into a buffer of two (value, availability)
+            // pairs of u64, without WAIT.
+            let r = unsafe {
+                (d.fns.fp_v1_0().get_query_pool_results)(
+                    d.handle,
+                    self.queries,
+                    first,
+                    2,
+                    std::mem::size_of_val(&data),
+                    data.as_mut_ptr().cast(),
+                    16,
+                    vk::QueryResultFlags::TYPE_64 | vk::QueryResultFlags::WITH_AVAILABILITY,
+                )
+            };
+            let [[begin, begin_ok], [end, end_ok]] = data;
+            if !(r == vk::Result::SUCCESS || r == vk::Result::NOT_READY) || begin_ok == 0 || end_ok == 0 {
+                break;
+            }
+            let (begin, end) = (self.mask(begin), self.mask(end));
+            let slot = &mut self.slots[i as usize];
+            if end == slot.last_end {
+                break;
+            }
+            slot.last_end = end;
+            let end_unwrapped = if end < begin {
+                end + (1u64 << self.valid_bits.min(63))
+            } else {
+                end
+            };
+            let to_ns = |t: u64| (t as f64 * self.period_ns) as u64;
+            out(Retired {
+                frame: slot.frame,
+                interval: Some((to_ns(begin), to_ns(end_unwrapped))),
+            });
+            self.in_flight.pop_front();
+            self.free.push(i);
+        }
+    }
+
+    fn mask(&self, t: u64) -> u64 {
+        if self.valid_bits >= 64 {
+            t
+        } else {
+            t & ((1u64 << self.valid_bits) - 1)
+        }
+    }
+
+    /// Frees the Vulkan objects; the caller has made the device idle for our work.
+    pub fn destroy(&mut self, d: &Device) {
+        // SAFETY: called at device destruction, after the app's vkDeviceWaitIdle contract:
+        // nothing of ours is pending. Freeing the pool frees its command buffers.
+        unsafe {
+            d.fns.destroy_command_pool(self.pool, None);
+            d.fns.destroy_query_pool(self.queries, None);
+        }
+        self.slots.clear();
+        self.free.clear();
+        self.in_flight.clear();
+    }
+}
