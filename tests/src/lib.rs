@@ -2,6 +2,7 @@
 //! under framescope in an isolated environment, and scans their output for validation messages.
 
 pub mod artifacts;
+pub mod dump;
 pub mod runner;
 pub mod validation;
 pub mod xvfb;

@@ -1,0 +1,70 @@
+//! Reading a framescope dump in tests: every line parsed, checked against the published JSON
+//! Schema, and split into header, frames and summary.
+
+use serde_json::Value;
+use std::path::Path;
+
+pub struct Dump {
+    pub header: Value,
+    pub frames: Vec<Value>,
+    pub summary: Option<Value>,
+}
+
+/// Parses `path`; panics naming the first line that does not parse, does not match the schema,
+/// or breaks the order header, frames..., summary.
+pub fn read(path: &Path) -> Dump {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+    let schema: Value = serde_json::from_str(framescope_core::dump::SCHEMA_JSON).expect("schema is JSON");
+    let mut schemas = boon::Schemas::new();
+    let mut compiler = boon::Compiler::new();
+    compiler
+        .add_resource("mem:///framescope.v1.schema.json", schema)
+        .expect("add schema");
+    let index = compiler
+        .compile("mem:///framescope.v1.schema.json", &mut schemas)
+        .expect("schema compiles");
+    let mut header = None;
+    let mut frames = Vec::new();
+    let mut summary = None;
+    for (i, line) in text.lines().enumerate() {
+        let v: Value =
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("line {} does not parse: {e}: {line}", i + 1));
+        if let Err(e) = schemas.validate(&v, index) {
+            panic!("line {} does not match the schema: {e:#}\n{line}", i + 1);
+        }
+        match v["type"].as_str() {
+            Some("header") => {
+                assert!(header.is_none() && i == 0, "header on line {}", i + 1);
+                header = Some(v);
+            }
+            Some("frame") => {
+                assert!(summary.is_none(), "frame after the summary on line {}", i + 1);
+                frames.push(v);
+            }
+            Some("summary") => {
+                assert!(summary.is_none(), "second summary on line {}", i + 1);
+                summary = Some(v);
+            }
+            other => panic!("line {}: unknown type {other:?}", i + 1),
+        }
+    }
+    Dump {
+        header: header.expect("no header"),
+        frames,
+        summary,
+    }
+}
+
+impl Dump {
+    /// The values of `field` in every frame, as u64 (panics on null or absence).
+    pub fn u64s(&self, field: &str) -> Vec<u64> {
+        self.frames
+            .iter()
+            .map(|f| {
+                f[field]
+                    .as_u64()
+                    .unwrap_or_else(|| panic!("frame {} has no {field}: {f}", f["frame"]))
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,206 @@
+//! Issue 3: per-frame records with GPU time, taken without stalls, written by the dump thread;
+//! configuration errors; dumps that survive a kill.
+
+use framescope_tests::artifacts::require_program;
+use framescope_tests::{dump, validation, Artifacts, Sandbox, Xvfb};
+use std::time::Duration;
+
+const LIMIT: Duration = Duration::from_secs(180);
+
+#[test]
+fn vkcube_500_frames_give_a_complete_valid_dump() {
+    require_program("vkcube");
+    let a = Artifacts::get();
+    let x = Xvfb::start();
+    let mut sb = Sandbox::new("dump500");
+    let path = sb.path("vkcube.jsonl");
+    sb.display(&x)
+        .with_validation()
+        .set("FRAMESCOPE_DUMP", path.display().to_string());
+    let out = sb.run_under_framescope(&a, "vkcube", &["--c", "500"], LIMIT);
+    assert_eq!(out.code(), Some(0), "{}", out.describe());
+    validation::assert_clean("vkcube dump", &out.combined());
+    let d = dump::read(&path);
+    assert_eq!(d.header["api"], "vulkan");
+    assert!(d.header["device"]["name"].as_str().is_some_and(|n| !n.is_empty()));
+    assert_eq!(
+        d.u64s("frame"),
+        (0..500).collect::<Vec<u64>>(),
+        "frames 0..499 without gaps"
+    );
+    for f in &d.frames {
+        if f["draws"].as_u64().unwrap() > 0 {
+            assert!(
+                f["gpu_busy_ns"].as_u64().is_some_and(|b| b > 0),
+                "frame with draws but no GPU time: {f}"
+            );
+            assert!(
+                f["gpu_span_ns"].as_u64() >= f["gpu_busy_ns"].as_u64(),
+                "span < busy: {f}"
+            );
+        }
+    }
+    let s = d.summary.as_ref().expect("summary record");
+    assert_eq!(s["frames"], 500);
+    // fps mean over the frame records: frames with a frame time / their sum.
+    let times: Vec<u64> = d.frames.iter().filter_map(|f| f["cpu_frame_ns"].as_u64()).collect();
+    let fps = times.len() as f64 / (times.iter().sum::<u64>() as f64 / 1e9);
+    let reported = s["fps_mean"].as_f64().unwrap();
+    assert!(
+        (reported - fps).abs() / fps < 1e-6,
+        "summary fps {reported} vs frames {fps}"
+    );
+}
+
+#[test]
+fn present_to_present_time_agrees_with_the_app_within_one_percent() {
+    let a = Artifacts::get();
+    let x = Xvfb::start();
+    let mut sb = Sandbox::new("cpuframe");
+    let path = sb.path("app.jsonl");
+    sb.display(&x)
+        .with_validation()
+        .set("FRAMESCOPE_DUMP", path.display().to_string());
+    let app = a.testapp.display().to_string();
+    let out = sb.run_under_framescope(&a, &app, &["--frames", "300", "--draws", "50"], LIMIT);
+    assert_eq!(out.code(), Some(0), "{}", out.describe());
+    let line = out.lines_with("testapp-result ").pop().expect("result line");
+    let r: serde_json::Value = serde_json::from_str(line.trim_start_matches("testapp-result ")).unwrap();
+    let app_mean = r["mean_present_interval_ns"].as_f64().unwrap();
+    let d = dump::read(&path);
+    let times: Vec<u64> = d.frames.iter().filter_map(|f| f["cpu_frame_ns"].as_u64()).collect();
+    assert_eq!(times.len(), 299);
+    let ours = times.iter().sum::<u64>() as f64 / times.len() as f64;
+    assert!(
+        (ours - app_mean).abs() / app_mean < 0.01,
+        "dump mean {ours} ns vs app {app_mean} ns"
+    );
+    assert!(
+        d.frames.iter().all(|f| f["draws"] == 50),
+        "every frame counts the app's 50 draws"
+    );
+}
+
+#[test]
+fn reused_and_resubmitted_command_buffers_get_gpu_time_every_frame() {
+    let a = Artifacts::get();
+    let x = Xvfb::start();
+    let app = a.testapp.display().to_string();
+    for (tag, args, draws, submits) in [
+        ("reuse", &["--frames", "120", "--reuse"][..], 10, 1),
+        (
+            "simultaneous",
+            &["--frames", "120", "--reuse", "--simultaneous", "--resubmit-twice"][..],
+            20,
+            2,
+        ),
+        (
+            "threads",
+            &[
+                "--frames",
+                "120",
+                "--threads",
+                "4",
+                "--secondary",
+                "--scene",
+                "regions",
+                "--submit2",
+            ][..],
+            111,
+            1,
+        ),
+    ] {
+        let mut sb = Sandbox::new(tag);
+        let path = sb.path("app.jsonl");
+        sb.display(&x)
+            .with_validation()
+            .set("FRAMESCOPE_DUMP", path.display().to_string());
+        let out = sb.run_under_framescope(&a, &app, args, LIMIT);
+        assert_eq!(out.code(), Some(0), "{tag}: {}", out.describe());
+        validation::assert_clean(tag, &out.combined());
+        let d = dump::read(&path);
+        assert_eq!(d.frames.len(), 120, "{tag}");
+        for f in &d.frames {
+            assert!(
+                f["gpu_busy_ns"].as_u64().is_some_and(|b| b > 0),
+                "{tag}: frame without GPU time: {f}"
+            );
+            assert_eq!(f["draws"], draws, "{tag}: {f}");
+            assert_eq!(f["submits"], submits, "{tag}: {f}");
+        }
+    }
+}
+
+#[test]
+fn kill_9_leaves_a_dump_whose_every_line_parses_and_report_recomputes() {
+    let a = Artifacts::get();
+    let x = Xvfb::start();
+    let mut sb = Sandbox::new("kill9");
+    let path = sb.path("killed.jsonl");
+    sb.display(&x).set("FRAMESCOPE_DUMP", path.display().to_string());
+    let app = a.testapp.display().to_string();
+    // The shell kills the app with SIGKILL once the dump has frames in it.
+    let script = format!(
+        "{fs} run -- {app} --frames 1000000 & pid=$!; for i in $(seq 1 200); do \
+         [ -f {p} ] && [ $(grep -c '\"type\":\"frame\"' {p}) -gt 20 ] && break; sleep 0.05; done; \
+         kill -9 $pid; wait $pid; echo killed=$?",
+        fs = a.framescope.display(),
+        p = path.display()
+    );
+    let out = sb.run(std::path::Path::new("/bin/sh"), &["-c", &script], LIMIT);
+    assert!(out.stdout.contains("killed=137"), "{}", out.describe());
+    let d = dump::read(&path);
+    assert!(d.summary.is_none(), "a killed process cannot have written the summary");
+    assert!(d.frames.len() > 20, "{} frames", d.frames.len());
+    let rep = sb.run(&a.framescope, &["report", "--json", path.to_str().unwrap()], LIMIT);
+    assert_eq!(rep.code(), Some(0), "{}", rep.describe());
+    let s: serde_json::Value = serde_json::from_str(&rep.stdout).expect("report --json prints JSON");
+    assert_eq!(s["frames"].as_u64(), Some(d.frames.len() as u64), "{}", rep.stdout);
+}
+
+#[test]
+fn bad_config_prints_both_errors_and_the_app_runs_to_completion() {
+    require_program("vkcube");
+    let a = Artifacts::get();
+    let x = Xvfb::start();
+    let mut sb = Sandbox::new("badconfig");
+    sb.display(&x)
+        .with_validation()
+        .set("FRAMESCOPE_CONFIG", "bogus=1,dump_start=abc");
+    let out = sb.run_under_framescope(&a, "vkcube", &["--c", "50"], LIMIT);
+    assert_eq!(out.code(), Some(0), "{}", out.describe());
+    let errs = out.lines_with("framescope: ");
+    let bogus: Vec<_> = errs.iter().filter(|l| l.contains("'bogus'")).collect();
+    let start: Vec<_> = errs
+        .iter()
+        .filter(|l| l.contains("dump_start") && l.contains("'abc'"))
+        .collect();
+    assert_eq!(bogus.len(), 1, "{}", out.describe());
+    assert!(
+        bogus[0].contains("valid keys") && bogus[0].contains("dump_duration"),
+        "{}",
+        bogus[0]
+    );
+    assert_eq!(start.len(), 1, "{}", out.describe());
+    assert!(out.stderr.contains("50 presents"), "{}", out.describe());
+}
+
+#[test]
+fn an_unwritable_dump_path_is_one_error_line_and_the_app_runs_on() {
+    require_program("vkcube");
+    let a = Artifacts::get();
+    let x = Xvfb::start();
+    let mut sb = Sandbox::new("unwritable");
+    sb.display(&x)
+        .with_validation()
+        .set("FRAMESCOPE_DUMP", "/nonexistent-dir/d.jsonl");
+    let out = sb.run_under_framescope(&a, "vkcube", &["--c", "50"], LIMIT);
+    assert_eq!(out.code(), Some(0), "{}", out.describe());
+    assert_eq!(
+        out.lines_with("framescope: cannot write dump").len(),
+        1,
+        "{}",
+        out.describe()
+    );
+    assert!(out.stderr.contains("50 presents"), "{}", out.describe());
+}
