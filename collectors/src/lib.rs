@@ -1,1 +1,24 @@
 //! Counter model, equation engine, counter databases and platform backends.
+//!
+//! * [`model`]: what a counter is (basic, scaled, derived), its block, unit and scopes.
+//! * [`expr`]: the derived-counter equation language (lexer, parser, AST, evaluator).
+//! * [`constants`]: symbolic constants bound per GPU and per sample at run time.
+//! * [`catalogue`]: a per-GPU counter set, resolved to hardware-only expressions.
+//! * [`db`]: the embedded vendor databases (`collectors/db/*.json`) and their loaders.
+//! * [`sample`]: raw values, instance aggregation and accumulation over draws/frames.
+//! * [`listing`]: text/JSON rendering shared by `framescope counters`.
+
+pub mod catalogue;
+pub mod constants;
+pub mod db;
+pub mod expr;
+pub mod listing;
+pub mod model;
+pub mod sample;
+
+pub use catalogue::{CounterSet, SetError};
+pub use constants::{ConstantError, Constants};
+pub use db::{databases, Databases, DbError};
+pub use expr::{parse, EvalError, Expr, ParseError};
+pub use model::{BlockType, ClockDomain, Counter, CounterId, CounterKind, Scope, Unit};
+pub use sample::{Accumulator, InstanceValues, RawValues};

@@ -1,0 +1,27 @@
+//! The derived-counter equation language.
+//!
+//! Grammar (comparison-free, as seed 002 describes derived equations):
+//!
+//! ```text
+//! expr    := term (('+' | '-') term)*
+//! term    := unary (('*' | '/') unary)*
+//! unary   := '-' unary | primary
+//! primary := NUMBER | NAME | FUNC '(' expr (',' expr)* ')' | '(' expr ')'
+//! NAME    := IDENT ('.' IDENT)*          e.g. JM.GPU_ACTIVE, GPUBusyCycles, GPU_MHZ
+//! FUNC    := 'min' | 'max'
+//! ```
+//!
+//! A `NAME` is a counter reference or a symbolic constant; which one is decided when the
+//! equation is bound to a counter set, because the parser cannot know a GPU's counters.
+
+mod ast;
+mod eval;
+mod lexer;
+mod parser;
+
+pub use ast::{BinOp, Expr, Func};
+pub use eval::{eval, EvalError, Inputs};
+pub use parser::{parse, ParseError, ParseErrorKind, MAX_DEPTH};
+
+#[cfg(test)]
+mod tests;
