@@ -204,3 +204,35 @@ fn an_unwritable_dump_path_is_one_error_line_and_the_app_runs_on() {
     );
     assert!(out.stderr.contains("50 presents"), "{}", out.describe());
 }
+
+#[test]
+fn offscreen_app_gets_frames_through_the_emulated_frame_boundary_extension() {
+    let a = Artifacts::get();
+    let mut sb = Sandbox::new("boundary");
+    let path = sb.path("headless.jsonl");
+    sb.with_validation().set("FRAMESCOPE_DUMP", path.display().to_string());
+    let app = a.testapp.display().to_string();
+    let args = ["--headless", "--frame-boundary", "--frames", "50", "--draws", "20"];
+    // Without framescope the driver (lavapipe) does not offer the extension at all.
+    let bare = sb.run(&a.testapp, &args, LIMIT);
+    assert_ne!(
+        bare.code(),
+        Some(0),
+        "lavapipe gained VK_EXT_frame_boundary; this test needs a driver without it"
+    );
+    assert!(
+        bare.stderr.contains("VK_EXT_frame_boundary is not advertised"),
+        "{}",
+        bare.describe()
+    );
+    let out = sb.run_under_framescope(&a, &app, &args, LIMIT);
+    assert_eq!(out.code(), Some(0), "{}", out.describe());
+    validation::assert_clean("frame boundary", &out.combined());
+    let d = dump::read(&path);
+    assert_eq!(d.u64s("frame"), (0..50).collect::<Vec<u64>>());
+    for f in &d.frames {
+        assert_eq!(f["end"], "frame_boundary", "{f}");
+        assert_eq!(f["draws"], 20, "{f}");
+        assert!(f["gpu_busy_ns"].as_u64().is_some_and(|b| b > 0), "{f}");
+    }
+}

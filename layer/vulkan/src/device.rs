@@ -18,9 +18,21 @@ use std::sync::Arc;
 
 pub static CREATE_DEVICE: Site = Site::new("vkCreateDevice");
 
+/// Who implements `VK_EXT_frame_boundary` for this device, if the app enabled it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FrameBoundaryMode {
+    #[default]
+    Off,
+    /// The driver does; we only watch the boundaries.
+    Native,
+    /// We do: its structs are unlinked from every chain passed down.
+    Emulated,
+}
+
 /// What the layer changed in the app's device create info.
 #[derive(Clone, Debug, Default)]
 pub struct DeviceAugment {
+    pub frame_boundary: FrameBoundaryMode,
     /// Extensions we enabled that the app did not (their commands stay hidden from the app).
     pub added_extensions: Vec<&'static CStr>,
     /// The augmented create failed and the device was created exactly as the app asked.

@@ -1,6 +1,7 @@
 //! Instance-level state and the instance hooks: create/destroy instance, create device.
 
-use crate::device::{self, Device, DeviceAugment};
+use crate::chain::Unlinked;
+use crate::device::{self, Device, DeviceAugment, FrameBoundaryMode};
 use crate::guard::{guarded, Site};
 use crate::loader_abi::*;
 use crate::registry::{dispatch_key, Registry};
@@ -146,19 +147,48 @@ pub unsafe extern "system" fn create_device(
     let plan = guarded(&device::CREATE_DEVICE, || augment_plan(&inst, phys, ci)).unwrap_or_default();
     let mut augment = DeviceAugment {
         unavailable: plan.unavailable.clone(),
+        frame_boundary: plan.frame_boundary,
         ..DeviceAugment::default()
+    };
+    let emulate_fb = plan.frame_boundary == FrameBoundaryMode::Emulated;
+    // SAFETY: ci is the app's valid create info.
+    let app_names: Vec<*const c_char> = unsafe { app_extension_ptrs(&*ci) };
+    let kept: Vec<*const c_char> = app_names
+        .iter()
+        .copied()
+        // SAFETY: each name is a valid C string of the app's list.
+        .filter(|&n| !(emulate_fb && unsafe { CStr::from_ptr(n) } == crate::frame_boundary::NAME))
+        .collect();
+    // The frame-boundary feature struct is ours to answer; the layers below must not see it.
+    let fb_features = if emulate_fb {
+        // SAFETY: the app's create-info chain is valid and, for this call, ours to relink.
+        unsafe {
+            Unlinked::take(
+                std::ptr::addr_of!((*ci).p_next) as *mut *mut c_void,
+                vk::StructureType::PHYSICAL_DEVICE_FRAME_BOUNDARY_FEATURES_EXT,
+            )
+        }
+    } else {
+        None
+    };
+    let create_with = |names: &[*const c_char]| {
+        // SAFETY: a copy of the app's create info differing only in its extension list, which
+        // holds names the app asked for or the physical device supports.
+        let mut copy = unsafe { *ci };
+        copy.enabled_extension_count = names.len() as u32;
+        copy.pp_enabled_extension_names = if names.is_empty() {
+            std::ptr::null()
+        } else {
+            names.as_ptr()
+        };
+        // SAFETY: forwarding a valid create info.
+        unsafe { create(phys, &copy, alloc, out) }
     };
     let mut r = vk::Result::ERROR_INITIALIZATION_FAILED;
     if !plan.add.is_empty() {
-        // SAFETY: ci is the app's valid create info; the copy differs only in its extension list,
-        // which holds the app's names plus ones the physical device supports.
-        let mut names: Vec<*const c_char> = unsafe { app_extension_ptrs(&*ci) };
+        let mut names = kept.clone();
         names.extend(plan.add.iter().map(|n| n.as_ptr()));
-        let mut copy = unsafe { *ci };
-        copy.enabled_extension_count = names.len() as u32;
-        copy.pp_enabled_extension_names = names.as_ptr();
-        // SAFETY: forwarding a valid create info.
-        r = unsafe { create(phys, &copy, alloc, out) };
+        r = create_with(&names);
         if r == vk::Result::SUCCESS {
             augment.added_extensions = plan.add.clone();
         } else {
@@ -175,8 +205,11 @@ pub unsafe extern "system" fn create_device(
         }
     }
     if r != vk::Result::SUCCESS {
-        // SAFETY: forwarding the app's arguments unchanged.
-        r = unsafe { create(phys, ci, alloc, out) };
+        r = create_with(&kept);
+    }
+    if let Some(t) = fb_features {
+        // SAFETY: restoring the app's chain as it was.
+        unsafe { t.restore() };
     }
     if r != vk::Result::SUCCESS {
         return r;
@@ -206,6 +239,7 @@ pub unsafe extern "system" fn create_device(
 #[derive(Default)]
 struct AugmentPlan {
     add: Vec<&'static CStr>,
+    frame_boundary: FrameBoundaryMode,
     unavailable: Vec<(String, String)>,
 }
 
@@ -216,6 +250,16 @@ fn augment_plan(inst: &Instance, phys: vk::PhysicalDevice, ci: *const vk::Device
     let supported = |n: &CStr| available.iter().any(|e| e.extension_name_as_c_str() == Ok(n));
     // SAFETY: ci is the app's valid create info.
     let app = unsafe { enabled_extensions(&*ci) };
+    if app
+        .iter()
+        .any(|e| e.as_bytes() == crate::frame_boundary::NAME.to_bytes())
+    {
+        plan.frame_boundary = if supported(crate::frame_boundary::NAME) {
+            FrameBoundaryMode::Native
+        } else {
+            FrameBoundaryMode::Emulated
+        };
+    }
     let calibrated = ash::ext::calibrated_timestamps::NAME;
     if supported(calibrated) {
         if !app.iter().any(|e| e.as_bytes() == calibrated.to_bytes()) {

@@ -5,10 +5,12 @@
 //! internal failure is logged once and the app's call still goes through.
 #![allow(clippy::missing_safety_doc)]
 
+mod chain;
 mod cmdbuf;
 mod commands;
 mod device;
 mod fault;
+mod frame_boundary;
 mod frames;
 mod guard;
 mod instance;

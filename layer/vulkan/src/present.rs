@@ -1,11 +1,13 @@
 //! Presentation hooks: swapchain lifetime and vkQueuePresentKHR, where a frame ends.
 
-use crate::device::{self, Device};
+use crate::device::{self, Device, FrameBoundaryMode};
+use crate::frame_boundary::StrippedSubmits;
 use crate::guard::{guarded, Site};
 use ash::vk::{self, Handle};
 use framescope_core::clock::monotonic_now_ns;
 use framescope_core::dump::{Api, DeviceInfo, DumpWriter, Header, Unavailable};
 use framescope_core::frame::{FrameEnd, FrameRecord, SwapchainInfo};
+use std::ffi::c_void;
 use std::sync::atomic::Ordering;
 
 static PRESENT: Site = Site::new("vkQueuePresentKHR");
@@ -34,6 +36,13 @@ pub unsafe extern "system" fn queue_present(queue: vk::Queue, info: *const vk::P
             },
         );
     });
+    // A frame boundary on a present adds nothing (the present ends the frame), but when we
+    // emulate the extension the layers below must not see its struct.
+    let _stripped = (d.augment.frame_boundary == FrameBoundaryMode::Emulated && !info.is_null())
+        // SAFETY: the app's present info, valid for this call; restored when the guard drops.
+        .then(|| unsafe {
+            StrippedSubmits::new(std::iter::once(std::ptr::addr_of!((*info).p_next) as *mut *mut c_void))
+        });
     // SAFETY: forwarding the app's arguments.
     unsafe { (d.swapchain_fns.queue_present_khr)(queue, info) }
 }

@@ -3,7 +3,7 @@
 //! stay NULL).
 
 use crate::guard::{guarded, Site};
-use crate::{cmdbuf, commands, device, instance, present, queue};
+use crate::{cmdbuf, commands, device, frame_boundary, instance, present, queue};
 use ash::vk::{self, Handle};
 use std::ffi::{c_char, CStr};
 
@@ -23,6 +23,31 @@ fn instance_hook(name: &[u8]) -> vk::PFN_vkVoidFunction {
         b"vkCreateInstance" => pfn!(instance::create_instance, vk::PFN_vkCreateInstance),
         b"vkDestroyInstance" => pfn!(instance::destroy_instance, vk::PFN_vkDestroyInstance),
         b"vkCreateDevice" => pfn!(instance::create_device, vk::PFN_vkCreateDevice),
+        b"vkEnumerateDeviceExtensionProperties" => {
+            pfn!(
+                frame_boundary::enumerate_device_extension_properties,
+                vk::PFN_vkEnumerateDeviceExtensionProperties
+            )
+        }
+        _ => None,
+    }
+}
+
+/// Instance commands we hook only where the next layer has them.
+fn instance_hook_if_next_has(name: &[u8]) -> vk::PFN_vkVoidFunction {
+    match name {
+        b"vkGetPhysicalDeviceFeatures2" => {
+            pfn!(
+                frame_boundary::get_physical_device_features2,
+                vk::PFN_vkGetPhysicalDeviceFeatures2
+            )
+        }
+        b"vkGetPhysicalDeviceFeatures2KHR" => {
+            pfn!(
+                frame_boundary::get_physical_device_features2_khr,
+                vk::PFN_vkGetPhysicalDeviceFeatures2
+            )
+        }
         _ => None,
     }
 }
@@ -83,7 +108,7 @@ pub fn get_instance_proc_addr(inst: vk::Instance, name: *const c_char) -> vk::PF
         let state = state?;
         // SAFETY: querying a command name of a live instance.
         let next = unsafe { (state.next_gipa)(inst, name) };
-        match device_hook(n.to_bytes()) {
+        match instance_hook_if_next_has(n.to_bytes()).or_else(|| device_hook(n.to_bytes())) {
             Some(f) if next.is_some() => Some(f),
             _ => next,
         }

@@ -1,16 +1,20 @@
 //! Queue hooks: queue retrieval, and submission, where our timestamp command buffers are
 //! spliced around the app's and the frame's counts are accumulated.
 
-use crate::device::{self, Device, QueueInner, QueueState};
+use crate::device::{self, Device, FrameBoundaryMode, QueueInner, QueueState};
+use crate::frame_boundary;
 use crate::guard::{guarded, Site};
 use crate::timing::QueueTiming;
 use ash::vk::{self, Handle};
+use framescope_core::clock::monotonic_now_ns;
+use framescope_core::frame::{FrameEnd, FrameRecord};
 use std::ffi::c_void;
 use std::sync::atomic::Ordering;
 
 static SUBMIT: Site = Site::new("vkQueueSubmit");
 static SUBMIT2: Site = Site::new("vkQueueSubmit2");
 static GET_QUEUE: Site = Site::new("vkGetDeviceQueue");
+static BOUNDARY: Site = Site::new("VkFrameBoundaryEXT");
 
 pub unsafe extern "system" fn get_device_queue(device: vk::Device, family: u32, index: u32, out: *mut vk::Queue) {
     let Some(d) = device::lookup(device.as_raw()) else {
@@ -108,6 +112,39 @@ fn begin_timed_submit(
     }
 }
 
+/// Frame-boundary handling of one submit call: whether it ends a frame, and (when we emulate
+/// the extension) the app's boundary structs unlinked until the returned guard drops.
+fn boundary_prep<'a>(
+    d: &Device,
+    heads: impl Iterator<Item = &'a *const c_void> + Clone,
+) -> (bool, Option<frame_boundary::StrippedSubmits>) {
+    if d.augment.frame_boundary == FrameBoundaryMode::Off {
+        return (false, None);
+    }
+    // SAFETY: the heads are pNext fields of the app's submit infos, valid for this call.
+    let ends = heads.clone().any(|&h| unsafe { frame_boundary::ends_frame(h) });
+    let stripped = (d.augment.frame_boundary == FrameBoundaryMode::Emulated).then(|| {
+        let heads = heads.map(|h| h as *const *const c_void as *mut *mut c_void);
+        // SAFETY: as above; the app's structs are restored when the guard drops, before we return.
+        unsafe { frame_boundary::StrippedSubmits::new(heads) }
+    });
+    (ends, stripped)
+}
+
+/// A `FRAME_END` boundary closes the frame, unless the device presents (presents end frames).
+fn boundary_done(d: &Device, ends: bool) {
+    if ends && d.stats.presents.load(Ordering::Relaxed) == 0 {
+        guarded(&BOUNDARY, || {
+            let record = FrameRecord {
+                end: FrameEnd::FrameBoundary,
+                t_ns: monotonic_now_ns(),
+                ..FrameRecord::default()
+            };
+            crate::present::end_frame(d, record);
+        });
+    }
+}
+
 fn submit_failed(d: &Device, inner: &mut QueueInner, frame: u64) {
     if let Some(t) = inner.timing.as_mut() {
         t.cancel_last();
@@ -134,6 +171,7 @@ pub unsafe extern "system" fn queue_submit(
     let apps: &[vk::SubmitInfo<'_>] =
         // SAFETY: the app passes `count` valid submit infos.
         if count == 0 || submits.is_null() { &[] } else { unsafe { std::slice::from_raw_parts(submits, count as usize) } };
+    let (ends_frame, stripped) = boundary_prep(&d, apps.iter().map(|s| &s.p_next));
     let prepared = guarded(&SUBMIT, || {
         // SAFETY: the app's chains and command buffer arrays are valid for this call.
         let timeable = apps.iter().all(|s| unsafe { !untimeable_chain(s.p_next) });
@@ -167,17 +205,19 @@ pub unsafe extern "system" fn queue_submit(
         Some(frame)
     })
     .flatten();
-    let Some(frame) = prepared else {
-        drop(inner);
+    let r = match prepared {
+        // SAFETY: the copies differ from the app's only in their command buffer arrays, which
+        // hold the app's buffers plus our two, all valid for this queue.
+        Some(_) => unsafe { next(queue, inner.submits.len() as u32, inner.submits.as_ptr(), fence) },
         // SAFETY: forwarding the app's arguments.
-        return unsafe { next(queue, count, submits, fence) };
+        None => unsafe { next(queue, count, submits, fence) },
     };
-    // SAFETY: the copies differ from the app's only in their command buffer arrays, which hold
-    // the app's buffers plus our two, all valid for this queue.
-    let r = unsafe { next(queue, inner.submits.len() as u32, inner.submits.as_ptr(), fence) };
-    if r != vk::Result::SUCCESS {
+    if let (Some(frame), false) = (prepared, r == vk::Result::SUCCESS) {
         submit_failed(&d, &mut inner, frame);
     }
+    drop(inner);
+    drop(stripped);
+    boundary_done(&d, ends_frame && r == vk::Result::SUCCESS);
     r
 }
 
@@ -205,6 +245,7 @@ fn submit2_impl(
     let apps: &[vk::SubmitInfo2<'_>] =
         // SAFETY: the app passes `count` valid submit infos.
         if count == 0 || submits.is_null() { &[] } else { unsafe { std::slice::from_raw_parts(submits, count as usize) } };
+    let (ends_frame, stripped) = boundary_prep(&d, apps.iter().map(|s| &s.p_next));
     let prepared = guarded(&SUBMIT2, || {
         // SAFETY: the app's chains and arrays are valid for this call.
         let timeable = apps.iter().all(|s| unsafe { !untimeable_chain(s.p_next) });
@@ -241,16 +282,18 @@ fn submit2_impl(
         Some(frame)
     })
     .flatten();
-    let Some(frame) = prepared else {
-        drop(inner);
+    let r = match prepared {
+        // SAFETY: as for vkQueueSubmit: only the command buffer arrays differ.
+        Some(_) => unsafe { next(queue, inner.submits2.len() as u32, inner.submits2.as_ptr(), fence) },
         // SAFETY: forwarding the app's arguments.
-        return unsafe { next(queue, count, submits, fence) };
+        None => unsafe { next(queue, count, submits, fence) },
     };
-    // SAFETY: as for vkQueueSubmit: only the command buffer arrays differ.
-    let r = unsafe { next(queue, inner.submits2.len() as u32, inner.submits2.as_ptr(), fence) };
-    if r != vk::Result::SUCCESS {
+    if let (Some(frame), false) = (prepared, r == vk::Result::SUCCESS) {
         submit_failed(&d, &mut inner, frame);
     }
+    drop(inner);
+    drop(stripped);
+    boundary_done(&d, ends_frame && r == vk::Result::SUCCESS);
     r
 }
 

@@ -94,7 +94,7 @@ impl App {
         } else {
             Some(Windows::open(args.windows, args.width, args.height)?)
         };
-        let gpu = Gpu::new(windows.is_some(), args.labels)?;
+        let gpu = Gpu::new(windows.is_some(), args.labels, args.frame_boundary)?;
         let size = vk::Extent2D {
             width: args.width,
             height: args.height,
@@ -240,6 +240,7 @@ impl App {
                 fence,
             },
             &self.args,
+            frame,
         )?;
         if !self.swapchains.is_empty() {
             self.present(&indices, &render_finished)?;

@@ -39,6 +39,8 @@ OPTIONS:
   --submit2             use vkQueueSubmit2 instead of vkQueueSubmit
   --headless            no window or swapchain: render into an offscreen image;
                         a frame is one loop iteration, nothing is presented
+  --frame-boundary      enable VK_EXT_frame_boundary and mark each frame's last
+                        submit with VkFrameBoundaryEXT(FRAME_END)
   -h, --help            print this help
 
 OUTPUT: one stdout line at exit:
@@ -97,6 +99,7 @@ pub struct Args {
     pub resubmit_twice: bool,
     pub submits: u32,
     pub submit2: bool,
+    pub frame_boundary: bool,
     pub headless: bool,
 }
 
@@ -118,6 +121,7 @@ impl Default for Args {
             resubmit_twice: false,
             submits: 1,
             submit2: false,
+            frame_boundary: false,
             headless: false,
         }
     }
@@ -197,6 +201,7 @@ pub fn parse<I: IntoIterator<Item = String>>(argv: I) -> Result<ParseOutcome, Ar
             "--resubmit-twice" => args.resubmit_twice = true,
             "--submit2" => args.submit2 = true,
             "--headless" => args.headless = true,
+            "--frame-boundary" => args.frame_boundary = true,
             _ => return Err(ArgError(format!("unknown argument `{arg}`"))),
         }
         if inline.is_some() && !takes_value(&flag) {

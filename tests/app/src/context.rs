@@ -20,7 +20,7 @@ pub struct Gpu {
 }
 
 impl Gpu {
-    pub fn new(windowed: bool, labels: bool) -> Result<Gpu, Box<dyn Error>> {
+    pub fn new(windowed: bool, labels: bool, frame_boundary: bool) -> Result<Gpu, Box<dyn Error>> {
         let entry = ash::Entry::linked();
         let mut extensions: Vec<&CStr> = Vec::new();
         if windowed {
@@ -40,7 +40,7 @@ impl Gpu {
             .enabled_extension_names(&ext_ptrs);
         // SAFETY: `info` and everything it points to live across the call.
         let instance = unsafe { entry.create_instance(&info, None)? };
-        match Self::pick_device(&instance, windowed) {
+        match Self::pick_device(&instance, windowed, frame_boundary) {
             Ok((physical, device, queue_family)) => {
                 // SAFETY: queue 0 of this family was requested at device creation.
                 let queue = unsafe { device.get_device_queue(queue_family, 0) };
@@ -67,6 +67,7 @@ impl Gpu {
     fn pick_device(
         instance: &ash::Instance,
         windowed: bool,
+        frame_boundary: bool,
     ) -> Result<(vk::PhysicalDevice, ash::Device, u32), Box<dyn Error>> {
         // SAFETY: plain queries on a live instance.
         let physicals = unsafe { instance.enumerate_physical_devices()? };
@@ -101,15 +102,44 @@ impl Gpu {
             let mut v13 = vk::PhysicalDeviceVulkan13Features::default()
                 .dynamic_rendering(true)
                 .synchronization2(true);
-            let info = vk::DeviceCreateInfo::default()
+            let mut fb = vk::PhysicalDeviceFrameBoundaryFeaturesEXT::default().frame_boundary(true);
+            if frame_boundary {
+                Self::require_frame_boundary(instance, physical)?;
+                dev_exts.push(ash::ext::frame_boundary::NAME.as_ptr());
+            }
+            let mut info = vk::DeviceCreateInfo::default()
                 .queue_create_infos(&queues)
                 .enabled_extension_names(&dev_exts)
                 .push_next(&mut v13);
+            if frame_boundary {
+                info = info.push_next(&mut fb);
+            }
             // SAFETY: `info` and its chain live across the call.
             let device = unsafe { instance.create_device(physical, &info, None)? };
             return Ok((physical, device, family));
         }
         Err("no Vulkan 1.3 device with a graphics queue".into())
+    }
+
+    /// VK_EXT_frame_boundary must be advertised and its feature reported (a layer may provide
+    /// it on drivers that do not).
+    fn require_frame_boundary(instance: &ash::Instance, physical: vk::PhysicalDevice) -> Result<(), Box<dyn Error>> {
+        // SAFETY: plain queries on a live instance and one of its physical devices.
+        let exts = unsafe { instance.enumerate_device_extension_properties(physical)? };
+        if !exts
+            .iter()
+            .any(|e| e.extension_name_as_c_str() == Ok(ash::ext::frame_boundary::NAME))
+        {
+            return Err("VK_EXT_frame_boundary is not advertised".into());
+        }
+        let mut fb = vk::PhysicalDeviceFrameBoundaryFeaturesEXT::default();
+        let mut f2 = vk::PhysicalDeviceFeatures2::default().push_next(&mut fb);
+        // SAFETY: the chain lives across the call; the instance is Vulkan 1.3.
+        unsafe { instance.get_physical_device_features2(physical, &mut f2) };
+        if fb.frame_boundary != vk::TRUE {
+            return Err("the frameBoundary feature is not supported".into());
+        }
+        Ok(())
     }
 }
 

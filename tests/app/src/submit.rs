@@ -20,6 +20,7 @@ pub fn submit_frame(
     cbs: &[vk::CommandBuffer],
     sync: &SubmitSync,
     args: &Args,
+    frame_id: u64,
 ) -> Result<(), vk::Result> {
     let passes = if args.resubmit_twice { 2 } else { 1 };
     let groups = args.submits as usize;
@@ -38,10 +39,11 @@ pub fn submit_frame(
             let wait: &[vk::Semaphore] = if first { sync.wait } else { &[] };
             let signal: &[vk::Semaphore] = if last { sync.signal } else { &[] };
             let fence = if last { sync.fence } else { vk::Fence::null() };
+            let boundary = (last && args.frame_boundary).then_some(frame_id);
             if args.submit2 {
-                submit2(device, queue, slice, wait, signal, fence)?;
+                submit2(device, queue, slice, wait, signal, fence, boundary)?;
             } else {
-                submit1(device, queue, slice, wait, signal, fence)?;
+                submit1(device, queue, slice, wait, signal, fence, boundary)?;
             }
         }
     }
@@ -55,15 +57,25 @@ fn submit1(
     wait: &[vk::Semaphore],
     signal: &[vk::Semaphore],
     fence: vk::Fence,
+    boundary: Option<u64>,
 ) -> Result<(), vk::Result> {
+    // VK_EXT_frame_boundary: the frame's last submit says that the frame ends there.
+    let mut frame_end = boundary.map(|id| {
+        vk::FrameBoundaryEXT::default()
+            .flags(vk::FrameBoundaryFlagsEXT::FRAME_END)
+            .frame_id(id)
+    });
     // The first barrier of each target runs at colour output, so waiting
     // for the acquire there lets earlier stages start right away.
     let stages = vec![vk::PipelineStageFlags::COLOR_ATTACHMENT_OUTPUT; wait.len()];
-    let info = vk::SubmitInfo::default()
+    let mut info = vk::SubmitInfo::default()
         .wait_semaphores(wait)
         .wait_dst_stage_mask(&stages)
         .command_buffers(cbs)
         .signal_semaphores(signal);
+    if let Some(fb) = frame_end.as_mut() {
+        info = info.push_next(fb);
+    }
     // SAFETY: all arrays live across the call; the buffers are executable and
     // either not pending or SIMULTANEOUS_USE (see submit_frame).
     unsafe { device.queue_submit(queue, &[info], fence) }
@@ -76,7 +88,14 @@ fn submit2(
     wait: &[vk::Semaphore],
     signal: &[vk::Semaphore],
     fence: vk::Fence,
+    boundary: Option<u64>,
 ) -> Result<(), vk::Result> {
+    // VK_EXT_frame_boundary: the frame's last submit says that the frame ends there.
+    let mut frame_end = boundary.map(|id| {
+        vk::FrameBoundaryEXT::default()
+            .flags(vk::FrameBoundaryFlagsEXT::FRAME_END)
+            .frame_id(id)
+    });
     let waits: Vec<_> = wait
         .iter()
         .map(|&s| {
@@ -97,10 +116,13 @@ fn submit2(
         .iter()
         .map(|&cb| vk::CommandBufferSubmitInfo::default().command_buffer(cb))
         .collect();
-    let info = vk::SubmitInfo2::default()
+    let mut info = vk::SubmitInfo2::default()
         .wait_semaphore_infos(&waits)
         .command_buffer_infos(&buffers)
         .signal_semaphore_infos(&signals);
+    if let Some(fb) = frame_end.as_mut() {
+        info = info.push_next(fb);
+    }
     // SAFETY: as for submit1; synchronization2 is enabled at device creation.
     unsafe { device.queue_submit2(queue, &[info], fence) }
 }
