@@ -219,6 +219,7 @@ pub fn main(args: &[String]) -> i32 {
                 summary: d.builder.summary(),
                 // Lost frames show as gaps in the frame indices.
                 dropped_frames: d.gaps,
+                dropped_samples: 0,
                 produced_by: "report".into(),
                 ended_by: "recomputed".into(),
             }

@@ -14,6 +14,8 @@ pub mod config;
 pub mod dump;
 pub mod frame;
 pub mod gpu_time;
+pub mod labels;
+pub mod sample;
 pub mod stats;
 
 /// The dump schema id written in every header record.

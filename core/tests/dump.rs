@@ -265,3 +265,62 @@ fn path_template_is_expanded_on_the_writer_thread() {
     assert_eq!(lines[1]["frames"], 0);
     std::fs::remove_file(&expected).unwrap();
 }
+
+#[test]
+fn samples_go_into_their_own_frame_line() {
+    use framescope_core::sample::{LabelPath, PipelineStats, SampleRecord, Scope};
+    let path = temp_path("samples");
+    let w = DumpWriter::start(DumpOptions::new(path.to_str().unwrap()), header());
+    let origin = w.origin_ns();
+    let mut label = LabelPath::default();
+    label.push(framescope_core::labels::intern(b"Frame"));
+    label.push(framescope_core::labels::intern(b"Post"));
+    let sample = |frame: u64, begin: u64, overwritten: bool| SampleRecord {
+        frame,
+        scope: Scope::Label,
+        label,
+        gpu_begin_ns: Some(begin),
+        gpu_end_ns: Some(begin + 500),
+        stats: Some(PipelineStats {
+            fs_invocations: 7,
+            ..PipelineStats::default()
+        }),
+        overwritten,
+        ..SampleRecord::default()
+    };
+    // A sample of a frame that is never written (frame 0 below is skipped) must not leak
+    // into a later frame's line.
+    w.push_sample(sample(0, 1, false));
+    for f in 1..4u64 {
+        w.push_sample(sample(f, 1000 * f, false));
+        w.push_sample(sample(f, 1000 * f + 1, f == 3));
+        w.push(FrameRecord {
+            frame: f,
+            t_ns: origin + f * MS,
+            ..FrameRecord::default()
+        });
+    }
+    w.finish();
+    let lines = read_lines(&path);
+    let c = check_structure(&lines);
+    assert_eq!(c.frames.len(), 3);
+    for (i, f) in c.frames.iter().enumerate() {
+        let frame = i as u64 + 1;
+        let s = f["samples"].as_array().expect("samples array");
+        assert_eq!(s.len(), 2, "frame {frame}: {f}");
+        assert_eq!(s[0]["label"], "Frame/Post");
+        assert_eq!(s[0]["scope"], "label");
+        assert_eq!(s[0]["gpu_begin_ns"], 1000 * frame);
+        assert_eq!(s[0]["gpu_ns"], 500);
+        assert_eq!(s[0]["stats"]["fs_invocations"], 7);
+        let over = s[1]["overwritten"].as_bool().unwrap();
+        assert_eq!(over, frame == 3);
+        if over {
+            assert!(
+                s[1]["gpu_ns"].is_null() && s[1].get("stats").is_none(),
+                "overwritten samples carry no numbers"
+            );
+        }
+    }
+    std::fs::remove_file(&path).unwrap();
+}

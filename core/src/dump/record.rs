@@ -4,8 +4,9 @@
 //! intermediate `serde_json::Value`), in a stable field order with `type` first.
 
 use crate::frame::{vk_format_name, vk_present_mode_name, DispatchKind, DrawKind, FrameRecord, GpuMissing};
+use crate::sample::{DrawParams, PipelineStats, SampleRecord};
 use crate::stats::Summary;
-use serde::ser::{SerializeMap, Serializer};
+use serde::ser::{SerializeMap, SerializeSeq, Serializer};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value as Json};
 
@@ -209,6 +210,76 @@ pub(crate) fn write_header(out: &mut Vec<u8>, h: &Header, p: &ProcessFacts) {
 struct FrameLine<'a> {
     r: &'a FrameRecord,
     catalogue: &'a [CounterDesc],
+    samples: &'a [SampleRecord],
+}
+
+struct Samples<'a>(&'a [SampleRecord]);
+
+impl Serialize for Samples<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(Some(self.0.len()))?;
+        for x in self.0 {
+            seq.serialize_element(&SampleLine(x))?;
+        }
+        seq.end()
+    }
+}
+
+struct SampleLine<'a>(&'a SampleRecord);
+
+impl Serialize for SampleLine<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let x = self.0;
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("scope", x.scope.name())?;
+        m.serialize_entry("label", &crate::labels::path_string(x.label.ids()))?;
+        m.serialize_entry("cmdbuf", &x.cmdbuf)?;
+        m.serialize_entry("draw", &x.draw)?;
+        if x.overwritten {
+            m.serialize_entry("gpu_begin_ns", &None::<u64>)?;
+            m.serialize_entry("gpu_end_ns", &None::<u64>)?;
+            m.serialize_entry("gpu_ns", &None::<u64>)?;
+        } else {
+            m.serialize_entry("gpu_begin_ns", &x.gpu_begin_ns)?;
+            m.serialize_entry("gpu_end_ns", &x.gpu_end_ns)?;
+            m.serialize_entry("gpu_ns", &x.gpu_ns())?;
+            if let Some(st) = &x.stats {
+                m.serialize_entry("stats", &StatsMap(st))?;
+            }
+        }
+        if let Some(p) = &x.params {
+            m.serialize_entry("params", &ParamsMap(p))?;
+        }
+        m.serialize_entry("overwritten", &x.overwritten)?;
+        m.end()
+    }
+}
+
+struct StatsMap<'a>(&'a PipelineStats);
+
+impl Serialize for StatsMap<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(7))?;
+        for (k, v) in PipelineStats::NAMES.iter().zip(self.0.as_array()) {
+            m.serialize_entry(k, &v)?;
+        }
+        m.end()
+    }
+}
+
+struct ParamsMap<'a>(&'a DrawParams);
+
+impl Serialize for ParamsMap<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let p = self.0;
+        let mut m = s.serialize_map(Some(5))?;
+        m.serialize_entry("kind", &p.kind.map(|k| k.name()))?;
+        m.serialize_entry("vertex_count", &p.vertex_count)?;
+        m.serialize_entry("index_count", &p.index_count)?;
+        m.serialize_entry("instance_count", &p.instance_count)?;
+        m.serialize_entry("indirect", &p.indirect)?;
+        m.end()
+    }
 }
 
 struct ByKind<'a>(&'a [&'static str], &'a [u32]);
@@ -227,7 +298,7 @@ struct Counters<'a>(&'a FrameLine<'a>);
 
 impl Serialize for Counters<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let FrameLine { r, catalogue } = self.0;
+        let FrameLine { r, catalogue, .. } = self.0;
         let mut m = s.serialize_map(Some(catalogue.len()))?;
         for (i, c) in catalogue.iter().enumerate() {
             // Non-finite values serialise as null, like unavailable ones.
@@ -304,13 +375,14 @@ impl Serialize for FrameLine<'_> {
         m.serialize_entry("end", r.end.name())?;
         m.serialize_entry("swapchain", &r.swapchain.as_ref().map(Swapchain))?;
         m.serialize_entry("counters", &Counters(self))?;
+        m.serialize_entry("samples", &Samples(self.samples))?;
         m.end()
     }
 }
 
 /// Appends one frame line (with `\n`) to `out`.
-pub fn write_frame(out: &mut Vec<u8>, r: &FrameRecord, catalogue: &[CounterDesc]) {
-    serde_json::to_writer(&mut *out, &FrameLine { r, catalogue }).expect("frame serialises");
+pub fn write_frame(out: &mut Vec<u8>, r: &FrameRecord, catalogue: &[CounterDesc], samples: &[SampleRecord]) {
+    serde_json::to_writer(&mut *out, &FrameLine { r, catalogue, samples }).expect("frame serialises");
     out.push(b'\n');
 }
 
@@ -321,6 +393,9 @@ pub struct SummaryRecord {
     pub summary: Summary,
     /// Frames lost because the writer's queue was full.
     pub dropped_frames: u64,
+    /// Samples lost because the writer's sample queue was full.
+    #[serde(default)]
+    pub dropped_samples: u64,
     /// `writer` (written by the dump writer) or `report` (recomputed by `framescope report`).
     pub produced_by: String,
     /// `finish` (device destroyed or process exit), `dump_duration`, or `recomputed`.

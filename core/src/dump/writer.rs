@@ -11,6 +11,7 @@ use super::record::{write_frame, write_header, Header, ProcessFacts, SummaryReco
 use crate::clock::monotonic_now_ns;
 use crate::config::{Config, LogLevel};
 use crate::frame::FrameRecord;
+use crate::sample::SampleRecord;
 use crate::stats::SummaryBuilder;
 use crossbeam_queue::ArrayQueue;
 use parking_lot::Mutex;
@@ -36,6 +37,8 @@ pub struct DumpOptions {
     pub dump_duration_s: Option<f64>,
     /// Frames the queue holds; a push into a full queue is counted as dropped.
     pub queue_capacity: usize,
+    /// Samples the sample queue holds (see [`DumpWriter::push_sample`]).
+    pub sample_queue_capacity: usize,
     /// How often the writer wakes to write what is queued (at most 100 ms by contract).
     pub flush_interval: Duration,
     pub log: LogLevel,
@@ -49,6 +52,7 @@ impl DumpOptions {
             dump_start_s: 0.0,
             dump_duration_s: None,
             queue_capacity: 1024,
+            sample_queue_capacity: 16 * 1024,
             flush_interval: Duration::from_millis(50),
             log: LogLevel::Info,
         }
@@ -66,6 +70,8 @@ impl DumpOptions {
 
 struct Shared {
     queue: ArrayQueue<FrameRecord>,
+    samples: ArrayQueue<SampleRecord>,
+    dropped_samples: AtomicU64,
     /// False once dumping is off (unwritable file, window over, finished): pushes are no-ops.
     accepting: AtomicBool,
     stop: AtomicBool,
@@ -106,6 +112,8 @@ impl DumpWriter {
         }
         let shared = Arc::new(Shared {
             queue: ArrayQueue::new(opts.queue_capacity.max(1)),
+            samples: ArrayQueue::new(opts.sample_queue_capacity.max(1)),
+            dropped_samples: AtomicU64::new(0),
             accepting: AtomicBool::new(true),
             stop: AtomicBool::new(false),
             dropped: AtomicU64::new(0),
@@ -135,6 +143,18 @@ impl DumpWriter {
         }
         if s.queue.push(record).is_err() {
             s.dropped.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Queues a sample. Call it before pushing the sample's frame: the writer puts each frame's
+    /// samples into its frame line. Never blocks or allocates; a full queue counts a drop.
+    pub fn push_sample(&self, sample: SampleRecord) {
+        let s = &*self.shared;
+        if !s.accepting.load(Ordering::Relaxed) {
+            return;
+        }
+        if s.samples.push(sample).is_err() {
+            s.dropped_samples.fetch_add(1, Ordering::Relaxed);
         }
     }
 
@@ -215,6 +235,27 @@ fn exe_name_and_path() -> (String, String) {
     (name.to_string(), path)
 }
 
+/// Moves the queued samples of `frame` into `out`; older ones (their frame was never written)
+/// are dropped, the first of a later frame is kept in `carry`.
+fn collect_samples(s: &Shared, frame: u64, carry: &mut Option<SampleRecord>, out: &mut Vec<SampleRecord>) {
+    loop {
+        let next = match carry.take() {
+            Some(c) => c,
+            None => match s.samples.pop() {
+                Some(c) => c,
+                None => return,
+            },
+        };
+        if next.frame > frame {
+            *carry = Some(next);
+            return;
+        }
+        if next.frame == frame {
+            out.push(next);
+        }
+    }
+}
+
 /// The writer thread's body.
 fn run(s: &Shared, opts: &DumpOptions, header: &Header) {
     let pid = std::process::id();
@@ -262,6 +303,9 @@ fn run(s: &Shared, opts: &DumpOptions, header: &Header) {
     let window_start = s.origin_ns.saturating_add(secs(opts.dump_start_s));
     let window_end = opts.dump_duration_s.map(|d| window_start.saturating_add(secs(d)));
     let mut stats = SummaryBuilder::new();
+    // Samples arrive before their frame; one popped for a later frame waits here.
+    let mut carry: Option<SampleRecord> = None;
+    let mut frame_samples: Vec<SampleRecord> = Vec::new();
     let flush_interval = opts.flush_interval.min(Duration::from_millis(100));
 
     loop {
@@ -277,7 +321,9 @@ fn run(s: &Shared, opts: &DumpOptions, header: &Header) {
                 window_over = true;
                 break;
             }
-            write_frame(&mut batch, &r, &header.counters);
+            frame_samples.clear();
+            collect_samples(s, r.frame, &mut carry, &mut frame_samples);
+            write_frame(&mut batch, &r, &header.counters, &frame_samples);
             stats.add(r.t_ns, r.cpu_frame_ns, r.gpu.busy_ns);
         }
         if window_end.is_some_and(|end| monotonic_now_ns() >= end.saturating_add(END_GRACE_NS)) {
@@ -295,6 +341,7 @@ fn run(s: &Shared, opts: &DumpOptions, header: &Header) {
             let summary = SummaryRecord {
                 summary: stats.summary(),
                 dropped_frames: s.dropped.load(Ordering::Relaxed),
+                dropped_samples: s.dropped_samples.load(Ordering::Relaxed),
                 produced_by: "writer".into(),
                 ended_by: ended_by.into(),
             };
