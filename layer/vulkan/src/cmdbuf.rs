@@ -22,13 +22,14 @@ pub unsafe extern "system" fn allocate_command_buffers(
     if r == vk::Result::SUCCESS {
         guarded(&ALLOCATE, || {
             // SAFETY: success: `out` holds commandBufferCount new handles.
-            let (pool, cbs) = unsafe {
+            let (pool, level, cbs) = unsafe {
                 (
                     (*info).command_pool,
+                    (*info).level,
                     std::slice::from_raw_parts(out, (*info).command_buffer_count as usize),
                 )
             };
-            d.add_command_buffers(pool, cbs);
+            d.add_command_buffers(pool, level == vk::CommandBufferLevel::PRIMARY, cbs);
         });
     }
     r
@@ -81,13 +82,60 @@ pub unsafe extern "system" fn begin_command_buffer(
         }
     });
     // SAFETY: forwarding the app's arguments.
-    unsafe { (d.fns.fp_v1_0().begin_command_buffer)(cb, info) }
+    let r = unsafe { (d.fns.fp_v1_0().begin_command_buffer)(cb, info) };
+    if r == vk::Result::SUCCESS {
+        guarded(&BEGIN, || {
+            let (Some(st), Some(level)) = (d.command_buffer(cb), d.samples.as_ref().map(|s| s.level)) else {
+                return;
+            };
+            // SAFETY: the app's valid begin info (and inheritance info for secondaries).
+            let (simultaneous, inherited) = unsafe { begin_flags(&d, &*info, st.primary) };
+            let mut rec = st.rec.lock();
+            rec.restart(st.primary, simultaneous, inherited);
+            rec.on_begin(&d, cb, level);
+        });
+    }
+    r
+}
+
+/// SIMULTANEOUS_USE, and for a secondary that continues a render pass, whether that pass is
+/// multiview.
+///
+/// # Safety
+/// `info` must be the app's valid begin info.
+unsafe fn begin_flags(
+    d: &device::Device,
+    info: &vk::CommandBufferBeginInfo<'_>,
+    primary: bool,
+) -> (bool, Option<(bool,)>) {
+    let simultaneous = info.flags.contains(vk::CommandBufferUsageFlags::SIMULTANEOUS_USE);
+    if primary || !info.flags.contains(vk::CommandBufferUsageFlags::RENDER_PASS_CONTINUE) {
+        return (simultaneous, None);
+    }
+    // SAFETY: caller's contract; secondaries continuing a pass must pass inheritance info.
+    let Some(inh) = (unsafe { info.p_inheritance_info.as_ref() }) else {
+        return (simultaneous, Some((true,)));
+    };
+    // SAFETY: the inheritance info's chain is valid.
+    let rendering = unsafe {
+        crate::chain::find(inh.p_next, vk::StructureType::COMMAND_BUFFER_INHERITANCE_RENDERING_INFO)
+            as *const vk::CommandBufferInheritanceRenderingInfo<'static>
+    };
+    // SAFETY: found by its sType.
+    let dyn_multiview = !rendering.is_null() && unsafe { (*rendering).view_mask } != 0;
+    let multiview = dyn_multiview || crate::samples::hooks::multiview_pass(d, inh.render_pass);
+    (simultaneous, Some((multiview,)))
 }
 
 pub unsafe extern "system" fn end_command_buffer(cb: vk::CommandBuffer) -> vk::Result {
     let Some(d) = device::lookup(cb.as_raw()) else {
         return vk::Result::ERROR_DEVICE_LOST;
     };
+    guarded(&BEGIN, || {
+        if let (Some(st), Some(level)) = (d.command_buffer(cb), d.samples.as_ref().map(|s| s.level)) {
+            st.rec.lock().on_end(&d, cb, level);
+        }
+    });
     // SAFETY: forwarding the app's arguments.
     unsafe { (d.fns.fp_v1_0().end_command_buffer)(cb) }
 }

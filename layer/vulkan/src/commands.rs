@@ -4,8 +4,11 @@
 //! command buffer submitted N times counts N times.
 
 use crate::device::{self, Device};
+use crate::samples::hooks::{self as sample_hooks, Sampled};
+use crate::samples::recording::Event;
 use ash::vk::{self, Handle};
 use framescope_core::frame::{DispatchKind, DrawKind, FrameCounts};
+use framescope_core::sample::DrawParams;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 /// What one recording of a command buffer contains.
@@ -97,16 +100,57 @@ impl CmdCounts {
     }
 }
 
-#[inline]
-fn count(d: &Device, cb: vk::CommandBuffer, what: Counted) {
-    if let Some(s) = d.command_buffer(cb) {
-        s.counts.bump(what);
+fn draw(kind: DrawKind, vertex_count: u32, index_count: u32, instance_count: u32, indirect: bool) -> Sampled {
+    Sampled::Draw(DrawParams {
+        kind: Some(kind),
+        vertex_count,
+        index_count,
+        instance_count,
+        indirect,
+    })
+}
+
+fn dispatch() -> Sampled {
+    Sampled::Draw(DrawParams::default())
+}
+
+fn pass(d: &Device, rp: vk::RenderPass, contents: vk::SubpassContents) -> Sampled {
+    Sampled::PassBegin {
+        secondary_contents: contents == vk::SubpassContents::SECONDARY_COMMAND_BUFFERS,
+        multiview: sample_hooks::multiview_pass(d, rp),
+    }
+}
+
+/// # Safety
+/// `i` must be the app's valid render pass begin info.
+unsafe fn pass1(d: &Device, i: *const vk::RenderPassBeginInfo<'_>, contents: vk::SubpassContents) -> Sampled {
+    // SAFETY: caller's contract.
+    pass(d, unsafe { (*i).render_pass }, contents)
+}
+
+/// # Safety
+/// `i` and `s` must be the app's valid structs.
+unsafe fn pass2(d: &Device, i: *const vk::RenderPassBeginInfo<'_>, s: *const vk::SubpassBeginInfo<'_>) -> Sampled {
+    // SAFETY: caller's contract.
+    unsafe { pass(d, (*i).render_pass, (*s).contents) }
+}
+
+/// # Safety
+/// `i` must be the app's valid rendering info.
+unsafe fn rendering(i: *const vk::RenderingInfo<'_>) -> Sampled {
+    // SAFETY: caller's contract.
+    let i = unsafe { &*i };
+    let split = vk::RenderingFlags::SUSPENDING | vk::RenderingFlags::RESUMING;
+    Sampled::PassBegin {
+        secondary_contents: i.flags.contains(vk::RenderingFlags::CONTENTS_SECONDARY_COMMAND_BUFFERS)
+            || i.flags.intersects(split),
+        multiview: i.view_mask != 0,
     }
 }
 
 /// Defines a hook that counts `$what` and forwards to the next layer's `$slot` pointer.
 macro_rules! counting_hooks {
-    ($( $hook:ident, $slot:ident : fn($($arg:ident : $ty:ty),*) => $what:expr; )*) => {
+    ($( $hook:ident, $slot:ident : fn($($arg:ident : $ty:ty),*) => $what:expr, $sampled:expr; )*) => {
         /// Next-layer pointers of every counting hook, loaded once per device.
         #[allow(non_snake_case)]
         pub struct CmdFns {
@@ -127,10 +171,20 @@ macro_rules! counting_hooks {
         $(
             pub unsafe extern "system" fn $hook(cb: vk::CommandBuffer $(, $arg: $ty)*) {
                 let Some(d) = device::lookup(cb.as_raw()) else { return };
-                count(&d, cb, $what);
-                if let Some(f) = d.cmd_fns.$slot {
+                let Some(f) = d.cmd_fns.$slot else { return };
+                let st = d.command_buffer(cb);
+                if let Some(s) = &st {
+                    s.counts.bump($what);
+                }
+                match (st, d.samples.is_some()) {
+                    (Some(st), true) => {
+                        #[allow(unused_unsafe)]
+                        let sampled: Sampled = unsafe { ($sampled)(&d) };
+                        // SAFETY: forwarding the app's arguments to the next layer.
+                        sample_hooks::around(&d, &st, cb, sampled, || unsafe { f(cb $(, $arg)*) });
+                    }
                     // SAFETY: forwarding the app's arguments to the next layer.
-                    unsafe { f(cb $(, $arg)*) }
+                    _ => unsafe { f(cb $(, $arg)*) },
                 }
             }
         )*
@@ -153,40 +207,40 @@ use DispatchKind as Dk;
 use DrawKind as Dr;
 
 counting_hooks! {
-    cmd_draw, vkCmdDraw: fn(a: u32, b: u32, c: u32, e: u32) => Counted::Draw(Dr::Draw);
-    cmd_draw_indexed, vkCmdDrawIndexed: fn(a: u32, b: u32, c: u32, e: i32, f: u32) => Counted::Draw(Dr::DrawIndexed);
-    cmd_draw_indirect, vkCmdDrawIndirect: fn(b: vk::Buffer, o: vk::DeviceSize, n: u32, s: u32) => Counted::Draw(Dr::DrawIndirect);
-    cmd_draw_indexed_indirect, vkCmdDrawIndexedIndirect: fn(b: vk::Buffer, o: vk::DeviceSize, n: u32, s: u32) => Counted::Draw(Dr::DrawIndexedIndirect);
-    cmd_draw_indirect_count, vkCmdDrawIndirectCount: fn(b: vk::Buffer, o: vk::DeviceSize, cb2: vk::Buffer, co: vk::DeviceSize, m: u32, s: u32) => Counted::Draw(Dr::DrawIndirectCount);
-    cmd_draw_indirect_count_khr, vkCmdDrawIndirectCountKHR: fn(b: vk::Buffer, o: vk::DeviceSize, cb2: vk::Buffer, co: vk::DeviceSize, m: u32, s: u32) => Counted::Draw(Dr::DrawIndirectCount);
-    cmd_draw_indirect_count_amd, vkCmdDrawIndirectCountAMD: fn(b: vk::Buffer, o: vk::DeviceSize, cb2: vk::Buffer, co: vk::DeviceSize, m: u32, s: u32) => Counted::Draw(Dr::DrawIndirectCount);
-    cmd_draw_indexed_indirect_count, vkCmdDrawIndexedIndirectCount: fn(b: vk::Buffer, o: vk::DeviceSize, cb2: vk::Buffer, co: vk::DeviceSize, m: u32, s: u32) => Counted::Draw(Dr::DrawIndexedIndirectCount);
-    cmd_draw_indexed_indirect_count_khr, vkCmdDrawIndexedIndirectCountKHR: fn(b: vk::Buffer, o: vk::DeviceSize, cb2: vk::Buffer, co: vk::DeviceSize, m: u32, s: u32) => Counted::Draw(Dr::DrawIndexedIndirectCount);
-    cmd_draw_indexed_indirect_count_amd, vkCmdDrawIndexedIndirectCountAMD: fn(b: vk::Buffer, o: vk::DeviceSize, cb2: vk::Buffer, co: vk::DeviceSize, m: u32, s: u32) => Counted::Draw(Dr::DrawIndexedIndirectCount);
-    cmd_draw_multi_ext, vkCmdDrawMultiEXT: fn(n: u32, p: *const vk::MultiDrawInfoEXT, i: u32, f: u32, s: u32) => Counted::Draw(Dr::DrawMulti);
-    cmd_draw_multi_indexed_ext, vkCmdDrawMultiIndexedEXT: fn(n: u32, p: *const vk::MultiDrawIndexedInfoEXT, i: u32, f: u32, s: u32, o: *const i32) => Counted::Draw(Dr::DrawMultiIndexed);
-    cmd_draw_mesh_tasks_ext, vkCmdDrawMeshTasksEXT: fn(x: u32, y: u32, z: u32) => Counted::Draw(Dr::DrawMeshTasks);
-    cmd_draw_mesh_tasks_nv, vkCmdDrawMeshTasksNV: fn(n: u32, f: u32) => Counted::Draw(Dr::DrawMeshTasks);
-    cmd_draw_mesh_tasks_indirect_ext, vkCmdDrawMeshTasksIndirectEXT: fn(b: vk::Buffer, o: vk::DeviceSize, n: u32, s: u32) => Counted::Draw(Dr::DrawMeshTasksIndirect);
-    cmd_draw_mesh_tasks_indirect_nv, vkCmdDrawMeshTasksIndirectNV: fn(b: vk::Buffer, o: vk::DeviceSize, n: u32, s: u32) => Counted::Draw(Dr::DrawMeshTasksIndirect);
-    cmd_draw_mesh_tasks_indirect_count_ext, vkCmdDrawMeshTasksIndirectCountEXT: fn(b: vk::Buffer, o: vk::DeviceSize, cb2: vk::Buffer, co: vk::DeviceSize, m: u32, s: u32) => Counted::Draw(Dr::DrawMeshTasksIndirectCount);
-    cmd_draw_mesh_tasks_indirect_count_nv, vkCmdDrawMeshTasksIndirectCountNV: fn(b: vk::Buffer, o: vk::DeviceSize, cb2: vk::Buffer, co: vk::DeviceSize, m: u32, s: u32) => Counted::Draw(Dr::DrawMeshTasksIndirectCount);
-    cmd_dispatch, vkCmdDispatch: fn(x: u32, y: u32, z: u32) => Counted::Dispatch(Dk::Direct);
-    cmd_dispatch_indirect, vkCmdDispatchIndirect: fn(b: vk::Buffer, o: vk::DeviceSize) => Counted::Dispatch(Dk::Indirect);
-    cmd_dispatch_base, vkCmdDispatchBase: fn(bx: u32, by: u32, bz: u32, x: u32, y: u32, z: u32) => Counted::Dispatch(Dk::Base);
-    cmd_dispatch_base_khr, vkCmdDispatchBaseKHR: fn(bx: u32, by: u32, bz: u32, x: u32, y: u32, z: u32) => Counted::Dispatch(Dk::Base);
-    cmd_trace_rays_khr, vkCmdTraceRaysKHR: fn(a: *const vk::StridedDeviceAddressRegionKHR, b: *const vk::StridedDeviceAddressRegionKHR, c: *const vk::StridedDeviceAddressRegionKHR, e: *const vk::StridedDeviceAddressRegionKHR, w: u32, h: u32, dd: u32) => Counted::TraceRays;
-    cmd_trace_rays_indirect_khr, vkCmdTraceRaysIndirectKHR: fn(a: *const vk::StridedDeviceAddressRegionKHR, b: *const vk::StridedDeviceAddressRegionKHR, c: *const vk::StridedDeviceAddressRegionKHR, e: *const vk::StridedDeviceAddressRegionKHR, addr: vk::DeviceAddress) => Counted::TraceRays;
-    cmd_trace_rays_indirect2_khr, vkCmdTraceRaysIndirect2KHR: fn(addr: vk::DeviceAddress) => Counted::TraceRays;
-    cmd_begin_render_pass, vkCmdBeginRenderPass: fn(i: *const vk::RenderPassBeginInfo<'static>, c: vk::SubpassContents) => Counted::RenderPass;
-    cmd_begin_render_pass2, vkCmdBeginRenderPass2: fn(i: *const vk::RenderPassBeginInfo<'static>, s: *const vk::SubpassBeginInfo<'static>) => Counted::RenderPass;
-    cmd_begin_render_pass2_khr, vkCmdBeginRenderPass2KHR: fn(i: *const vk::RenderPassBeginInfo<'static>, s: *const vk::SubpassBeginInfo<'static>) => Counted::RenderPass;
-    cmd_begin_rendering, vkCmdBeginRendering: fn(i: *const vk::RenderingInfo<'static>) => Counted::RenderPass;
-    cmd_begin_rendering_khr, vkCmdBeginRenderingKHR: fn(i: *const vk::RenderingInfo<'static>) => Counted::RenderPass;
-    cmd_bind_pipeline, vkCmdBindPipeline: fn(bp: vk::PipelineBindPoint, p: vk::Pipeline) => Counted::PipelineBind;
-    cmd_pipeline_barrier, vkCmdPipelineBarrier: fn(s: vk::PipelineStageFlags, t: vk::PipelineStageFlags, f: vk::DependencyFlags, mc: u32, m: *const vk::MemoryBarrier<'static>, bc: u32, b: *const vk::BufferMemoryBarrier<'static>, ic: u32, im: *const vk::ImageMemoryBarrier<'static>) => Counted::Barrier;
-    cmd_pipeline_barrier2, vkCmdPipelineBarrier2: fn(i: *const vk::DependencyInfo<'static>) => Counted::Barrier;
-    cmd_pipeline_barrier2_khr, vkCmdPipelineBarrier2KHR: fn(i: *const vk::DependencyInfo<'static>) => Counted::Barrier;
+    cmd_draw, vkCmdDraw: fn(a: u32, b: u32, c: u32, e: u32) => Counted::Draw(Dr::Draw), |_: &Device| draw(Dr::Draw, a, 0, b, false);
+    cmd_draw_indexed, vkCmdDrawIndexed: fn(a: u32, b: u32, c: u32, e: i32, f: u32) => Counted::Draw(Dr::DrawIndexed), |_: &Device| draw(Dr::DrawIndexed, 0, a, b, false);
+    cmd_draw_indirect, vkCmdDrawIndirect: fn(b: vk::Buffer, o: vk::DeviceSize, n: u32, s: u32) => Counted::Draw(Dr::DrawIndirect), |_: &Device| draw(Dr::DrawIndirect, 0, 0, 0, true);
+    cmd_draw_indexed_indirect, vkCmdDrawIndexedIndirect: fn(b: vk::Buffer, o: vk::DeviceSize, n: u32, s: u32) => Counted::Draw(Dr::DrawIndexedIndirect), |_: &Device| draw(Dr::DrawIndexedIndirect, 0, 0, 0, true);
+    cmd_draw_indirect_count, vkCmdDrawIndirectCount: fn(b: vk::Buffer, o: vk::DeviceSize, cb2: vk::Buffer, co: vk::DeviceSize, m: u32, s: u32) => Counted::Draw(Dr::DrawIndirectCount), |_: &Device| draw(Dr::DrawIndirectCount, 0, 0, 0, true);
+    cmd_draw_indirect_count_khr, vkCmdDrawIndirectCountKHR: fn(b: vk::Buffer, o: vk::DeviceSize, cb2: vk::Buffer, co: vk::DeviceSize, m: u32, s: u32) => Counted::Draw(Dr::DrawIndirectCount), |_: &Device| draw(Dr::DrawIndirectCount, 0, 0, 0, true);
+    cmd_draw_indirect_count_amd, vkCmdDrawIndirectCountAMD: fn(b: vk::Buffer, o: vk::DeviceSize, cb2: vk::Buffer, co: vk::DeviceSize, m: u32, s: u32) => Counted::Draw(Dr::DrawIndirectCount), |_: &Device| draw(Dr::DrawIndirectCount, 0, 0, 0, true);
+    cmd_draw_indexed_indirect_count, vkCmdDrawIndexedIndirectCount: fn(b: vk::Buffer, o: vk::DeviceSize, cb2: vk::Buffer, co: vk::DeviceSize, m: u32, s: u32) => Counted::Draw(Dr::DrawIndexedIndirectCount), |_: &Device| draw(Dr::DrawIndexedIndirectCount, 0, 0, 0, true);
+    cmd_draw_indexed_indirect_count_khr, vkCmdDrawIndexedIndirectCountKHR: fn(b: vk::Buffer, o: vk::DeviceSize, cb2: vk::Buffer, co: vk::DeviceSize, m: u32, s: u32) => Counted::Draw(Dr::DrawIndexedIndirectCount), |_: &Device| draw(Dr::DrawIndexedIndirectCount, 0, 0, 0, true);
+    cmd_draw_indexed_indirect_count_amd, vkCmdDrawIndexedIndirectCountAMD: fn(b: vk::Buffer, o: vk::DeviceSize, cb2: vk::Buffer, co: vk::DeviceSize, m: u32, s: u32) => Counted::Draw(Dr::DrawIndexedIndirectCount), |_: &Device| draw(Dr::DrawIndexedIndirectCount, 0, 0, 0, true);
+    cmd_draw_multi_ext, vkCmdDrawMultiEXT: fn(n: u32, p: *const vk::MultiDrawInfoEXT, i: u32, f: u32, s: u32) => Counted::Draw(Dr::DrawMulti), |_: &Device| draw(Dr::DrawMulti, 0, 0, 0, false);
+    cmd_draw_multi_indexed_ext, vkCmdDrawMultiIndexedEXT: fn(n: u32, p: *const vk::MultiDrawIndexedInfoEXT, i: u32, f: u32, s: u32, o: *const i32) => Counted::Draw(Dr::DrawMultiIndexed), |_: &Device| draw(Dr::DrawMultiIndexed, 0, 0, 0, false);
+    cmd_draw_mesh_tasks_ext, vkCmdDrawMeshTasksEXT: fn(x: u32, y: u32, z: u32) => Counted::Draw(Dr::DrawMeshTasks), |_: &Device| draw(Dr::DrawMeshTasks, 0, 0, 0, false);
+    cmd_draw_mesh_tasks_nv, vkCmdDrawMeshTasksNV: fn(n: u32, f: u32) => Counted::Draw(Dr::DrawMeshTasks), |_: &Device| draw(Dr::DrawMeshTasks, 0, 0, 0, false);
+    cmd_draw_mesh_tasks_indirect_ext, vkCmdDrawMeshTasksIndirectEXT: fn(b: vk::Buffer, o: vk::DeviceSize, n: u32, s: u32) => Counted::Draw(Dr::DrawMeshTasksIndirect), |_: &Device| draw(Dr::DrawMeshTasksIndirect, 0, 0, 0, true);
+    cmd_draw_mesh_tasks_indirect_nv, vkCmdDrawMeshTasksIndirectNV: fn(b: vk::Buffer, o: vk::DeviceSize, n: u32, s: u32) => Counted::Draw(Dr::DrawMeshTasksIndirect), |_: &Device| draw(Dr::DrawMeshTasksIndirect, 0, 0, 0, true);
+    cmd_draw_mesh_tasks_indirect_count_ext, vkCmdDrawMeshTasksIndirectCountEXT: fn(b: vk::Buffer, o: vk::DeviceSize, cb2: vk::Buffer, co: vk::DeviceSize, m: u32, s: u32) => Counted::Draw(Dr::DrawMeshTasksIndirectCount), |_: &Device| draw(Dr::DrawMeshTasksIndirectCount, 0, 0, 0, true);
+    cmd_draw_mesh_tasks_indirect_count_nv, vkCmdDrawMeshTasksIndirectCountNV: fn(b: vk::Buffer, o: vk::DeviceSize, cb2: vk::Buffer, co: vk::DeviceSize, m: u32, s: u32) => Counted::Draw(Dr::DrawMeshTasksIndirectCount), |_: &Device| draw(Dr::DrawMeshTasksIndirectCount, 0, 0, 0, true);
+    cmd_dispatch, vkCmdDispatch: fn(x: u32, y: u32, z: u32) => Counted::Dispatch(Dk::Direct), |_: &Device| dispatch();
+    cmd_dispatch_indirect, vkCmdDispatchIndirect: fn(b: vk::Buffer, o: vk::DeviceSize) => Counted::Dispatch(Dk::Indirect), |_: &Device| dispatch();
+    cmd_dispatch_base, vkCmdDispatchBase: fn(bx: u32, by: u32, bz: u32, x: u32, y: u32, z: u32) => Counted::Dispatch(Dk::Base), |_: &Device| dispatch();
+    cmd_dispatch_base_khr, vkCmdDispatchBaseKHR: fn(bx: u32, by: u32, bz: u32, x: u32, y: u32, z: u32) => Counted::Dispatch(Dk::Base), |_: &Device| dispatch();
+    cmd_trace_rays_khr, vkCmdTraceRaysKHR: fn(a: *const vk::StridedDeviceAddressRegionKHR, b: *const vk::StridedDeviceAddressRegionKHR, c: *const vk::StridedDeviceAddressRegionKHR, e: *const vk::StridedDeviceAddressRegionKHR, w: u32, h: u32, dd: u32) => Counted::TraceRays, |_: &Device| dispatch();
+    cmd_trace_rays_indirect_khr, vkCmdTraceRaysIndirectKHR: fn(a: *const vk::StridedDeviceAddressRegionKHR, b: *const vk::StridedDeviceAddressRegionKHR, c: *const vk::StridedDeviceAddressRegionKHR, e: *const vk::StridedDeviceAddressRegionKHR, addr: vk::DeviceAddress) => Counted::TraceRays, |_: &Device| dispatch();
+    cmd_trace_rays_indirect2_khr, vkCmdTraceRaysIndirect2KHR: fn(addr: vk::DeviceAddress) => Counted::TraceRays, |_: &Device| dispatch();
+    cmd_begin_render_pass, vkCmdBeginRenderPass: fn(i: *const vk::RenderPassBeginInfo<'static>, c: vk::SubpassContents) => Counted::RenderPass, |d: &Device| pass1(d, i, c);
+    cmd_begin_render_pass2, vkCmdBeginRenderPass2: fn(i: *const vk::RenderPassBeginInfo<'static>, s: *const vk::SubpassBeginInfo<'static>) => Counted::RenderPass, |d: &Device| pass2(d, i, s);
+    cmd_begin_render_pass2_khr, vkCmdBeginRenderPass2KHR: fn(i: *const vk::RenderPassBeginInfo<'static>, s: *const vk::SubpassBeginInfo<'static>) => Counted::RenderPass, |d: &Device| pass2(d, i, s);
+    cmd_begin_rendering, vkCmdBeginRendering: fn(i: *const vk::RenderingInfo<'static>) => Counted::RenderPass, |_: &Device| rendering(i);
+    cmd_begin_rendering_khr, vkCmdBeginRenderingKHR: fn(i: *const vk::RenderingInfo<'static>) => Counted::RenderPass, |_: &Device| rendering(i);
+    cmd_bind_pipeline, vkCmdBindPipeline: fn(bp: vk::PipelineBindPoint, p: vk::Pipeline) => Counted::PipelineBind, |_: &Device| Sampled::None;
+    cmd_pipeline_barrier, vkCmdPipelineBarrier: fn(s: vk::PipelineStageFlags, t: vk::PipelineStageFlags, f: vk::DependencyFlags, mc: u32, m: *const vk::MemoryBarrier<'static>, bc: u32, b: *const vk::BufferMemoryBarrier<'static>, ic: u32, im: *const vk::ImageMemoryBarrier<'static>) => Counted::Barrier, |_: &Device| Sampled::None;
+    cmd_pipeline_barrier2, vkCmdPipelineBarrier2: fn(i: *const vk::DependencyInfo<'static>) => Counted::Barrier, |_: &Device| Sampled::None;
+    cmd_pipeline_barrier2_khr, vkCmdPipelineBarrier2KHR: fn(i: *const vk::DependencyInfo<'static>) => Counted::Barrier, |_: &Device| Sampled::None;
 }
 
 /// Secondaries' counts join the primary that executes them.
@@ -201,6 +255,9 @@ pub unsafe extern "system" fn cmd_execute_commands(
         for &s in unsafe { std::slice::from_raw_parts(secondaries, n as usize) } {
             if let Some(sec) = d.command_buffer(s) {
                 primary.counts.absorb(&sec.counts);
+                if d.samples.is_some() {
+                    primary.rec.lock().events.push(Event::Execute(sec));
+                }
             }
         }
     }

@@ -7,6 +7,9 @@ use crate::guard::Site;
 use crate::instance::Instance;
 use crate::loader_abi::PfnSetDeviceLoaderData;
 use crate::registry::{dispatch_key, Registry};
+use crate::samples::hooks::SampleFns;
+use crate::samples::recording::Recording;
+use crate::samples::{Level, SampleState};
 use crate::timing::QueueTiming;
 use ash::vk::{self, Handle};
 use framescope_core::frame::SwapchainInfo;
@@ -33,6 +36,8 @@ pub enum FrameBoundaryMode {
 #[derive(Clone, Debug, Default)]
 pub struct DeviceAugment {
     pub frame_boundary: FrameBoundaryMode,
+    /// `pipelineStatisticsQuery` is enabled on the device (by the app or by us).
+    pub pipeline_stats: bool,
     /// Extensions we enabled that the app did not (their commands stay hidden from the app).
     pub added_extensions: Vec<&'static CStr>,
     /// The augmented create failed and the device was created exactly as the app asked.
@@ -52,6 +57,9 @@ pub struct Device {
     pub sync2_fns: ash::khr::synchronization2::DeviceFn,
     pub calibrated_fns: Option<ash::ext::calibrated_timestamps::DeviceFn>,
     pub cmd_fns: CmdFns,
+    pub sample_fns: SampleFns,
+    /// `None` with `samples=off` or when the query pools could not be made.
+    pub samples: Option<SampleState>,
     pub augment: DeviceAugment,
     pub properties: vk::PhysicalDeviceProperties,
     pub queue_families: Vec<vk::QueueFamilyProperties>,
@@ -79,6 +87,8 @@ pub struct QueueState {
 
 #[derive(Default)]
 pub struct QueueInner {
+    /// Debug labels open on this queue (they may span command buffers and submissions).
+    pub labels: Vec<crate::samples::resolve::OpenLabel>,
     pub timing: Option<QueueTiming>,
     pub timing_tried: bool,
     /// Reused arrays for the submit we pass down; they keep their capacity across frames.
@@ -95,7 +105,10 @@ unsafe impl Send for QueueInner {}
 
 pub struct CmdBufState {
     pub pool: vk::CommandPool,
+    pub primary: bool,
     pub counts: CmdCounts,
+    /// Sampling state of the current recording; locked by the recording thread and at submit.
+    pub rec: Mutex<Recording>,
 }
 
 pub static DEVICES: Registry<Device> = Registry::new();
@@ -135,6 +148,13 @@ impl Device {
             .then(|| ash::ext::calibrated_timestamps::DeviceFn::load(&mut load));
         // SAFETY: querying command names of a live device.
         let cmd_fns = CmdFns::load(|name| unsafe { next_gdpa(handle, name.as_ptr()) });
+        // SAFETY: as above.
+        let sample_fns = SampleFns::load(|name| unsafe { next_gdpa(handle, name.as_ptr()) });
+        let level = Level::from(crate::settings::get().samples);
+        let samples = SampleState::new(&fns, level, augment.pipeline_stats);
+        if level != Level::Off && samples.is_none() {
+            crate::log::error(format_args!("cannot create query pools for samples; samples are off"));
+        }
         // SAFETY: physical is the device's valid physical device.
         let properties = unsafe { instance.fns.get_physical_device_properties(physical) };
         // SAFETY: as above.
@@ -150,6 +170,8 @@ impl Device {
             sync2_fns,
             calibrated_fns,
             cmd_fns,
+            sample_fns,
+            samples,
             augment,
             properties,
             queue_families,
@@ -208,16 +230,16 @@ impl Device {
         self.command_buffers.read().get(&cb.as_raw()).cloned()
     }
 
-    pub fn add_command_buffers(&self, pool: vk::CommandPool, cbs: &[vk::CommandBuffer]) {
+    pub fn add_command_buffers(&self, pool: vk::CommandPool, primary: bool, cbs: &[vk::CommandBuffer]) {
         let mut map = self.command_buffers.write();
         for &cb in cbs {
-            map.insert(
-                cb.as_raw(),
-                Arc::new(CmdBufState {
-                    pool,
-                    counts: CmdCounts::default(),
-                }),
-            );
+            let state = CmdBufState {
+                pool,
+                primary,
+                counts: CmdCounts::default(),
+                rec: Mutex::new(Recording::default()),
+            };
+            map.insert(cb.as_raw(), Arc::new(state));
         }
     }
 
@@ -270,9 +292,18 @@ impl Device {
     pub fn poll_retired(&self, frames: &mut FrameState) {
         for q in self.all_queues() {
             let Some(mut inner) = q.inner.try_lock() else { continue };
-            if let Some(t) = inner.timing.as_mut() {
-                t.poll(self, |r| frames.retire(r.frame, r.interval));
-            }
+            self.poll_queue(&mut inner, frames);
+        }
+    }
+
+    /// Retirements of one queue whose lock the caller holds: samples first, then the frame.
+    pub fn poll_queue(&self, inner: &mut QueueInner, frames: &mut FrameState) {
+        let calibration = frames.calibration;
+        if let Some(t) = inner.timing.as_mut() {
+            t.poll(self, |r, pending| {
+                pending.retire(self, r.frame, calibration, |s| frames.push_sample(s));
+                frames.retire(r.frame, r.interval);
+            });
         }
     }
 }
@@ -293,10 +324,14 @@ pub unsafe extern "system" fn destroy_device(device: vk::Device, alloc: *const v
             frames.poll(framescope_core::clock::monotonic_now_ns());
             frames.finish();
         }
+        // HUD (issue 4): waits for its own fences, then frees its objects.
         for q in state.all_queues() {
             if let Some(t) = q.inner.lock().timing.as_mut() {
                 t.destroy(&state);
             }
+        }
+        if let Some(s) = state.samples.as_ref() {
+            s.destroy(&state);
         }
         let s = &state.stats;
         crate::log::info(format_args!(

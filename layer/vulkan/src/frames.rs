@@ -18,6 +18,8 @@ pub struct FrameState {
     dump_checked: bool,
     /// Presents since device creation (every frame end).
     pub frames_closed: u64,
+    /// GPU-to-CLOCK_MONOTONIC offset (ns) from calibrated timestamps, when available.
+    pub calibration: Option<i64>,
 }
 
 impl FrameState {
@@ -28,6 +30,7 @@ impl FrameState {
             dump: None,
             dump_checked: false,
             frames_closed: 0,
+            calibration: None,
         }
     }
 
@@ -55,6 +58,13 @@ impl FrameState {
                 w.push(r);
             }
         });
+    }
+
+    /// A sample of a retired submission; goes to the dump ahead of its frame.
+    pub fn push_sample(&mut self, s: framescope_core::sample::SampleRecord) {
+        if let Some(w) = &self.dump {
+            w.push_sample(s);
+        }
     }
 
     pub fn retire(&mut self, frame: u64, interval: Option<(u64, u64)>) {

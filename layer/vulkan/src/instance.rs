@@ -171,9 +171,11 @@ pub unsafe extern "system" fn create_device(
     } else {
         None
     };
-    let create_with = |names: &[*const c_char]| {
+    let stats = guarded(&device::CREATE_DEVICE, || StatsPlan::new(&inst, phys, ci)).unwrap_or_default();
+    let create_with = |names: &[*const c_char], stats: Option<&StatsPlan>| {
         // SAFETY: a copy of the app's create info differing only in its extension list, which
-        // holds names the app asked for or the physical device supports.
+        // holds names the app asked for or the physical device supports, and in the
+        // pipelineStatisticsQuery feature where the device supports it.
         let mut copy = unsafe { *ci };
         copy.enabled_extension_count = names.len() as u32;
         copy.pp_enabled_extension_names = if names.is_empty() {
@@ -181,16 +183,23 @@ pub unsafe extern "system" fn create_device(
         } else {
             names.as_ptr()
         };
+        let patched = stats.and_then(|p| p.apply(&mut copy));
         // SAFETY: forwarding a valid create info.
-        unsafe { create(phys, &copy, alloc, out) }
+        let r = unsafe { create(phys, &copy, alloc, out) };
+        if let Some(restore) = patched {
+            restore();
+        }
+        r
     };
     let mut r = vk::Result::ERROR_INITIALIZATION_FAILED;
-    if !plan.add.is_empty() {
+    let want_stats = stats.enable && crate::settings::get().samples != framescope_core::config::Samples::Off;
+    if !plan.add.is_empty() || want_stats {
         let mut names = kept.clone();
         names.extend(plan.add.iter().map(|n| n.as_ptr()));
-        r = create_with(&names);
+        r = create_with(&names, want_stats.then_some(&stats));
         if r == vk::Result::SUCCESS {
             augment.added_extensions = plan.add.clone();
+            augment.pipeline_stats = stats.app_enabled || want_stats;
         } else {
             crate::log::error(format_args!(
                 "vkCreateDevice failed with our additions ({r:?}); retrying as the app asked"
@@ -205,7 +214,13 @@ pub unsafe extern "system" fn create_device(
         }
     }
     if r != vk::Result::SUCCESS {
-        r = create_with(&kept);
+        r = create_with(&kept, None);
+        augment.pipeline_stats = stats.app_enabled;
+    }
+    if !augment.pipeline_stats {
+        augment
+            .unavailable
+            .push(("pipeline_statistics".into(), stats.why_not.clone()));
     }
     if let Some(t) = fb_features {
         // SAFETY: restoring the app's chain as it was.
@@ -233,6 +248,68 @@ pub unsafe extern "system" fn create_device(
         device::DEVICES.insert(unsafe { dispatch_key(handle.as_raw()) }, state);
     });
     r
+}
+
+/// How to turn on `pipelineStatisticsQuery` in the app's create info, if it is not on.
+#[derive(Default)]
+struct StatsPlan {
+    app_enabled: bool,
+    enable: bool,
+    /// The app chains a `VkPhysicalDeviceFeatures2` (then `pEnabledFeatures` must stay NULL).
+    in_chain: bool,
+    features: vk::PhysicalDeviceFeatures,
+    why_not: String,
+}
+
+impl StatsPlan {
+    fn new(inst: &Instance, phys: vk::PhysicalDevice, ci: *const vk::DeviceCreateInfo<'_>) -> StatsPlan {
+        // SAFETY: a physical device of this instance.
+        let supported = unsafe { inst.fns.get_physical_device_features(phys) }.pipeline_statistics_query == vk::TRUE;
+        // SAFETY: ci is the app's valid create info.
+        let ci = unsafe { &*ci };
+        // SAFETY: the app's pEnabledFeatures, when set, is valid.
+        let app_features = unsafe { ci.p_enabled_features.as_ref() }.copied();
+        // SAFETY: the app's chain is valid.
+        let f2 = unsafe { crate::chain::find(ci.p_next, vk::StructureType::PHYSICAL_DEVICE_FEATURES_2) }
+            as *const vk::PhysicalDeviceFeatures2<'static>;
+        // SAFETY: found by its sType.
+        let chained = (!f2.is_null()).then(|| unsafe { (*f2).features });
+        let current = app_features.or(chained).unwrap_or_default();
+        let app_enabled = current.pipeline_statistics_query == vk::TRUE;
+        StatsPlan {
+            app_enabled,
+            enable: supported && !app_enabled,
+            in_chain: chained.is_some(),
+            features: vk::PhysicalDeviceFeatures {
+                pipeline_statistics_query: vk::TRUE,
+                ..current
+            },
+            why_not: if supported {
+                "samples=off".into()
+            } else {
+                "pipelineStatisticsQuery not supported by the device".into()
+            },
+        }
+    }
+
+    /// Turns the feature on in `copy`: through our own features struct, or, when the app chains
+    /// `VkPhysicalDeviceFeatures2`, by setting the bit there for the duration of the call (the
+    /// returned closure restores it).
+    fn apply<'a>(&'a self, copy: &mut vk::DeviceCreateInfo<'a>) -> Option<impl FnOnce() + 'a> {
+        if !self.in_chain {
+            copy.p_enabled_features = &self.features;
+            return None;
+        }
+        // SAFETY: the app's chain is valid; the struct is the app's for this call and is
+        // restored right after it.
+        unsafe {
+            let f2 = crate::chain::find(copy.p_next, vk::StructureType::PHYSICAL_DEVICE_FEATURES_2)
+                as *mut vk::PhysicalDeviceFeatures2<'static>;
+            let old = (*f2).features.pipeline_statistics_query;
+            (*f2).features.pipeline_statistics_query = vk::TRUE;
+            Some(move || (*f2).features.pipeline_statistics_query = old)
+        }
+    }
 }
 
 /// What we would like to add to the app's device: extensions it did not enable that we use.

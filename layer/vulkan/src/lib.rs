@@ -20,6 +20,7 @@ mod present;
 mod proc_addr;
 mod queue;
 mod registry;
+mod samples;
 mod settings;
 mod timing;
 

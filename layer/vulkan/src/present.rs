@@ -65,6 +65,7 @@ pub fn end_frame(d: &Device, record: FrameRecord) {
     if frames.frames_closed.is_multiple_of(RECALIBRATE_EVERY) {
         let offset = d.calibration_offset_ns();
         frames.assembler.set_calibration(offset);
+        frames.calibration = offset;
     }
     d.poll_retired(&mut frames);
     frames.close(record);

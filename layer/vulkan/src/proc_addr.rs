@@ -3,6 +3,7 @@
 //! stay NULL).
 
 use crate::guard::{guarded, Site};
+use crate::samples::hooks as sh;
 use crate::{cmdbuf, commands, device, frame_boundary, instance, present, queue};
 use ash::vk::{self, Handle};
 use std::ffi::{c_char, CStr};
@@ -71,6 +72,24 @@ fn device_hook(name: &[u8]) -> vk::PFN_vkVoidFunction {
         b"vkEndCommandBuffer" => pfn!(cmdbuf::end_command_buffer, vk::PFN_vkEndCommandBuffer),
         b"vkDestroyCommandPool" => pfn!(cmdbuf::destroy_command_pool, vk::PFN_vkDestroyCommandPool),
         b"vkCmdExecuteCommands" => pfn!(commands::cmd_execute_commands, vk::PFN_vkCmdExecuteCommands),
+        b"vkCmdEndRenderPass" => pfn!(sh::cmd_end_render_pass, vk::PFN_vkCmdEndRenderPass),
+        b"vkCmdEndRenderPass2" => pfn!(sh::cmd_end_render_pass2, vk::PFN_vkCmdEndRenderPass2),
+        b"vkCmdEndRenderPass2KHR" => pfn!(sh::cmd_end_render_pass2_khr, vk::PFN_vkCmdEndRenderPass2),
+        b"vkCmdEndRendering" => pfn!(sh::cmd_end_rendering, vk::PFN_vkCmdEndRendering),
+        b"vkCmdEndRenderingKHR" => pfn!(sh::cmd_end_rendering_khr, vk::PFN_vkCmdEndRendering),
+        b"vkCmdNextSubpass" => pfn!(sh::cmd_next_subpass, vk::PFN_vkCmdNextSubpass),
+        b"vkCmdNextSubpass2" => pfn!(sh::cmd_next_subpass2, vk::PFN_vkCmdNextSubpass2),
+        b"vkCmdNextSubpass2KHR" => pfn!(sh::cmd_next_subpass2_khr, vk::PFN_vkCmdNextSubpass2),
+        b"vkCmdBeginDebugUtilsLabelEXT" => pfn!(sh::cmd_begin_debug_utils_label, vk::PFN_vkCmdBeginDebugUtilsLabelEXT),
+        b"vkCmdEndDebugUtilsLabelEXT" => pfn!(sh::cmd_end_debug_utils_label, vk::PFN_vkCmdEndDebugUtilsLabelEXT),
+        b"vkCmdBeginQuery" => pfn!(sh::cmd_begin_query, vk::PFN_vkCmdBeginQuery),
+        b"vkCmdEndQuery" => pfn!(sh::cmd_end_query, vk::PFN_vkCmdEndQuery),
+        b"vkCreateQueryPool" => pfn!(sh::create_query_pool, vk::PFN_vkCreateQueryPool),
+        b"vkDestroyQueryPool" => pfn!(sh::destroy_query_pool, vk::PFN_vkDestroyQueryPool),
+        b"vkCreateRenderPass" => pfn!(sh::create_render_pass, vk::PFN_vkCreateRenderPass),
+        b"vkCreateRenderPass2" => pfn!(sh::create_render_pass2, vk::PFN_vkCreateRenderPass2),
+        b"vkCreateRenderPass2KHR" => pfn!(sh::create_render_pass2_khr, vk::PFN_vkCreateRenderPass2),
+        b"vkDestroyRenderPass" => pfn!(sh::destroy_render_pass, vk::PFN_vkDestroyRenderPass),
         _ => commands::hook_for(name),
     }
 }

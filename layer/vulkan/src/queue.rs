@@ -10,6 +10,7 @@ use framescope_core::clock::monotonic_now_ns;
 use framescope_core::frame::{FrameEnd, FrameRecord};
 use std::ffi::c_void;
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 static SUBMIT: Site = Site::new("vkQueueSubmit");
 static SUBMIT2: Site = Site::new("vkQueueSubmit2");
@@ -70,7 +71,7 @@ fn begin_timed_submit(
     inner: &mut QueueInner,
     cbs: impl Iterator<Item = vk::CommandBuffer>,
     timeable: bool,
-) -> Option<(vk::CommandBuffer, vk::CommandBuffer, u64)> {
+) -> Option<(vk::CommandBuffer, vk::CommandBuffer, u64, u32)> {
     if !inner.timing_tried {
         inner.timing_tried = true;
         match QueueTiming::new(d, q.family) {
@@ -84,6 +85,7 @@ fn begin_timed_submit(
     let mut frames = d.frames.lock();
     let counts = &mut frames.counts;
     counts.submits = counts.submits.saturating_add(1);
+    let cb_base = counts.command_buffers;
     let mut any = false;
     for cb in cbs {
         any = true;
@@ -98,9 +100,9 @@ fn begin_timed_submit(
     let frame = frames.assembler.open_frame();
     match inner.timing.as_mut() {
         Some(t) => {
-            let (b, e) = t.acquire(d, frame)?;
+            let (b, e, _) = t.acquire(d, frame)?;
             frames.assembler.on_submit();
-            Some((b, e, frame))
+            Some((b, e, frame, cb_base))
         }
         None => {
             // A family without timestamps: the submission retires at once, without a time.
@@ -145,6 +147,50 @@ fn boundary_done(d: &Device, ends: bool) {
     }
 }
 
+/// A command buffer submitted again (without SIMULTANEOUS_USE, so the app waited for its
+/// previous execution) whose previous results we have not read yet: read them now, before its
+/// query slots are reset and rewritten.
+fn harvest_before_resubmit(
+    d: &Device,
+    q: &Arc<QueueState>,
+    inner: &mut QueueInner,
+    cbs: impl Iterator<Item = vk::CommandBuffer>,
+) {
+    let unread = cbs.filter_map(|cb| d.command_buffer(cb)).any(|st| {
+        let rec = st.rec.lock();
+        !rec.simultaneous && rec.submits > rec.read
+    });
+    if !unread {
+        return;
+    }
+    let mut frames = d.frames.lock();
+    d.poll_queue(inner, &mut frames);
+    for other in d.all_queues() {
+        if Arc::ptr_eq(&other, q) {
+            continue;
+        }
+        if let Some(mut o) = other.inner.try_lock() {
+            d.poll_queue(&mut o, &mut frames);
+        }
+    }
+}
+
+/// Resolves the submission's command buffers into pending samples (with the queue's labels).
+fn resolve_samples(d: &Device, inner: &mut QueueInner, cbs: impl Iterator<Item = vk::CommandBuffer>, cb_base: u32) {
+    if d.samples.is_none() {
+        return;
+    }
+    let QueueInner { timing, labels, .. } = inner;
+    let Some(pending) = timing.as_mut().and_then(|t| t.last_pending()) else {
+        return;
+    };
+    for (k, cb) in cbs.enumerate() {
+        if let Some(st) = d.command_buffer(cb) {
+            pending.add_command_buffer(&st, cb_base + k as u32, labels);
+        }
+    }
+}
+
 fn submit_failed(d: &Device, inner: &mut QueueInner, frame: u64) {
     if let Some(t) = inner.timing.as_mut() {
         t.cancel_last();
@@ -175,16 +221,24 @@ pub unsafe extern "system" fn queue_submit(
     let prepared = guarded(&SUBMIT, || {
         // SAFETY: the app's chains and command buffer arrays are valid for this call.
         let timeable = apps.iter().all(|s| unsafe { !untimeable_chain(s.p_next) });
-        let cbs = apps
-            .iter()
-            .flat_map(|s| app_cbs(s.p_command_buffers, s.command_buffer_count).iter().copied());
-        let (begin, end, frame) = begin_timed_submit(&d, &q, &mut inner, cbs, timeable)?;
+        let cbs = || {
+            apps.iter()
+                .flat_map(|s| app_cbs(s.p_command_buffers, s.command_buffer_count).iter().copied())
+        };
+        if d.samples.is_some() {
+            harvest_before_resubmit(&d, &q, &mut inner, cbs());
+        }
+        let (begin, end, frame, cb_base) = begin_timed_submit(&d, &q, &mut inner, cbs(), timeable)?;
         let inner = &mut *inner;
+        resolve_samples(&d, inner, cbs(), cb_base);
         inner.cbs.clear();
         inner.ranges.clear();
         for (i, s) in apps.iter().enumerate() {
             let start = inner.cbs.len();
             if i == 0 {
+                if let Some(p) = inner.timing.as_mut().and_then(|t| t.last_pending()) {
+                    inner.cbs.extend(p.reset_buffers(&d, q.family));
+                }
                 inner.cbs.push(begin);
             }
             inner
@@ -249,19 +303,28 @@ fn submit2_impl(
     let prepared = guarded(&SUBMIT2, || {
         // SAFETY: the app's chains and arrays are valid for this call.
         let timeable = apps.iter().all(|s| unsafe { !untimeable_chain(s.p_next) });
-        let cbs = apps.iter().flat_map(|s| {
-            app_cbs(s.p_command_buffer_infos, s.command_buffer_info_count)
-                .iter()
-                .map(|i| i.command_buffer)
-        });
-        let (begin, end, frame) = begin_timed_submit(&d, &q, &mut inner, cbs, timeable)?;
+        let cbs = || {
+            apps.iter().flat_map(|s| {
+                app_cbs(s.p_command_buffer_infos, s.command_buffer_info_count)
+                    .iter()
+                    .map(|i| i.command_buffer)
+            })
+        };
+        if d.samples.is_some() {
+            harvest_before_resubmit(&d, &q, &mut inner, cbs());
+        }
+        let (begin, end, frame, cb_base) = begin_timed_submit(&d, &q, &mut inner, cbs(), timeable)?;
         let inner = &mut *inner;
+        resolve_samples(&d, inner, cbs(), cb_base);
         let ours = |cb| vk::CommandBufferSubmitInfo::default().command_buffer(cb);
         inner.cb_infos.clear();
         inner.ranges.clear();
         for (i, s) in apps.iter().enumerate() {
             let start = inner.cb_infos.len();
             if i == 0 {
+                if let Some(p) = inner.timing.as_mut().and_then(|t| t.last_pending()) {
+                    inner.cb_infos.extend(p.reset_buffers(&d, q.family).map(ours));
+                }
                 inner.cb_infos.push(ours(begin));
             }
             for info in app_cbs(s.p_command_buffer_infos, s.command_buffer_info_count) {

@@ -6,6 +6,7 @@
 //! with availability, never waited for.
 
 use crate::device::Device;
+use crate::samples::resolve::Pending;
 use ash::vk;
 use std::collections::VecDeque;
 
@@ -21,6 +22,8 @@ struct Slot {
     /// End timestamp read last time: a result not newer than it is stale (the GPU has not yet
     /// executed this use's reset).
     last_end: u64,
+    /// The submission's samples, read when it retires.
+    samples: Pending,
 }
 
 /// A retired submission: which frame it belonged to and its `[begin, end]` in ns.
@@ -75,21 +78,30 @@ impl QueueTiming {
         }))
     }
 
-    /// A free slot for a submission of `frame`: its (begin, end) command buffers.
-    pub fn acquire(&mut self, d: &Device, frame: u64) -> Option<(vk::CommandBuffer, vk::CommandBuffer)> {
+    /// A free slot for a submission of `frame`: its (begin, end) command buffers and its
+    /// (empty) pending samples to fill.
+    pub fn acquire(&mut self, d: &Device, frame: u64) -> Option<(vk::CommandBuffer, vk::CommandBuffer, &mut Pending)> {
         if self.free.is_empty() && !self.grow(d) {
             return None;
         }
         let i = self.free.pop()?;
         let s = &mut self.slots[i as usize];
         s.frame = frame;
+        s.samples.clear();
         self.in_flight.push_back(i);
-        Some((s.begin, s.end))
+        Some((s.begin, s.end, &mut s.samples))
+    }
+
+    /// The pending samples of the slot taken last.
+    pub fn last_pending(&mut self) -> Option<&mut Pending> {
+        let i = *self.in_flight.back()?;
+        Some(&mut self.slots[i as usize].samples)
     }
 
     /// Gives back the slot taken last, after the submission that would use it failed.
     pub fn cancel_last(&mut self) {
         if let Some(i) = self.in_flight.pop_back() {
+            self.slots[i as usize].samples.clear();
             self.free.push(i);
         }
     }
@@ -130,6 +142,7 @@ impl QueueTiming {
                 end: pair[1],
                 frame: 0,
                 last_end: 0,
+                samples: Pending::default(),
             });
             self.free.push(index);
         }
@@ -159,7 +172,7 @@ impl QueueTiming {
 
     /// Reads, in submission order, every in-flight slot whose end timestamp is available, and
     /// hands each retirement to `out`. Never waits.
-    pub fn poll(&mut self, d: &Device, mut out: impl FnMut(Retired)) {
+    pub fn poll(&mut self, d: &Device, mut out: impl FnMut(Retired, &mut Pending)) {
         while let Some(&i) = self.in_flight.front() {
             let mut data = [[0u64; 2]; 2];
             let first = 2 * i;
@@ -182,21 +195,22 @@ impl QueueTiming {
                 break;
             }
             let (begin, end) = (self.mask(begin), self.mask(end));
+            let period = self.period_ns;
+            let wrap = 1u64 << self.valid_bits.min(63);
             let slot = &mut self.slots[i as usize];
             if end == slot.last_end {
                 break;
             }
             slot.last_end = end;
-            let end_unwrapped = if end < begin {
-                end + (1u64 << self.valid_bits.min(63))
-            } else {
-                end
-            };
-            let to_ns = |t: u64| (t as f64 * self.period_ns) as u64;
-            out(Retired {
-                frame: slot.frame,
-                interval: Some((to_ns(begin), to_ns(end_unwrapped))),
-            });
+            let end_unwrapped = if end < begin { end + wrap } else { end };
+            let to_ns = |t: u64| (t as f64 * period) as u64;
+            out(
+                Retired {
+                    frame: slot.frame,
+                    interval: Some((to_ns(begin), to_ns(end_unwrapped))),
+                },
+                &mut slot.samples,
+            );
             self.in_flight.pop_front();
             self.free.push(i);
         }

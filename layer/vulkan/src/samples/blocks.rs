@@ -1,0 +1,155 @@
+//! Query slots for samples: device-wide timestamp and pipeline-statistics pools cut into
+//! blocks of `BLOCK` queries. A recording takes whole blocks (one lock per block, none per
+//! sample); blocks are shared through `Arc` so a submission whose results are unread keeps its
+//! blocks alive after the app re-records the command buffer. A block is free again when only
+//! the pool holds it. Each block has, per queue family, a pre-recorded command buffer of ours
+//! that resets it; submissions start with the reset buffers of the blocks they use, so query
+//! resets never happen inside the app's command buffers or render passes.
+
+use crate::device::Device;
+use ash::vk;
+use parking_lot::Mutex;
+use std::sync::Arc;
+
+pub const BLOCK: u32 = 64;
+
+/// The pipeline statistics framescope asks for, in bit order (matches `PipelineStats`).
+pub const STATS: vk::QueryPipelineStatisticFlags = vk::QueryPipelineStatisticFlags::from_raw(
+    vk::QueryPipelineStatisticFlags::INPUT_ASSEMBLY_VERTICES.as_raw()
+        | vk::QueryPipelineStatisticFlags::INPUT_ASSEMBLY_PRIMITIVES.as_raw()
+        | vk::QueryPipelineStatisticFlags::VERTEX_SHADER_INVOCATIONS.as_raw()
+        | vk::QueryPipelineStatisticFlags::CLIPPING_INVOCATIONS.as_raw()
+        | vk::QueryPipelineStatisticFlags::CLIPPING_PRIMITIVES.as_raw()
+        | vk::QueryPipelineStatisticFlags::FRAGMENT_SHADER_INVOCATIONS.as_raw()
+        | vk::QueryPipelineStatisticFlags::COMPUTE_SHADER_INVOCATIONS.as_raw(),
+);
+pub const STATS_COUNT: usize = 7;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Timestamp,
+    Stats,
+}
+
+pub struct Block {
+    pub pool: vk::QueryPool,
+    pub first: u32,
+    /// Reset command buffer per queue family, recorded on first use there.
+    resets: Mutex<Vec<(u32, vk::CommandBuffer)>>,
+}
+
+impl Block {
+    /// The block's reset command buffer for `family`, recording it on first use.
+    pub fn reset_cb(&self, d: &Device, family: u32, pools: &ResetPools) -> Option<vk::CommandBuffer> {
+        let mut r = self.resets.lock();
+        if let Some(&(_, cb)) = r.iter().find(|(f, _)| *f == family) {
+            return Some(cb);
+        }
+        let cb = pools.allocate(d, family)?;
+        let bi = vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::SIMULTANEOUS_USE);
+        // SAFETY: a fresh primary command buffer of our own pool; a query reset outside any
+        // render pass.
+        let ok = unsafe {
+            d.fns.begin_command_buffer(cb, &bi).is_ok() && {
+                d.fns.cmd_reset_query_pool(cb, self.pool, self.first, BLOCK);
+                d.fns.end_command_buffer(cb).is_ok()
+            }
+        };
+        if !ok {
+            return None;
+        }
+        r.push((family, cb));
+        Some(cb)
+    }
+}
+
+/// Our command pools for reset buffers, one per queue family.
+#[derive(Default)]
+pub struct ResetPools {
+    pools: Mutex<Vec<(u32, vk::CommandPool)>>,
+}
+
+impl ResetPools {
+    fn allocate(&self, d: &Device, family: u32) -> Option<vk::CommandBuffer> {
+        let mut pools = self.pools.lock();
+        let pool = match pools.iter().find(|(f, _)| *f == family) {
+            Some(&(_, p)) => p,
+            None => {
+                let ci = vk::CommandPoolCreateInfo::default().queue_family_index(family);
+                // SAFETY: valid create info for a live device.
+                let p = unsafe { d.fns.create_command_pool(&ci, None) }.ok()?;
+                pools.push((family, p));
+                p
+            }
+        };
+        let ai = vk::CommandBufferAllocateInfo::default()
+            .command_pool(pool)
+            .level(vk::CommandBufferLevel::PRIMARY)
+            .command_buffer_count(1);
+        // SAFETY: our pool, used only under this lock.
+        let cb = unsafe { d.fns.allocate_command_buffers(&ai) }.ok()?[0];
+        d.stamp_loader_data(cb).then_some(cb)
+    }
+
+    pub fn destroy(&self, d: &Device) {
+        for (_, p) in self.pools.lock().drain(..) {
+            // SAFETY: at device destruction; nothing of ours is pending.
+            unsafe { d.fns.destroy_command_pool(p, None) };
+        }
+    }
+}
+
+/// All blocks of one query type.
+pub struct BlockPool {
+    pool: vk::QueryPool,
+    blocks: Mutex<(Vec<Arc<Block>>, usize)>,
+}
+
+impl BlockPool {
+    pub fn new(fns: &ash::Device, kind: Kind, blocks: u32) -> Option<BlockPool> {
+        let mut ci = vk::QueryPoolCreateInfo::default().query_count(blocks * BLOCK);
+        ci = match kind {
+            Kind::Timestamp => ci.query_type(vk::QueryType::TIMESTAMP),
+            Kind::Stats => ci
+                .query_type(vk::QueryType::PIPELINE_STATISTICS)
+                .pipeline_statistics(STATS),
+        };
+        // SAFETY: valid create info for a live device.
+        let pool = unsafe { fns.create_query_pool(&ci, None) }.ok()?;
+        let list = (0..blocks)
+            .map(|i| {
+                Arc::new(Block {
+                    pool,
+                    first: i * BLOCK,
+                    resets: Mutex::new(Vec::new()),
+                })
+            })
+            .collect();
+        Some(BlockPool {
+            pool,
+            blocks: Mutex::new((list, 0)),
+        })
+    }
+
+    /// A block nobody else holds, or `None` when all are in use.
+    pub fn take(&self) -> Option<Arc<Block>> {
+        let mut g = self.blocks.lock();
+        let (list, cursor) = &mut *g;
+        let n = list.len();
+        for k in 0..n {
+            let i = (*cursor + k) % n;
+            // Only holders clone a block and the pool is the only holder here, so a count
+            // of one cannot grow under this lock.
+            if Arc::strong_count(&list[i]) == 1 {
+                *cursor = (i + 1) % n;
+                return Some(Arc::clone(&list[i]));
+            }
+        }
+        None
+    }
+
+    pub fn destroy(&self, d: &Device) {
+        // SAFETY: at device destruction; nothing of ours is pending.
+        unsafe { d.fns.destroy_query_pool(self.pool, None) };
+    }
+}

@@ -1,0 +1,372 @@
+//! Recording hooks that only matter for sampling: pass ends, subpass changes, debug labels,
+//! the app's own queries, and the objects whose properties decide where our queries may go.
+
+use super::Level;
+use crate::device::{self, CmdBufState, Device};
+use crate::guard::{guarded, Site};
+use ash::vk::{self, Handle};
+use framescope_core::sample::DrawParams;
+use std::ffi::CStr;
+use std::sync::Arc;
+
+static SAMPLE: Site = Site::new("sample recording");
+
+/// What a counting hook means for sampling.
+pub enum Sampled {
+    None,
+    Draw(DrawParams),
+    PassBegin { secondary_contents: bool, multiview: bool },
+}
+
+/// The state of a command buffer being recorded, when the device samples at all.
+fn sampling(cb: vk::CommandBuffer) -> Option<(Arc<Device>, Arc<CmdBufState>, Level)> {
+    let d = device::lookup(cb.as_raw())?;
+    let level = d.samples.as_ref()?.level;
+    let st = d.command_buffer(cb)?;
+    Some((d, st, level))
+}
+
+/// Runs `forward` (the app's command) with the sampling work `sampled` asks for around it.
+pub fn around(d: &Device, st: &CmdBufState, cb: vk::CommandBuffer, sampled: Sampled, forward: impl FnOnce()) {
+    let Some(level) = d.samples.as_ref().map(|s| s.level) else {
+        return forward();
+    };
+    let mut rec = st.rec.lock();
+    match sampled {
+        Sampled::Draw(params) if level >= Level::Draw => rec.around_draw(d, cb, params, forward),
+        Sampled::PassBegin {
+            secondary_contents,
+            multiview,
+        } => {
+            rec.before_pass(d, cb, level);
+            forward();
+            rec.after_pass_begin(d, cb, level, secondary_contents, multiview);
+        }
+        _ => forward(),
+    }
+}
+
+/// Whether `rp` has multiview subpasses (queries there take one slot per view).
+pub fn multiview_pass(d: &Device, rp: vk::RenderPass) -> bool {
+    d.samples
+        .as_ref()
+        .is_some_and(|s| s.multiview_passes.read().contains(&rp.as_raw()))
+}
+
+macro_rules! end_pass_hook {
+    ($name:ident, $fp:expr, ($($arg:ident : $ty:ty),*)) => {
+        pub unsafe extern "system" fn $name(cb: vk::CommandBuffer $(, $arg: $ty)*) {
+            let Some(d) = device::lookup(cb.as_raw()) else { return };
+            let next = $fp(&d);
+            let Some(next) = next else { return };
+            match sampling(cb) {
+                Some((d, st, level)) => {
+                    let mut rec = st.rec.lock();
+                    let stats = guarded(&SAMPLE, || rec.before_pass_end(&d, cb)).flatten();
+                    // SAFETY: forwarding the app's arguments.
+                    unsafe { next(cb $(, $arg)*) };
+                    guarded(&SAMPLE, || rec.after_pass_end(&d, cb, level, stats));
+                }
+                // SAFETY: forwarding the app's arguments.
+                None => unsafe { next(cb $(, $arg)*) },
+            }
+        }
+    };
+}
+
+end_pass_hook!(
+    cmd_end_render_pass,
+    |d: &Device| Some(d.fns.fp_v1_0().cmd_end_render_pass),
+    ()
+);
+end_pass_hook!(cmd_end_render_pass2, |d: &Device| Some(d.fns.fp_v1_2().cmd_end_render_pass2), (i: *const vk::SubpassEndInfo<'_>));
+end_pass_hook!(cmd_end_render_pass2_khr, |d: &Device| d.sample_fns.end_render_pass2_khr, (i: *const vk::SubpassEndInfo<'_>));
+end_pass_hook!(
+    cmd_end_rendering,
+    |d: &Device| Some(d.fns.fp_v1_3().cmd_end_rendering),
+    ()
+);
+end_pass_hook!(cmd_end_rendering_khr, |d: &Device| d.sample_fns.end_rendering_khr, ());
+
+fn next_subpass(cb: vk::CommandBuffer, secondary_contents: bool, forward: impl FnOnce()) {
+    match sampling(cb) {
+        Some((d, st, _)) => {
+            let mut rec = st.rec.lock();
+            guarded(&SAMPLE, || rec.before_next_subpass(&d, cb));
+            forward();
+            rec.after_next_subpass(secondary_contents);
+        }
+        None => forward(),
+    }
+}
+
+pub unsafe extern "system" fn cmd_next_subpass(cb: vk::CommandBuffer, contents: vk::SubpassContents) {
+    let Some(d) = device::lookup(cb.as_raw()) else { return };
+    let f = d.fns.fp_v1_0().cmd_next_subpass;
+    // SAFETY: forwarding the app's arguments.
+    next_subpass(
+        cb,
+        contents == vk::SubpassContents::SECONDARY_COMMAND_BUFFERS,
+        || unsafe { f(cb, contents) },
+    );
+}
+
+fn subpass2_secondary(info: *const vk::SubpassBeginInfo<'_>) -> bool {
+    // SAFETY: the app's valid struct or null.
+    unsafe { info.as_ref() }.is_some_and(|i| i.contents == vk::SubpassContents::SECONDARY_COMMAND_BUFFERS)
+}
+
+pub unsafe extern "system" fn cmd_next_subpass2(
+    cb: vk::CommandBuffer,
+    b: *const vk::SubpassBeginInfo<'_>,
+    e: *const vk::SubpassEndInfo<'_>,
+) {
+    let Some(d) = device::lookup(cb.as_raw()) else { return };
+    let f = d.fns.fp_v1_2().cmd_next_subpass2;
+    // SAFETY: forwarding the app's arguments.
+    next_subpass(cb, subpass2_secondary(b), || unsafe { f(cb, b, e) });
+}
+
+pub unsafe extern "system" fn cmd_next_subpass2_khr(
+    cb: vk::CommandBuffer,
+    b: *const vk::SubpassBeginInfo<'_>,
+    e: *const vk::SubpassEndInfo<'_>,
+) {
+    let Some(d) = device::lookup(cb.as_raw()) else { return };
+    let Some(f) = d.sample_fns.next_subpass2_khr else {
+        return;
+    };
+    // SAFETY: forwarding the app's arguments.
+    next_subpass(cb, subpass2_secondary(b), || unsafe { f(cb, b, e) });
+}
+
+pub unsafe extern "system" fn cmd_begin_debug_utils_label(
+    cb: vk::CommandBuffer,
+    info: *const vk::DebugUtilsLabelEXT<'_>,
+) {
+    let Some(d) = device::lookup(cb.as_raw()) else { return };
+    let Some(next) = d.sample_fns.begin_label else { return };
+    // SAFETY: forwarding the app's arguments.
+    unsafe { next(cb, info) };
+    if let Some((d, st, level)) = sampling(cb).filter(|s| s.2 >= Level::Label) {
+        guarded(&SAMPLE, || {
+            // SAFETY: the app's label info with a NUL-terminated name.
+            let name = unsafe {
+                info.as_ref()
+                    .filter(|i| !i.p_label_name.is_null())
+                    .map(|i| CStr::from_ptr(i.p_label_name))
+            };
+            let id = framescope_core::labels::intern(name.map_or(&b"?"[..], |n| n.to_bytes()));
+            st.rec.lock().label_begin(&d, cb, id);
+        });
+        let _ = level;
+    }
+}
+
+pub unsafe extern "system" fn cmd_end_debug_utils_label(cb: vk::CommandBuffer) {
+    let Some(d) = device::lookup(cb.as_raw()) else { return };
+    let Some(next) = d.sample_fns.end_label else { return };
+    if let Some((d, st, _)) = sampling(cb).filter(|s| s.2 >= Level::Label) {
+        guarded(&SAMPLE, || st.rec.lock().label_end(&d, cb));
+    }
+    // SAFETY: forwarding the app's arguments.
+    unsafe { next(cb) };
+}
+
+fn is_app_stats_pool(d: &Device, pool: vk::QueryPool) -> bool {
+    d.samples
+        .as_ref()
+        .is_some_and(|s| s.app_stats_pools.read().contains(&pool.as_raw()))
+}
+
+pub unsafe extern "system" fn cmd_begin_query(
+    cb: vk::CommandBuffer,
+    pool: vk::QueryPool,
+    q: u32,
+    flags: vk::QueryControlFlags,
+) {
+    let Some(d) = device::lookup(cb.as_raw()) else { return };
+    if let Some((d, st, _)) = sampling(cb).filter(|s| is_app_stats_pool(&s.0, pool)) {
+        guarded(&SAMPLE, || st.rec.lock().app_stats_begin(&d, cb));
+    }
+    // SAFETY: forwarding the app's arguments.
+    unsafe { (d.fns.fp_v1_0().cmd_begin_query)(cb, pool, q, flags) };
+}
+
+pub unsafe extern "system" fn cmd_end_query(cb: vk::CommandBuffer, pool: vk::QueryPool, q: u32) {
+    let Some(d) = device::lookup(cb.as_raw()) else { return };
+    // SAFETY: forwarding the app's arguments.
+    unsafe { (d.fns.fp_v1_0().cmd_end_query)(cb, pool, q) };
+    if let Some((_, st, _)) = sampling(cb).filter(|s| is_app_stats_pool(&s.0, pool)) {
+        st.rec.lock().app_stats_end();
+    }
+}
+
+pub unsafe extern "system" fn create_query_pool(
+    device: vk::Device,
+    ci: *const vk::QueryPoolCreateInfo<'_>,
+    alloc: *const vk::AllocationCallbacks<'_>,
+    out: *mut vk::QueryPool,
+) -> vk::Result {
+    let Some(d) = device::lookup(device.as_raw()) else {
+        return vk::Result::ERROR_DEVICE_LOST;
+    };
+    // SAFETY: forwarding the app's arguments.
+    let r = unsafe { (d.fns.fp_v1_0().create_query_pool)(device, ci, alloc, out) };
+    if r == vk::Result::SUCCESS {
+        // SAFETY: success: ci and *out are valid.
+        let (ty, pool) = unsafe { ((*ci).query_type, *out) };
+        if let (Some(s), vk::QueryType::PIPELINE_STATISTICS) = (d.samples.as_ref(), ty) {
+            s.app_stats_pools.write().insert(pool.as_raw());
+        }
+    }
+    r
+}
+
+pub unsafe extern "system" fn destroy_query_pool(
+    device: vk::Device,
+    pool: vk::QueryPool,
+    alloc: *const vk::AllocationCallbacks<'_>,
+) {
+    let Some(d) = device::lookup(device.as_raw()) else {
+        return;
+    };
+    if let Some(s) = d.samples.as_ref() {
+        s.app_stats_pools.write().remove(&pool.as_raw());
+    }
+    // SAFETY: forwarding the app's arguments.
+    unsafe { (d.fns.fp_v1_0().destroy_query_pool)(device, pool, alloc) };
+}
+
+fn note_render_pass(d: &Device, rp: vk::RenderPass, multiview: bool) {
+    if let (Some(s), true) = (d.samples.as_ref(), multiview) {
+        s.multiview_passes.write().insert(rp.as_raw());
+    }
+}
+
+pub unsafe extern "system" fn create_render_pass(
+    device: vk::Device,
+    ci: *const vk::RenderPassCreateInfo<'_>,
+    alloc: *const vk::AllocationCallbacks<'_>,
+    out: *mut vk::RenderPass,
+) -> vk::Result {
+    let Some(d) = device::lookup(device.as_raw()) else {
+        return vk::Result::ERROR_DEVICE_LOST;
+    };
+    // SAFETY: forwarding the app's arguments.
+    let r = unsafe { (d.fns.fp_v1_0().create_render_pass)(device, ci, alloc, out) };
+    if r == vk::Result::SUCCESS {
+        // SAFETY: success: ci's chain is valid and *out the new pass.
+        unsafe {
+            let mv = crate::chain::find(
+                (*ci).p_next,
+                vk::StructureType::RENDER_PASS_MULTIVIEW_CREATE_INFO,
+            ) as *const vk::RenderPassMultiviewCreateInfo<'static>;
+            let multiview = !mv.is_null()
+                && (*mv).subpass_count > 0
+                && std::slice::from_raw_parts((*mv).p_view_masks, (*mv).subpass_count as usize)
+                    .iter()
+                    .any(|m| *m != 0);
+            note_render_pass(&d, *out, multiview);
+        }
+    }
+    r
+}
+
+fn create_render_pass2_impl(
+    device: vk::Device,
+    ci: *const vk::RenderPassCreateInfo2<'_>,
+    alloc: *const vk::AllocationCallbacks<'_>,
+    out: *mut vk::RenderPass,
+    khr: bool,
+) -> vk::Result {
+    let Some(d) = device::lookup(device.as_raw()) else {
+        return vk::Result::ERROR_DEVICE_LOST;
+    };
+    let next = if khr {
+        d.sample_fns.create_render_pass2_khr
+    } else {
+        Some(d.fns.fp_v1_2().create_render_pass2)
+    };
+    let Some(next) = next else {
+        return vk::Result::ERROR_EXTENSION_NOT_PRESENT;
+    };
+    // SAFETY: forwarding the app's arguments.
+    let r = unsafe { next(device, ci, alloc, out) };
+    if r == vk::Result::SUCCESS {
+        // SAFETY: success: ci is valid and *out the new pass.
+        unsafe {
+            let c = &*ci;
+            let subpasses = if c.subpass_count == 0 {
+                &[][..]
+            } else {
+                std::slice::from_raw_parts(c.p_subpasses, c.subpass_count as usize)
+            };
+            note_render_pass(&d, *out, subpasses.iter().any(|s| s.view_mask != 0));
+        }
+    }
+    r
+}
+
+pub unsafe extern "system" fn create_render_pass2(
+    device: vk::Device,
+    ci: *const vk::RenderPassCreateInfo2<'_>,
+    alloc: *const vk::AllocationCallbacks<'_>,
+    out: *mut vk::RenderPass,
+) -> vk::Result {
+    create_render_pass2_impl(device, ci, alloc, out, false)
+}
+
+pub unsafe extern "system" fn create_render_pass2_khr(
+    device: vk::Device,
+    ci: *const vk::RenderPassCreateInfo2<'_>,
+    alloc: *const vk::AllocationCallbacks<'_>,
+    out: *mut vk::RenderPass,
+) -> vk::Result {
+    create_render_pass2_impl(device, ci, alloc, out, true)
+}
+
+pub unsafe extern "system" fn destroy_render_pass(
+    device: vk::Device,
+    rp: vk::RenderPass,
+    alloc: *const vk::AllocationCallbacks<'_>,
+) {
+    let Some(d) = device::lookup(device.as_raw()) else {
+        return;
+    };
+    if let Some(s) = d.samples.as_ref() {
+        s.multiview_passes.write().remove(&rp.as_raw());
+    }
+    // SAFETY: forwarding the app's arguments.
+    unsafe { (d.fns.fp_v1_0().destroy_render_pass)(device, rp, alloc) };
+}
+
+/// Extension entry points sampling forwards to (null when the app did not enable them).
+pub struct SampleFns {
+    pub end_render_pass2_khr: Option<unsafe extern "system" fn(vk::CommandBuffer, *const vk::SubpassEndInfo<'_>)>,
+    pub end_rendering_khr: Option<unsafe extern "system" fn(vk::CommandBuffer)>,
+    pub next_subpass2_khr: Option<vk::PFN_vkCmdNextSubpass2>,
+    pub create_render_pass2_khr: Option<vk::PFN_vkCreateRenderPass2>,
+    pub begin_label: Option<vk::PFN_vkCmdBeginDebugUtilsLabelEXT>,
+    pub end_label: Option<vk::PFN_vkCmdEndDebugUtilsLabelEXT>,
+}
+
+impl SampleFns {
+    pub fn load(mut load: impl FnMut(&CStr) -> vk::PFN_vkVoidFunction) -> Self {
+        macro_rules! get {
+            ($name:literal) => {
+                // SAFETY: the next layer returned this command for this name, so it has the
+                // signature the name implies.
+                load($name).map(|f| unsafe { std::mem::transmute::<unsafe extern "system" fn(), _>(f) })
+            };
+        }
+        SampleFns {
+            end_render_pass2_khr: get!(c"vkCmdEndRenderPass2KHR"),
+            end_rendering_khr: get!(c"vkCmdEndRenderingKHR"),
+            next_subpass2_khr: get!(c"vkCmdNextSubpass2KHR"),
+            create_render_pass2_khr: get!(c"vkCreateRenderPass2KHR"),
+            begin_label: get!(c"vkCmdBeginDebugUtilsLabelEXT"),
+            end_label: get!(c"vkCmdEndDebugUtilsLabelEXT"),
+        }
+    }
+}

@@ -1,0 +1,88 @@
+//! Begin/end sample markers inside frames (config `samples`): per primary command buffer,
+//! render pass, debug-label region and draw, with pipeline statistics at the finest scope
+//! sampled (draws in `draw` mode, render passes otherwise). Levels are inclusive: `draw`
+//! also samples labels, passes and command buffers.
+//!
+//! Rules (vendor-counter-backends.md pitfalls 3, 4, 11): never two active statistics queries
+//! in a command buffer, and none of ours while the app has one; queries begun in a render
+//! pass end in its subpass; no queries of ours in multiview passes or in subpasses whose
+//! contents are secondary command buffers (their samples come from inside the secondaries);
+//! query slots belong to one recording and are reset by our own command buffers at the start
+//! of each submission; a command buffer submitted again before its results were read reports
+//! `overwritten` samples instead of numbers.
+
+pub mod blocks;
+pub mod hooks;
+pub mod recording;
+pub mod resolve;
+
+use blocks::{BlockPool, Kind, ResetPools};
+use framescope_core::config::Samples;
+use parking_lot::RwLock;
+use std::collections::HashSet;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Level {
+    Off,
+    CmdBuf,
+    RenderPass,
+    Label,
+    Draw,
+}
+
+impl From<Samples> for Level {
+    fn from(s: Samples) -> Level {
+        match s {
+            Samples::Off => Level::Off,
+            Samples::Cmdbuf => Level::CmdBuf,
+            Samples::Renderpass => Level::RenderPass,
+            Samples::Label => Level::Label,
+            Samples::Draw => Level::Draw,
+        }
+    }
+}
+
+/// Per-device sampling state.
+pub struct SampleState {
+    pub level: Level,
+    pub ts: BlockPool,
+    /// `None` when the device has no `pipelineStatisticsQuery`.
+    pub stats: Option<BlockPool>,
+    pub reset_pools: ResetPools,
+    /// Render passes with multiview subpasses.
+    pub multiview_passes: RwLock<HashSet<u64>>,
+    /// The app's pipeline-statistics query pools.
+    pub app_stats_pools: RwLock<HashSet<u64>>,
+}
+
+impl SampleState {
+    pub fn new(fns: &ash::Device, level: Level, with_stats: bool) -> Option<SampleState> {
+        if level == Level::Off {
+            return None;
+        }
+        // Draw-level sampling of heavy frames needs many slots in flight.
+        let ts_blocks = if level == Level::Draw { 4096 } else { 1024 };
+        let ts = BlockPool::new(fns, Kind::Timestamp, ts_blocks)?;
+        let stats = if with_stats {
+            BlockPool::new(fns, Kind::Stats, ts_blocks / 2)
+        } else {
+            None
+        };
+        Some(SampleState {
+            level,
+            ts,
+            stats,
+            reset_pools: ResetPools::default(),
+            multiview_passes: RwLock::new(HashSet::new()),
+            app_stats_pools: RwLock::new(HashSet::new()),
+        })
+    }
+
+    pub fn destroy(&self, d: &crate::device::Device) {
+        self.ts.destroy(d);
+        if let Some(s) = &self.stats {
+            s.destroy(d);
+        }
+        self.reset_pools.destroy(d);
+    }
+}

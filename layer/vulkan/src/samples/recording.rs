@@ -1,0 +1,297 @@
+//! What one recording of a command buffer contains for sampling: the events (in recording
+//! order) and the query blocks their slots live in. Only the recording thread touches it
+//! while recording (external synchronisation of the command buffer), so its lock is
+//! uncontended; the device-wide lock is taken only to take a new block.
+
+use super::blocks::{Block, Kind, BLOCK};
+use super::Level;
+use crate::device::{CmdBufState, Device};
+use ash::vk;
+use framescope_core::sample::DrawParams;
+use std::sync::Arc;
+
+/// A query slot: block index in the recording's list of that kind, index in the block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SlotRef {
+    pub block: u16,
+    pub index: u8,
+}
+
+pub enum Event {
+    CmdBufBegin(SlotRef),
+    CmdBufEnd(SlotRef),
+    PassBegin(SlotRef),
+    PassEnd {
+        ts: SlotRef,
+        stats: Option<SlotRef>,
+    },
+    LabelBegin {
+        ts: Option<SlotRef>,
+        name: u32,
+    },
+    LabelEnd {
+        ts: Option<SlotRef>,
+    },
+    Draw {
+        begin: SlotRef,
+        end: SlotRef,
+        stats: Option<SlotRef>,
+        params: DrawParams,
+        index: u32,
+    },
+    /// Secondaries executed here: their events are resolved in place.
+    Execute(Arc<CmdBufState>),
+}
+
+#[derive(Clone, Copy, Default)]
+struct Pass {
+    /// Only vkCmdExecuteCommands may be recorded in it: no timestamps or queries of ours.
+    secondary_contents: bool,
+    /// Queries in multiview passes take one slot per view; we take none there.
+    multiview: bool,
+    /// Our statistics query for the pass is valid (not cut by a subpass change or an app query).
+    stats_ok: bool,
+}
+
+#[derive(Default)]
+pub struct Recording {
+    pub events: Vec<Event>,
+    pub ts_blocks: Vec<Arc<Block>>,
+    pub stats_blocks: Vec<Arc<Block>>,
+    ts_used: u32,
+    stats_used: u32,
+    /// Bumped at every begin: samples of an older generation live in blocks no longer ours.
+    pub generation: u64,
+    /// Submissions of this generation, and how many of them had their results read.
+    pub submits: u64,
+    pub read: u64,
+    pub primary: bool,
+    pub simultaneous: bool,
+    pass: Option<Pass>,
+    app_stats_active: u32,
+    our_stats: Option<SlotRef>,
+    draws: u32,
+    /// Samples not taken (no free block, multiview, app query in the way).
+    pub skipped: u32,
+}
+
+impl Recording {
+    /// Starts a new recording (vkBeginCommandBuffer); `inherited` is the render pass state of
+    /// a secondary that continues one.
+    pub fn restart(&mut self, primary: bool, simultaneous: bool, inherited: Option<(bool,)>) {
+        self.events.clear();
+        self.ts_blocks.clear();
+        self.stats_blocks.clear();
+        self.ts_used = 0;
+        self.stats_used = 0;
+        self.generation += 1;
+        self.submits = 0;
+        self.read = 0;
+        self.primary = primary;
+        self.simultaneous = simultaneous;
+        self.pass = inherited.map(|(multiview,)| Pass {
+            secondary_contents: false,
+            multiview,
+            stats_ok: false,
+        });
+        self.app_stats_active = 0;
+        self.our_stats = None;
+        self.draws = 0;
+        self.skipped = 0;
+    }
+
+    fn alloc(&mut self, d: &Device, kind: Kind) -> Option<SlotRef> {
+        let s = d.samples.as_ref()?;
+        let (blocks, used, pool) = match kind {
+            Kind::Timestamp => (&mut self.ts_blocks, &mut self.ts_used, Some(&s.ts)),
+            Kind::Stats => (&mut self.stats_blocks, &mut self.stats_used, s.stats.as_ref()),
+        };
+        if blocks.is_empty() || *used == BLOCK {
+            if blocks.len() >= u16::MAX as usize {
+                return None;
+            }
+            blocks.push(pool?.take()?);
+            *used = 0;
+        }
+        let slot = SlotRef {
+            block: (blocks.len() - 1) as u16,
+            index: *used as u8,
+        };
+        *used += 1;
+        Some(slot)
+    }
+
+    fn query(&self, kind: Kind, s: SlotRef) -> (vk::QueryPool, u32) {
+        let b = match kind {
+            Kind::Timestamp => &self.ts_blocks[s.block as usize],
+            Kind::Stats => &self.stats_blocks[s.block as usize],
+        };
+        (b.pool, b.first + u32::from(s.index))
+    }
+
+    /// Whether our queries may be recorded here (not in a secondary-contents or multiview pass).
+    fn can_query(&self) -> bool {
+        !self.pass.is_some_and(|p| p.secondary_contents || p.multiview)
+    }
+
+    fn timestamp(&mut self, d: &Device, cb: vk::CommandBuffer, stage: vk::PipelineStageFlags) -> Option<SlotRef> {
+        if !self.can_query() {
+            self.skipped += 1;
+            return None;
+        }
+        let Some(s) = self.alloc(d, Kind::Timestamp) else {
+            self.skipped += 1;
+            return None;
+        };
+        let (pool, q) = self.query(Kind::Timestamp, s);
+        // SAFETY: recording into the app's command buffer, which is in the recording state;
+        // the query was reset by the reset buffer that precedes it in every submission.
+        unsafe { (d.fns.fp_v1_0().cmd_write_timestamp)(cb, stage, pool, q) };
+        Some(s)
+    }
+
+    fn begin_stats(&mut self, d: &Device, cb: vk::CommandBuffer) -> Option<SlotRef> {
+        if !self.can_query() || self.app_stats_active > 0 || self.our_stats.is_some() {
+            return None;
+        }
+        let s = self.alloc(d, Kind::Stats)?;
+        let (pool, q) = self.query(Kind::Stats, s);
+        // SAFETY: no pipeline-statistics query is active in this command buffer (ours or the
+        // app's), so beginning one is valid; it is ended in the same subpass.
+        unsafe { (d.fns.fp_v1_0().cmd_begin_query)(cb, pool, q, vk::QueryControlFlags::empty()) };
+        self.our_stats = Some(s);
+        Some(s)
+    }
+
+    fn end_stats(&mut self, d: &Device, cb: vk::CommandBuffer) -> Option<SlotRef> {
+        let s = self.our_stats.take()?;
+        let (pool, q) = self.query(Kind::Stats, s);
+        // SAFETY: ends the query this recording began.
+        unsafe { (d.fns.fp_v1_0().cmd_end_query)(cb, pool, q) };
+        Some(s)
+    }
+
+    pub fn on_begin(&mut self, d: &Device, cb: vk::CommandBuffer, level: Level) {
+        if self.primary && level >= Level::CmdBuf {
+            if let Some(ts) = self.timestamp(d, cb, vk::PipelineStageFlags::TOP_OF_PIPE) {
+                self.events.push(Event::CmdBufBegin(ts));
+            }
+        }
+    }
+
+    pub fn on_end(&mut self, d: &Device, cb: vk::CommandBuffer, level: Level) {
+        self.end_stats(d, cb);
+        if self.primary && level >= Level::CmdBuf {
+            if let Some(ts) = self.timestamp(d, cb, vk::PipelineStageFlags::BOTTOM_OF_PIPE) {
+                self.events.push(Event::CmdBufEnd(ts));
+            }
+        }
+    }
+
+    /// Before the app's begin-render-pass: the pass's begin timestamp (outside the pass).
+    pub fn before_pass(&mut self, d: &Device, cb: vk::CommandBuffer, level: Level) {
+        if level >= Level::RenderPass {
+            if let Some(ts) = self.timestamp(d, cb, vk::PipelineStageFlags::TOP_OF_PIPE) {
+                self.events.push(Event::PassBegin(ts));
+            }
+        }
+    }
+
+    /// After the app's begin-render-pass: pass-level statistics unless draws carry them.
+    pub fn after_pass_begin(
+        &mut self,
+        d: &Device,
+        cb: vk::CommandBuffer,
+        level: Level,
+        secondary_contents: bool,
+        multiview: bool,
+    ) {
+        self.pass = Some(Pass {
+            secondary_contents,
+            multiview,
+            stats_ok: false,
+        });
+        if level >= Level::RenderPass && level < Level::Draw && self.begin_stats(d, cb).is_some() {
+            if let Some(p) = self.pass.as_mut() {
+                p.stats_ok = true;
+            }
+        }
+    }
+
+    /// A subpass change ends our pass statistics (queries must end in the subpass they began in).
+    pub fn before_next_subpass(&mut self, d: &Device, cb: vk::CommandBuffer) {
+        if self.end_stats(d, cb).is_some() {
+            if let Some(p) = self.pass.as_mut() {
+                p.stats_ok = false;
+            }
+        }
+    }
+
+    pub fn after_next_subpass(&mut self, secondary_contents: bool) {
+        if let Some(p) = self.pass.as_mut() {
+            p.secondary_contents = secondary_contents;
+        }
+    }
+
+    pub fn before_pass_end(&mut self, d: &Device, cb: vk::CommandBuffer) -> Option<SlotRef> {
+        let stats = self.end_stats(d, cb);
+        let ok = self.pass.take().is_some_and(|p| p.stats_ok);
+        stats.filter(|_| ok)
+    }
+
+    pub fn after_pass_end(&mut self, d: &Device, cb: vk::CommandBuffer, level: Level, stats: Option<SlotRef>) {
+        if level >= Level::RenderPass {
+            if let Some(ts) = self.timestamp(d, cb, vk::PipelineStageFlags::BOTTOM_OF_PIPE) {
+                self.events.push(Event::PassEnd { ts, stats });
+            }
+        }
+    }
+
+    pub fn label_begin(&mut self, d: &Device, cb: vk::CommandBuffer, name: u32) {
+        let ts = self.timestamp(d, cb, vk::PipelineStageFlags::TOP_OF_PIPE);
+        self.events.push(Event::LabelBegin { ts, name });
+    }
+
+    pub fn label_end(&mut self, d: &Device, cb: vk::CommandBuffer) {
+        let ts = self.timestamp(d, cb, vk::PipelineStageFlags::BOTTOM_OF_PIPE);
+        self.events.push(Event::LabelEnd { ts });
+    }
+
+    /// Around one draw/dispatch/trace-rays: timestamps and statistics; `forward` records the
+    /// app's command in between.
+    pub fn around_draw(&mut self, d: &Device, cb: vk::CommandBuffer, params: DrawParams, forward: impl FnOnce()) {
+        let index = self.draws;
+        self.draws += 1;
+        let begin = self.timestamp(d, cb, vk::PipelineStageFlags::TOP_OF_PIPE);
+        let stats = begin.and_then(|_| self.begin_stats(d, cb));
+        forward();
+        if stats.is_some() {
+            self.end_stats(d, cb);
+        }
+        if let (Some(begin), Some(end)) = (begin, self.timestamp(d, cb, vk::PipelineStageFlags::BOTTOM_OF_PIPE)) {
+            self.events.push(Event::Draw {
+                begin,
+                end,
+                stats,
+                params,
+                index,
+            });
+        }
+    }
+
+    /// The app begins a pipeline-statistics query of its own: ours must not be active, so a
+    /// pass-level one ends early and reports no statistics.
+    pub fn app_stats_begin(&mut self, d: &Device, cb: vk::CommandBuffer) {
+        if self.end_stats(d, cb).is_some() {
+            self.skipped += 1;
+            if let Some(p) = self.pass.as_mut() {
+                p.stats_ok = false;
+            }
+        }
+        self.app_stats_active += 1;
+    }
+
+    pub fn app_stats_end(&mut self) {
+        self.app_stats_active = self.app_stats_active.saturating_sub(1);
+    }
+}

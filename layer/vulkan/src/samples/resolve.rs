@@ -1,0 +1,322 @@
+//! From recorded events to samples. At submit, each command buffer's events (secondaries in
+//! place) are walked in queue order with the queue's label stack, into pending samples that
+//! name their query slots in blocks the submission pins. When the submission retires, its
+//! blocks are read (one call per block) and finished samples go to the dump.
+
+use super::blocks::{Block, BLOCK, STATS_COUNT};
+use super::recording::{Event, Recording, SlotRef};
+use crate::device::{CmdBufState, Device};
+use ash::vk;
+use framescope_core::sample::{DrawParams, LabelPath, PipelineStats, SampleRecord, Scope, MAX_LABEL_DEPTH};
+use std::sync::Arc;
+
+/// Open labels kept per queue; deeper nesting is not sampled.
+pub const MAX_OPEN_LABELS: usize = 16;
+
+/// A query slot of a pinned block: (pin index, query index in the block).
+type Pin = (u16, u8);
+
+#[derive(Clone, Copy)]
+pub struct PendingSample {
+    scope: Scope,
+    label: LabelPath,
+    cmdbuf: u32,
+    draw: Option<u32>,
+    begin: Option<Pin>,
+    end: Option<Pin>,
+    stats: Option<Pin>,
+    params: Option<DrawParams>,
+    /// Recordings whose slots this sample reads (index into `Pending::recs`).
+    recs: [u16; 2],
+}
+
+/// An open label of a queue: it may end in a later command buffer or submission.
+pub struct OpenLabel {
+    name: u32,
+    begin: Option<(Arc<Block>, u8)>,
+    rec: Option<(Arc<CmdBufState>, u64, u64)>,
+}
+
+/// The samples of one submission, kept with its timing slot until it retires.
+#[derive(Default)]
+pub struct Pending {
+    /// Blocks reset at the start of the submission (those of its command buffers).
+    pub resets: Vec<Arc<Block>>,
+    /// Every block the samples read: `resets` plus label begins from earlier submissions.
+    ts_pins: Vec<Arc<Block>>,
+    stats_pins: Vec<Arc<Block>>,
+    samples: Vec<PendingSample>,
+    /// (command buffer, generation, submit serial) of each recording read.
+    recs: Vec<(Arc<CmdBufState>, u64, u64)>,
+    /// Per `recs` entry: submitted while an earlier use of the same slots was still unread, so
+    /// two executions shared the slots and neither result can be trusted.
+    overlapped: Vec<bool>,
+    ts_values: Vec<u64>,
+    stats_values: Vec<u64>,
+    overwritten: Vec<bool>,
+}
+
+fn pin(pins: &mut Vec<Arc<Block>>, b: &Arc<Block>) -> u16 {
+    match pins.iter().position(|p| Arc::ptr_eq(p, b)) {
+        Some(i) => i as u16,
+        None => {
+            pins.push(Arc::clone(b));
+            (pins.len() - 1) as u16
+        }
+    }
+}
+
+impl Pending {
+    pub fn clear(&mut self) {
+        self.resets.clear();
+        self.ts_pins.clear();
+        self.stats_pins.clear();
+        self.samples.clear();
+        self.recs.clear();
+        self.overlapped.clear();
+    }
+
+    fn push_rec(&mut self, state: &Arc<CmdBufState>, rec: &mut Recording) -> u16 {
+        self.overlapped.push(rec.submits > rec.read);
+        rec.submits += 1;
+        self.recs.push((Arc::clone(state), rec.generation, rec.submits));
+        (self.recs.len() - 1) as u16
+    }
+
+    /// Resolves one submitted command buffer (index `cmdbuf` in its frame) into samples, with
+    /// the queue's open labels. The recording's submit serial is bumped here.
+    pub fn add_command_buffer(&mut self, state: &Arc<CmdBufState>, cmdbuf: u32, labels: &mut Vec<OpenLabel>) {
+        let mut rec = state.rec.lock();
+        let r = self.push_rec(state, &mut rec);
+        for b in rec.ts_blocks.iter().chain(&rec.stats_blocks) {
+            if !self.resets.iter().any(|x| Arc::ptr_eq(x, b)) {
+                self.resets.push(Arc::clone(b));
+            }
+        }
+        self.walk(&rec, r, cmdbuf, labels, 0);
+    }
+
+    fn walk(&mut self, rec: &Recording, r: u16, cmdbuf: u32, labels: &mut Vec<OpenLabel>, depth: u32) {
+        let ts = |s: &mut Self, x: SlotRef| -> Pin { (pin(&mut s.ts_pins, &rec.ts_blocks[x.block as usize]), x.index) };
+        let st = |s: &mut Self, x: SlotRef| -> Pin {
+            (pin(&mut s.stats_pins, &rec.stats_blocks[x.block as usize]), x.index)
+        };
+        let mut open_cb: Option<Pin> = None;
+        let mut open_pass: Option<Pin> = None;
+        let path = |labels: &Vec<OpenLabel>| {
+            let mut p = LabelPath::default();
+            for l in labels.iter().take(MAX_LABEL_DEPTH) {
+                p.push(l.name);
+            }
+            p
+        };
+        let base = PendingSample {
+            scope: Scope::CmdBuf,
+            label: LabelPath::default(),
+            cmdbuf,
+            draw: None,
+            begin: None,
+            end: None,
+            stats: None,
+            params: None,
+            recs: [r, r],
+        };
+        for e in &rec.events {
+            match e {
+                Event::CmdBufBegin(x) => open_cb = Some(ts(self, *x)),
+                Event::CmdBufEnd(x) => {
+                    let end = Some(ts(self, *x));
+                    self.samples.push(PendingSample {
+                        label: path(labels),
+                        begin: open_cb,
+                        end,
+                        ..base
+                    });
+                }
+                Event::PassBegin(x) => open_pass = Some(ts(self, *x)),
+                Event::PassEnd { ts: x, stats } => {
+                    let end = Some(ts(self, *x));
+                    let stats = stats.map(|s| st(self, s));
+                    let s = PendingSample {
+                        scope: Scope::RenderPass,
+                        label: path(labels),
+                        begin: open_pass.take(),
+                        end,
+                        stats,
+                        ..base
+                    };
+                    self.samples.push(s);
+                }
+                Event::LabelBegin { ts: x, name } => {
+                    if labels.len() < MAX_OPEN_LABELS {
+                        let begin = x.map(|x| (Arc::clone(&rec.ts_blocks[x.block as usize]), x.index));
+                        labels.push(OpenLabel {
+                            name: *name,
+                            begin,
+                            rec: Some(self.recs[r as usize].clone()),
+                        });
+                    }
+                }
+                Event::LabelEnd { ts: x } => {
+                    let label = path(labels);
+                    let Some(open) = labels.pop() else { continue };
+                    let end = x.map(|x| ts(self, x));
+                    let begin = open.begin.as_ref().map(|(b, i)| (pin(&mut self.ts_pins, b), *i));
+                    let begin_rec = match open.rec {
+                        Some(rec_entry) => self.rec_index(rec_entry),
+                        None => r,
+                    };
+                    self.samples.push(PendingSample {
+                        scope: Scope::Label,
+                        label,
+                        begin,
+                        end,
+                        recs: [begin_rec, r],
+                        ..base
+                    });
+                }
+                Event::Draw {
+                    begin,
+                    end,
+                    stats,
+                    params,
+                    index,
+                } => {
+                    let (b, e) = (ts(self, *begin), ts(self, *end));
+                    let stats = stats.map(|s| st(self, s));
+                    let s = PendingSample {
+                        scope: Scope::Draw,
+                        label: path(labels),
+                        draw: Some(*index),
+                        begin: Some(b),
+                        end: Some(e),
+                        stats,
+                        params: Some(*params),
+                        ..base
+                    };
+                    self.samples.push(s);
+                }
+                Event::Execute(sec) if depth < 4 => {
+                    let mut srec = sec.rec.lock();
+                    let sr = self.push_rec(sec, &mut srec);
+                    for b in srec.ts_blocks.iter().chain(&srec.stats_blocks) {
+                        if !self.resets.iter().any(|x| Arc::ptr_eq(x, b)) {
+                            self.resets.push(Arc::clone(b));
+                        }
+                    }
+                    self.walk(&srec, sr, cmdbuf, labels, depth + 1);
+                }
+                Event::Execute(_) => {}
+            }
+        }
+    }
+
+    fn rec_index(&mut self, entry: (Arc<CmdBufState>, u64, u64)) -> u16 {
+        match self
+            .recs
+            .iter()
+            .position(|(s, g, n)| Arc::ptr_eq(s, &entry.0) && *g == entry.1 && *n == entry.2)
+        {
+            Some(i) => i as u16,
+            None => {
+                self.recs.push(entry);
+                self.overlapped.push(false);
+                (self.recs.len() - 1) as u16
+            }
+        }
+    }
+
+    /// The reset command buffers to put first in the submission, for queue family `family`.
+    pub fn reset_buffers<'a>(&'a self, d: &'a Device, family: u32) -> impl Iterator<Item = vk::CommandBuffer> + 'a {
+        let pools = d.samples.as_ref().map(|s| &s.reset_pools);
+        self.resets.iter().filter_map(move |b| b.reset_cb(d, family, pools?))
+    }
+
+    /// The submission retired: reads its blocks, emits its samples, marks its recordings read.
+    pub fn retire(&mut self, d: &Device, frame: u64, gpu_to_cpu: Option<i64>, mut out: impl FnMut(SampleRecord)) {
+        if self.samples.is_empty() && self.recs.is_empty() {
+            return;
+        }
+        let period = f64::from(d.properties.limits.timestamp_period);
+        self.ts_values.clear();
+        self.ts_values.resize(self.ts_pins.len() * BLOCK as usize * 2, 0);
+        for (i, b) in self.ts_pins.iter().enumerate() {
+            read_block(
+                d,
+                b,
+                &mut self.ts_values[i * BLOCK as usize * 2..(i + 1) * BLOCK as usize * 2],
+                2,
+            );
+        }
+        self.stats_values.clear();
+        self.stats_values
+            .resize(self.stats_pins.len() * BLOCK as usize * (STATS_COUNT + 1), 0);
+        for (i, b) in self.stats_pins.iter().enumerate() {
+            let n = BLOCK as usize * (STATS_COUNT + 1);
+            read_block(d, b, &mut self.stats_values[i * n..(i + 1) * n], STATS_COUNT + 1);
+        }
+        // A recording submitted again (same generation) since this submission had its slots
+        // reset and rewritten: its numbers are gone.
+        self.overwritten.clear();
+        for ((s, g, n), overlapped) in self.recs.iter().zip(&self.overlapped) {
+            let mut rec = s.rec.lock();
+            let over = rec.generation == *g && {
+                rec.read = rec.read.max(*n);
+                rec.submits != *n
+            };
+            self.overwritten.push(over || *overlapped);
+        }
+        let overwritten = &self.overwritten;
+        let ts = |p: Option<Pin>, values: &[u64]| -> Option<u64> {
+            let (pin, q) = p?;
+            let i = (pin as usize * BLOCK as usize + q as usize) * 2;
+            (values[i + 1] != 0).then(|| {
+                let ns = (values[i] as f64 * period) as u64;
+                match gpu_to_cpu {
+                    Some(off) => ns.saturating_add_signed(off),
+                    None => ns,
+                }
+            })
+        };
+        for s in &self.samples {
+            let over = s.recs.iter().any(|&r| overwritten[r as usize]);
+            let stats = s.stats.and_then(|(pin, q)| {
+                let w = STATS_COUNT + 1;
+                let i = (pin as usize * BLOCK as usize + q as usize) * w;
+                let v = &self.stats_values[i..i + w];
+                (v[STATS_COUNT] != 0).then(|| PipelineStats::from_array(std::array::from_fn(|k| v[k])))
+            });
+            out(SampleRecord {
+                frame,
+                scope: s.scope,
+                label: s.label,
+                cmdbuf: s.cmdbuf,
+                draw: s.draw,
+                gpu_begin_ns: if over { None } else { ts(s.begin, &self.ts_values) },
+                gpu_end_ns: if over { None } else { ts(s.end, &self.ts_values) },
+                stats: if over { None } else { stats },
+                params: s.params,
+                overwritten: over,
+            });
+        }
+        self.clear();
+    }
+}
+
+/// Reads a whole block: `width` u64 per query (values then availability), without waiting.
+fn read_block(d: &Device, b: &Block, out: &mut [u64], width: usize) {
+    // SAFETY: BLOCK queries of our pool into a buffer of BLOCK * width u64, with availability,
+    // no WAIT: unavailable queries report availability 0.
+    let _ = unsafe {
+        (d.fns.fp_v1_0().get_query_pool_results)(
+            d.handle,
+            b.pool,
+            b.first,
+            BLOCK,
+            std::mem::size_of_val(out),
+            out.as_mut_ptr().cast(),
+            (width * 8) as u64,
+            vk::QueryResultFlags::TYPE_64 | vk::QueryResultFlags::WITH_AVAILABILITY,
+        )
+    };
+}
