@@ -258,10 +258,8 @@ pub unsafe extern "system" fn create_render_pass(
     if r == vk::Result::SUCCESS {
         // SAFETY: success: ci's chain is valid and *out the new pass.
         unsafe {
-            let mv = crate::chain::find(
-                (*ci).p_next,
-                vk::StructureType::RENDER_PASS_MULTIVIEW_CREATE_INFO,
-            ) as *const vk::RenderPassMultiviewCreateInfo<'static>;
+            let mv = crate::chain::find((*ci).p_next, vk::StructureType::RENDER_PASS_MULTIVIEW_CREATE_INFO)
+                as *const vk::RenderPassMultiviewCreateInfo<'static>;
             let multiview = !mv.is_null()
                 && (*mv).subpass_count > 0
                 && std::slice::from_raw_parts((*mv).p_view_masks, (*mv).subpass_count as usize)
