@@ -2,10 +2,18 @@
 //! nothing: a private explicit manifest is written to the user's cache directory, named through
 //! `VK_ADD_LAYER_PATH` and enabled with `VK_INSTANCE_LAYERS`, then CMD replaces this process
 //! (so its exit code and signals are the app's own).
+//!
+//! GL apps: the GL shim (`libframescope_gl.so`, found like the layer) is prepended to
+//! `LD_PRELOAD` in CMD's environment. Since CMD replaces this process, nothing else framescope
+//! starts gets it; the shim leaves `LD_PRELOAD` as it is, so processes CMD itself starts are
+//! measured too when they use GL (the shim does nothing in a process that does not).
 
 use crate::locate::{self, EXPLICIT_TEMPLATE, LAYER_NAME, MANIFEST_FILE, VK_LIB};
 use std::os::unix::process::CommandExt;
 use std::process::Command;
+
+/// The GL shim, found next to the executable like the Vulkan layer.
+const GL_LIB: &str = "libframescope_gl.so";
 
 const USAGE: &str = "usage: framescope run [--dump PATH] [--config KEY=VALUE,...] [--] CMD ARGS...";
 
@@ -60,6 +68,13 @@ pub fn main(args: &[String]) -> i32 {
     c.env("VK_INSTANCE_LAYERS", prepend(LAYER_NAME, "VK_INSTANCE_LAYERS"));
     // The implicit layer, if installed, must not load a second copy.
     c.env_remove("FRAMESCOPE");
+    // GL and GLES apps: the shim, first in LD_PRELOAD. Its absence only costs GL measurements.
+    match locate::find_library(GL_LIB) {
+        Ok(gl) => {
+            c.env("LD_PRELOAD", prepend(&gl.display().to_string(), "LD_PRELOAD"));
+        }
+        Err(e) => eprintln!("framescope run: {e}; OpenGL apps will not be measured"),
+    }
     if let Some(d) = dump {
         c.env("FRAMESCOPE_DUMP", d);
     }

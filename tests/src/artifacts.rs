@@ -6,6 +6,8 @@ pub struct Artifacts {
     pub bin_dir: PathBuf,
     pub framescope: PathBuf,
     pub vk_layer: PathBuf,
+    /// The GL LD_PRELOAD shim.
+    pub gl_shim: PathBuf,
     pub testapp: PathBuf,
     pub gdpa_probe: PathBuf,
 }
@@ -22,11 +24,12 @@ impl Artifacts {
         let a = Artifacts {
             framescope: bin_dir.join("framescope"),
             vk_layer: bin_dir.join("libframescope_vk.so"),
+            gl_shim: bin_dir.join("libframescope_gl.so"),
             testapp: bin_dir.join("framescope-testapp"),
             gdpa_probe: bin_dir.join("gdpa_probe"),
             bin_dir,
         };
-        for p in [&a.framescope, &a.vk_layer, &a.testapp, &a.gdpa_probe] {
+        for p in [&a.framescope, &a.vk_layer, &a.gl_shim, &a.testapp, &a.gdpa_probe] {
             assert!(
                 p.is_file(),
                 "{} is missing: run `cargo build --workspace` first (`cargo xtask test` does)",

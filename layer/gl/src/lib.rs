@@ -1,1 +1,139 @@
-//! OpenGL LD_PRELOAD shim. Empty until the GL issue: it must export nothing yet.
+//! `libframescope_gl.so`: framescope's OpenGL/GLES shim, loaded with `LD_PRELOAD` (which
+//! `framescope run` sets).
+//!
+//! It measures frames of GLX and EGL contexts with the same frame model and dump schema as the
+//! Vulkan layer (`api: opengl` / `opengles`): CPU frame time at each swap, GPU time from
+//! `GL_TIMESTAMP` pairs read back frames later without stalling, and draw counts for draw
+//! entry points the app looked up through us. See `frames` for the protocol.
+//!
+//! How it gets in: the exported swap / make-current / destroy / `*GetProcAddress*` symbols
+//! interpose on apps that import them; the exported `dlsym`/`dlvsym` catch apps that
+//! `dlopen` libGL/libEGL themselves (glmark2, SDL, glad-style loaders), and the
+//! `GetProcAddress` hooks catch loaders that go through those. Every exported function is a
+//! thin wrapper; the addresses handed to the app are those of the internal functions in
+//! `hooks` (an exported symbol's address taken inside the library would resolve to the first
+//! definition in the process, possibly libGL's own).
+//!
+//! Nothing happens at load time: no constructor, no config read, no thread. All work starts
+//! at the first GL call we see. Contexts whose `GL_RENDERER` is Zink are left alone (the
+//! Vulkan layer measures them). No `vk*` symbol is exported. `LD_PRELOAD` is left as it is in
+//! the app's environment, so child processes the app starts are measured too when they use GL.
+#![allow(clippy::missing_safety_doc)]
+#![deny(unsafe_op_in_unsafe_fn)]
+
+mod dl;
+mod draws;
+mod fault;
+mod frames;
+mod gl;
+mod guard;
+mod hooks;
+mod hud;
+mod log;
+mod settings;
+
+use libc::{c_char, c_int, c_ulong, c_void};
+
+#[no_mangle]
+pub unsafe extern "C" fn glXSwapBuffers(dpy: *mut c_void, drawable: c_ulong) {
+    // SAFETY: forwarded unchanged to the hook, which forwards to the real function.
+    unsafe { hooks::glx_swap_buffers(dpy, drawable) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn glXSwapBuffersMscOML(
+    dpy: *mut c_void,
+    drawable: c_ulong,
+    target_msc: i64,
+    divisor: i64,
+    remainder: i64,
+) -> i64 {
+    // SAFETY: forwarded unchanged.
+    unsafe { hooks::glx_swap_buffers_msc_oml(dpy, drawable, target_msc, divisor, remainder) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn eglSwapBuffers(dpy: *mut c_void, surface: *mut c_void) -> u32 {
+    // SAFETY: forwarded unchanged.
+    unsafe { hooks::egl_swap_buffers(dpy, surface) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn eglSwapBuffersWithDamageEXT(
+    dpy: *mut c_void,
+    surface: *mut c_void,
+    rects: *const i32,
+    n: i32,
+) -> u32 {
+    // SAFETY: forwarded unchanged.
+    unsafe { hooks::egl_swap_buffers_with_damage_ext(dpy, surface, rects, n) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn eglSwapBuffersWithDamageKHR(
+    dpy: *mut c_void,
+    surface: *mut c_void,
+    rects: *const i32,
+    n: i32,
+) -> u32 {
+    // SAFETY: forwarded unchanged.
+    unsafe { hooks::egl_swap_buffers_with_damage_khr(dpy, surface, rects, n) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn glXGetProcAddress(name: *const c_char) -> *mut c_void {
+    // SAFETY: forwarded unchanged.
+    unsafe { hooks::glx_get_proc_address(name) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn glXGetProcAddressARB(name: *const c_char) -> *mut c_void {
+    // SAFETY: forwarded unchanged.
+    unsafe { hooks::glx_get_proc_address_arb(name) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn eglGetProcAddress(name: *const c_char) -> *mut c_void {
+    // SAFETY: forwarded unchanged.
+    unsafe { hooks::egl_get_proc_address(name) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn glXMakeCurrent(dpy: *mut c_void, drawable: c_ulong, ctx: *mut c_void) -> c_int {
+    // SAFETY: forwarded unchanged.
+    unsafe { hooks::glx_make_current(dpy, drawable, ctx) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn glXMakeContextCurrent(
+    dpy: *mut c_void,
+    draw: c_ulong,
+    read: c_ulong,
+    ctx: *mut c_void,
+) -> c_int {
+    // SAFETY: forwarded unchanged.
+    unsafe { hooks::glx_make_context_current(dpy, draw, read, ctx) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn eglMakeCurrent(
+    dpy: *mut c_void,
+    draw: *mut c_void,
+    read: *mut c_void,
+    ctx: *mut c_void,
+) -> u32 {
+    // SAFETY: forwarded unchanged.
+    unsafe { hooks::egl_make_current(dpy, draw, read, ctx) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn glXDestroyContext(dpy: *mut c_void, ctx: *mut c_void) {
+    // SAFETY: forwarded unchanged.
+    unsafe { hooks::glx_destroy_context(dpy, ctx) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn eglDestroyContext(dpy: *mut c_void, ctx: *mut c_void) -> u32 {
+    // SAFETY: forwarded unchanged.
+    unsafe { hooks::egl_destroy_context(dpy, ctx) }
+}

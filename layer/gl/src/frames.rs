@@ -1,0 +1,512 @@
+//! Per-context frame state and the frame protocol at swap time.
+//!
+//! A frame of a context runs from the end of one swap to the end of the next (the first one
+//! from the make-current that first bound the context). For each frame the shim writes two
+//! `GL_TIMESTAMP`s with `glQueryCounter`: one right after the previous swap returned (the
+//! frame's begin) and one just before the real swap (its end). The pair goes into a ring of
+//! [`RING`] slots and is read frames later, oldest first, only once
+//! `GL_QUERY_RESULT_AVAILABLE` says so: never a wait, never `glFinish`. The frame's GPU time
+//! (`gpu_busy_ns` = `gpu_span_ns`) is end − begin: the GPU time between the frame's first and
+//! last command, idle gaps inside the frame included.
+//!
+//! Frames go through `framescope_core`'s [`FrameAssembler`]: `on_submit` once per frame whose
+//! pair was written, `on_submission_retired` when the pair is read, `close_frame` at swap.
+//!
+//! One frame stream (assembler and dump) per process, fed by every measured context: the frame
+//! index counts swaps in the process. Apps recreate contexts (glmark2 makes one per scene,
+//! games on a mode change), so the stream outlives them: destroying a context reads what it
+//! has ready, frees its queries and, when it was the last live context, emits every pending
+//! frame; the summary is written at process exit. Per-context state (queries, GL entry points)
+//! is keyed by (window system, context handle) and freed at context destruction.
+
+use crate::gl::{GlFns, GlInfo};
+use crate::{draws, hooks, hud, log, settings};
+use framescope_core::assembly::{AssemblerOptions, FrameAssembler};
+use framescope_core::clock::monotonic_now_ns;
+use framescope_core::dump::{Api, DeviceInfo, DumpWriter, Header, Unavailable};
+use framescope_core::frame::{FrameCounts, FrameEnd, FrameRecord, GpuMissing};
+use parking_lot::Mutex;
+use std::time::Duration;
+
+/// Window-system API a context belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WinSys {
+    Glx,
+    Egl,
+}
+
+impl WinSys {
+    fn name(self) -> &'static str {
+        match self {
+            WinSys::Glx => "glx",
+            WinSys::Egl => "egl",
+        }
+    }
+}
+
+/// Timestamp pairs in flight per context. Equal to the assembler's frame timeout, so a slot is
+/// only reused for a frame the assembler has already given up on.
+pub const RING: usize = 32;
+
+/// How often the GPU-to-CPU clock offset is re-measured.
+const CALIBRATION_INTERVAL_NS: u64 = 1_000_000_000;
+
+#[derive(Clone, Copy, Default)]
+struct Pair {
+    begin: u32,
+    end: u32,
+    frame: u64,
+}
+
+/// Measurement state of one context.
+struct Ctx {
+    ws: WinSys,
+    key: usize,
+    /// Not measured (Zink, or GL could not be loaded): swaps pass through untouched.
+    skip: bool,
+    gl: Option<GlFns>,
+    info: GlInfo,
+    timing: bool,
+    query_buffer: bool,
+    /// Query names: `ring[i].begin`/`.end` are fixed per slot; `frame` is set per use.
+    ring: [Pair; RING],
+    /// Oldest pair written and not yet read.
+    head: usize,
+    /// Pairs written and not yet read.
+    len: usize,
+    /// Slot whose begin timestamp was written for the open frame (always `(head + len) % RING`).
+    open_begin: Option<usize>,
+    next_calibration_ns: u64,
+    /// Pairs abandoned because the ring was full (the GPU was more than RING frames behind).
+    abandoned: u64,
+    frames: u64,
+}
+
+/// The process's frame stream.
+struct Stream {
+    /// Created with the first measured context (its timer support decides `gpu_timing`).
+    assembler: Option<FrameAssembler>,
+    dump: Option<DumpWriter>,
+    dump_checked: bool,
+    /// The last frame the assembler emitted (complete with GPU time), for the HUD.
+    last_emitted: Option<FrameRecord>,
+}
+
+struct State {
+    contexts: Vec<Ctx>,
+    stream: Stream,
+}
+
+static STATE: Mutex<State> = Mutex::new(State {
+    contexts: Vec::new(),
+    stream: Stream {
+        assembler: None,
+        dump: None,
+        dump_checked: false,
+        last_emitted: None,
+    },
+});
+
+/// What `before_swap` hands to `after_swap`.
+pub struct SwapToken {
+    ws: WinSys,
+    key: usize,
+}
+
+/// The stream's assembler, created on first use (`timing`: the first context's timer support).
+fn assembler_of(slot: &mut Option<FrameAssembler>, timing: bool) -> &mut FrameAssembler {
+    slot.get_or_insert_with(|| {
+        FrameAssembler::new(AssemblerOptions {
+            timeout_frames: RING as u64,
+            gpu_timing: timing,
+            ..AssemblerOptions::default()
+        })
+    })
+}
+
+impl Stream {
+    fn emit(dump: &Option<DumpWriter>, last: &mut Option<FrameRecord>, r: FrameRecord) {
+        if let Some(w) = dump {
+            w.push(r);
+        }
+        *last = Some(r);
+    }
+
+    fn poll(&mut self, now_ns: u64) {
+        let (dump, last) = (&self.dump, &mut self.last_emitted);
+        if let Some(a) = self.assembler.as_mut() {
+            a.poll(now_ns, |r| Self::emit(dump, last, r));
+        }
+    }
+
+    /// Emits every closed frame now (results still missing: `Timeout`).
+    fn flush(&mut self) {
+        let (dump, last) = (&self.dump, &mut self.last_emitted);
+        if let Some(a) = self.assembler.as_mut() {
+            a.flush(GpuMissing::Timeout, |r| Self::emit(dump, last, r));
+        }
+    }
+
+    /// Starts the dump when the first measured context appears, if one is configured.
+    fn ensure_dump(&mut self, first: &Ctx) {
+        if self.dump_checked {
+            return;
+        }
+        self.dump_checked = true;
+        let cfg = settings::get();
+        self.dump = DumpWriter::from_config(cfg, first.header());
+        if let Some(w) = &self.dump {
+            w.finish_at_exit();
+            // Registered after the writer's own hook, so it runs first (atexit is LIFO) and the
+            // frames still in the assembler reach the file before the summary.
+            register_exit_flush();
+        }
+    }
+}
+
+impl Ctx {
+    /// Sets up a context that is current on the calling thread.
+    fn new(ws: WinSys, key: usize) -> Ctx {
+        let cfg = settings::get();
+        let mut c = Ctx {
+            ws,
+            key,
+            skip: true,
+            gl: None,
+            info: GlInfo::default(),
+            timing: false,
+            query_buffer: false,
+            ring: [Pair::default(); RING],
+            head: 0,
+            len: 0,
+            open_begin: None,
+            next_calibration_ns: 0,
+            abandoned: 0,
+            frames: 0,
+        };
+        let Some(mut gl) = GlFns::load_basic(ws) else {
+            log::error(format_args!(
+                "cannot load glGetString for a {} context; not measuring it",
+                ws.name()
+            ));
+            return c;
+        };
+        c.info = gl.info();
+        if c.info.is_zink() {
+            log::debug(format_args!(
+                "{} context on '{}' is Zink: left to the Vulkan layer",
+                ws.name(),
+                c.info.renderer
+            ));
+            return c;
+        }
+        gl.load_rest(ws, &c.info);
+        c.timing = gl.supports_timestamps(&c.info);
+        c.query_buffer = c.timing && gl.has_query_buffer(&c.info);
+        if c.timing {
+            let mut names = [0u32; 2 * RING];
+            gl.gen_queries(&mut names);
+            if names.contains(&0) {
+                c.timing = false;
+            } else {
+                for (i, p) in c.ring.iter_mut().enumerate() {
+                    p.begin = names[2 * i];
+                    p.end = names[2 * i + 1];
+                }
+            }
+        }
+        c.skip = false;
+        c.gl = Some(gl);
+        log::debug(format_args!(
+            "measuring {} context on '{}' ({}), GPU timing {}, hud {}",
+            ws.name(),
+            c.info.renderer,
+            c.info.version,
+            if c.timing { "on" } else { "off" },
+            if cfg.hud { "on" } else { "off" },
+        ));
+        c
+    }
+
+    fn api(&self) -> Api {
+        if self.info.es {
+            Api::OpenGLES
+        } else {
+            Api::OpenGL
+        }
+    }
+
+    /// Writes the begin timestamp of the open frame into the next ring slot.
+    fn begin_frame(&mut self) {
+        let Some(gl) = &self.gl else { return };
+        if !self.timing || self.open_begin.is_some() {
+            return;
+        }
+        if self.len == RING {
+            // The GPU is RING frames behind: the assembler has already timed the oldest frame
+            // out, so its pair is abandoned rather than waited for.
+            self.head = (self.head + 1) % RING;
+            self.len -= 1;
+            self.abandoned += 1;
+        }
+        let slot = (self.head + self.len) % RING;
+        gl.timestamp(self.ring[slot].begin);
+        self.open_begin = Some(slot);
+    }
+
+    /// Ends the open frame's GPU part: writes its end timestamp and registers the pair.
+    fn end_frame(&mut self, assembler: &mut FrameAssembler) {
+        let Some(gl) = &self.gl else { return };
+        match self.open_begin.take() {
+            Some(slot) => {
+                gl.timestamp(self.ring[slot].end);
+                self.ring[slot].frame = assembler.on_submit();
+                self.len += 1;
+            }
+            // A context without timer queries in a stream that has them: say so per frame.
+            None if !self.timing => {
+                let f = assembler.on_submit();
+                assembler.on_submission_retired(f, None);
+            }
+            // Ring slot not written (the context was set up at this swap): no pair.
+            None => {}
+        }
+    }
+
+    /// Reads every pair whose results are available, oldest first; stops at the first one that
+    /// is not (so nothing ever waits).
+    fn read_available(&mut self, assembler: &mut FrameAssembler) {
+        let Some(gl) = &self.gl else { return };
+        if self.len == 0 {
+            return;
+        }
+        // A buffer bound to GL_QUERY_BUFFER would turn the reads into buffer writes.
+        let saved = if self.query_buffer {
+            gl.query_buffer_binding()
+        } else {
+            0
+        };
+        if saved != 0 {
+            gl.bind_query_buffer(0);
+        }
+        while self.len > 0 {
+            let p = self.ring[self.head];
+            if !(gl.available(p.end) && gl.available(p.begin)) {
+                break;
+            }
+            let (b, e) = (gl.result(p.begin), gl.result(p.end));
+            assembler.on_submission_retired(p.frame, Some((b, e.max(b))));
+            self.head = (self.head + 1) % RING;
+            self.len -= 1;
+        }
+        if saved != 0 {
+            gl.bind_query_buffer(saved);
+        }
+    }
+
+    /// Maps GPU timestamps onto CLOCK_MONOTONIC from `glGetInteger64v(GL_TIMESTAMP)`.
+    fn calibrate(&mut self, now_ns: u64, assembler: &mut FrameAssembler) {
+        if !self.timing || now_ns < self.next_calibration_ns {
+            return;
+        }
+        self.next_calibration_ns = now_ns + CALIBRATION_INTERVAL_NS;
+        let Some(gl) = &self.gl else { return };
+        if let Some(gpu) = gl.gpu_now() {
+            let cpu = (now_ns as i64 + monotonic_now_ns() as i64) / 2;
+            assembler.set_calibration(Some(cpu - gpu));
+        }
+    }
+
+    fn header(&self) -> Header {
+        let mut h = Header::new(self.api());
+        let mut extra = serde_json::Map::new();
+        extra.insert("window_system".into(), self.ws.name().into());
+        extra.insert("gl_version".into(), self.info.version.clone().into());
+        h.device = Some(DeviceInfo {
+            name: self.info.renderer.clone(),
+            vendor_id: 0,
+            device_id: 0,
+            driver_name: Some(self.info.vendor.clone()),
+            driver_info: Some(self.info.version.clone()),
+            driver_version_raw: self.info.mesa_version_raw(),
+            api_version_raw: (self.info.major.min(127) << 22) | (self.info.minor.min(1023) << 12),
+            extra,
+        });
+        // GL timestamps are in nanoseconds.
+        h.timestamp_period = self.timing.then_some(1.0);
+        if !self.timing {
+            h.unavailable.push(Unavailable {
+                source: "gl_timer_query".into(),
+                reason: "the context has no GL_TIMESTAMP queries (GL 3.3, GL_ARB_timer_query or GL_EXT_disjoint_timer_query)".into(),
+            });
+        }
+        h.unavailable.push(Unavailable {
+            source: "gl_pipeline_statistics".into(),
+            reason: "not collected by the GL shim yet".into(),
+        });
+        h.extra.insert(
+            "gl_draw_counting".into(),
+            "draws through entry points the app looked up (GetProcAddress/dlsym); direct imports are not counted"
+                .into(),
+        );
+        h
+    }
+}
+
+fn position(list: &[Ctx], ws: WinSys, key: usize) -> Option<usize> {
+    list.iter().position(|c| c.ws == ws && c.key == key)
+}
+
+/// Index of context `key`'s state, created (GL set up, first frame begun) on first sight.
+/// The context must be current on the calling thread.
+fn find_or_create(st: &mut State, ws: WinSys, key: usize) -> usize {
+    if let Some(i) = position(&st.contexts, ws, key) {
+        return i;
+    }
+    let mut c = Ctx::new(ws, key);
+    if !c.skip {
+        // Before the first frame's timestamp, so that frame is inside the dump's window.
+        st.stream.ensure_dump(&c);
+        let a = assembler_of(&mut st.stream.assembler, c.timing);
+        c.calibrate(monotonic_now_ns(), a);
+        c.begin_frame();
+    }
+    st.contexts.push(c);
+    st.contexts.len() - 1
+}
+
+/// Before the real swap: ends the open frame of the current context.
+pub fn before_swap(ws: WinSys) -> Option<SwapToken> {
+    crate::fault::maybe_panic(crate::fault::Point::Swap);
+    let key = hooks::current_context(ws);
+    if key == 0 {
+        return None;
+    }
+    let now = monotonic_now_ns();
+    let counts = FrameCounts {
+        draws: draws::take(),
+        ..FrameCounts::default()
+    };
+    let mut guard = STATE.lock();
+    let st = &mut *guard;
+    let i = find_or_create(st, ws, key);
+    let c = &mut st.contexts[i];
+    if c.skip {
+        return None;
+    }
+    let stream = &mut st.stream;
+    let a = assembler_of(&mut stream.assembler, c.timing);
+    c.end_frame(a);
+    c.frames += 1;
+    let record = FrameRecord {
+        end: FrameEnd::Present,
+        t_ns: now,
+        counts,
+        ..FrameRecord::default()
+    };
+    let (dump, last) = (&stream.dump, &mut stream.last_emitted);
+    let frame = a.close_frame(record, |r| Stream::emit(dump, last, r));
+    if settings::get().hud {
+        hud::before_swap(&hud::SwapInfo {
+            api: c.api(),
+            context: key,
+            frame,
+            record: &record,
+            last_complete: stream.last_emitted.as_ref(),
+        });
+    }
+    Some(SwapToken { ws, key })
+}
+
+/// After the real swap: reads finished timestamps and starts the next frame.
+pub fn after_swap(t: SwapToken) {
+    let mut guard = STATE.lock();
+    let st = &mut *guard;
+    let Some(i) = position(&st.contexts, t.ws, t.key) else {
+        return;
+    };
+    let c = &mut st.contexts[i];
+    let now = monotonic_now_ns();
+    let a = assembler_of(&mut st.stream.assembler, c.timing);
+    c.read_available(a);
+    c.calibrate(now, a);
+    c.begin_frame();
+    st.stream.poll(now);
+}
+
+/// After a successful make-current: sets the context up on first sight.
+pub fn on_make_current(ws: WinSys, key: usize) {
+    if key == 0 {
+        return;
+    }
+    find_or_create(&mut STATE.lock(), ws, key);
+}
+
+/// Before the real destroy: reads what the context has ready, frees its state and, when no
+/// measured context is left, emits every pending frame.
+pub fn on_destroy(ws: WinSys, key: usize) {
+    if key == 0 {
+        return;
+    }
+    let mut guard = STATE.lock();
+    let st = &mut *guard;
+    let Some(i) = position(&st.contexts, ws, key) else {
+        return;
+    };
+    let mut c = st.contexts.swap_remove(i);
+    if c.skip {
+        return;
+    }
+    if hooks::current_context(ws) == key {
+        // Current here: collect what is ready and free the query names.
+        let a = assembler_of(&mut st.stream.assembler, c.timing);
+        c.read_available(a);
+        if let (Some(gl), true) = (&c.gl, c.timing) {
+            let names: Vec<u32> = c.ring.iter().flat_map(|p| [p.begin, p.end]).collect();
+            gl.delete_queries(&names);
+        }
+    }
+    // Contexts that never swapped (probes, glmark2 --validate) are not worth an info line.
+    let line = if c.frames > 0 { log::info } else { log::debug };
+    line(format_args!(
+        "{} context on '{}' destroyed after {} frames (GPU timing {}, {} timestamp pairs abandoned)",
+        ws.name(),
+        c.info.renderer,
+        c.frames,
+        if c.timing { "on" } else { "off" },
+        c.abandoned,
+    ));
+    if st.contexts.iter().all(|c| c.skip) {
+        st.stream.flush();
+    } else {
+        st.stream.poll(monotonic_now_ns());
+    }
+}
+
+fn register_exit_flush() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: `exit_flush` is an `extern "C" fn()` that never unwinds and only touches
+        // 'static data.
+        let rc = unsafe { libc::atexit(exit_flush) };
+        if rc != 0 {
+            log::error(format_args!(
+                "cannot register the exit hook; frames still in flight at exit are lost"
+            ));
+        }
+    });
+}
+
+/// At process exit: emits the pending frames (without GL calls: the contexts may be gone) and
+/// writes the summary.
+extern "C" fn exit_flush() {
+    let _ = std::panic::catch_unwind(|| {
+        // Another thread may be inside a swap hook; do not wait for it forever.
+        if let Some(mut st) = STATE.try_lock_for(Duration::from_millis(200)) {
+            st.stream.flush();
+            if let Some(w) = st.stream.dump.take() {
+                w.finish();
+            }
+        }
+    });
+}

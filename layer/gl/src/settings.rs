@@ -1,0 +1,17 @@
+//! Process-wide configuration, read once on first GL use; config errors are printed once.
+
+use framescope_core::config::{Config, LogLevel};
+use std::sync::OnceLock;
+
+pub fn get() -> &'static Config {
+    static CONFIG: OnceLock<Config> = OnceLock::new();
+    CONFIG.get_or_init(|| {
+        let c = Config::load_and_report();
+        crate::log::set_level(match c.log {
+            LogLevel::Quiet => crate::log::QUIET,
+            LogLevel::Info => crate::log::INFO,
+            LogLevel::Debug => crate::log::DEBUG,
+        });
+        c
+    })
+}
