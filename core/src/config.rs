@@ -61,6 +61,43 @@ impl LogLevel {
     }
 }
 
+/// Where the HUD sits: a corner, or a pixel offset of its top-left corner (`x,y` or `x:y`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HudPosition {
+    TopLeft,
+    TopRight,
+    BottomLeft,
+    BottomRight,
+    At(u32, u32),
+}
+
+impl HudPosition {
+    /// The corner names, in the order of [`HudPosition::CORNERS`].
+    pub const NAMES: &'static [&'static str] = &["top-left", "top-right", "bottom-left", "bottom-right"];
+    pub const CORNERS: [HudPosition; 4] = [
+        HudPosition::TopLeft,
+        HudPosition::TopRight,
+        HudPosition::BottomLeft,
+        HudPosition::BottomRight,
+    ];
+
+    fn parse(raw: &str) -> Option<HudPosition> {
+        if let Some(i) = Self::NAMES.iter().position(|n| *n == raw) {
+            return Some(Self::CORNERS[i]);
+        }
+        let (x, y) = raw.split_once([',', ':'])?;
+        Some(HudPosition::At(x.trim().parse().ok()?, y.trim().parse().ok()?))
+    }
+
+    /// The config spelling of this value.
+    pub fn to_config_string(self) -> String {
+        match self {
+            HudPosition::At(x, y) => format!("{x},{y}"),
+            corner => Self::NAMES[Self::CORNERS.iter().position(|c| *c == corner).unwrap_or(0)].to_string(),
+        }
+    }
+}
+
 /// The configuration in effect. `Default` is built from the defaults in [`KEYS`].
 #[derive(Clone, Debug, PartialEq)]
 pub struct Config {
@@ -72,6 +109,34 @@ pub struct Config {
     pub dump_duration: Option<f64>,
     /// Show the HUD.
     pub hud: bool,
+    // --- HUD options (issue 4) ---
+    /// Milliseconds between re-renders of the HUD's content (it is composited every frame).
+    pub hud_refresh_ms: u64,
+    pub hud_position: HudPosition,
+    /// Size multiplier for everything in the HUD.
+    pub hud_scale: f64,
+    /// Font height in pixels before `hud_scale`.
+    pub hud_font_size: f64,
+    /// Opacity of the HUD's background, 0 to 1.
+    pub hud_alpha: f64,
+    /// Frames shown in the HUD's graphs.
+    pub hud_history: u64,
+    /// Key combination that shows/hides the HUD (X11 keysym names joined by `+`).
+    pub hud_toggle_key: String,
+    pub hud_fps: bool,
+    pub hud_frame_time: bool,
+    pub hud_frame_graph: bool,
+    pub hud_gpu: bool,
+    pub hud_gpu_graph: bool,
+    pub hud_counts: bool,
+    pub hud_device: bool,
+    pub hud_swapchain: bool,
+    pub hud_counters: bool,
+    /// Save the presented image (with the HUD) of this frame index as PNG.
+    pub screenshot: Option<u64>,
+    /// Path template of that PNG.
+    pub screenshot_path: String,
+    // --- end HUD options ---
     /// Per-draw GPU sample granularity (used by a later issue).
     pub samples: Samples,
     /// framescope's own stderr verbosity.
@@ -91,6 +156,18 @@ pub enum ValueType {
     Bool,
     /// One of the listed names.
     Choice(&'static [&'static str]),
+    /// An integer in `[min, max]`.
+    UInt { min: u64, max: u64 },
+    /// A finite number in `[min, max]`.
+    Float { min: f64, max: f64 },
+    /// A HUD corner or pixel offset.
+    Position,
+    /// X11 keysym names joined by `+`, e.g. `Shift_R+F12`.
+    KeyCombo,
+    /// A frame index, or `none`.
+    FrameOrNone,
+    /// An image path template (`%p`, `%n`, `%t` as for dumps, plus `%N` the frame index).
+    ImagePath,
 }
 
 impl ValueType {
@@ -102,6 +179,15 @@ impl ValueType {
             ValueType::SecondsPositiveOrUnlimited => "seconds > 0, e.g. 60, or unlimited".into(),
             ValueType::Bool => "0 or 1".into(),
             ValueType::Choice(names) => format!("one of {}", names.join("|")),
+            ValueType::UInt { min, max } => format!("an integer from {min} to {max}"),
+            ValueType::Float { min, max } => format!("a number from {min} to {max}"),
+            ValueType::Position => format!(
+                "{} or x,y in pixels (x:y inside FRAMESCOPE_CONFIG)",
+                HudPosition::NAMES.join("|")
+            ),
+            ValueType::KeyCombo => "X11 key names joined by +, e.g. Shift_R+F12".into(),
+            ValueType::FrameOrNone => "a frame index (0 is the first frame) or none".into(),
+            ValueType::ImagePath => "a path (%p pid, %n exe name, %N frame, %t start time, %% %)".into(),
         }
     }
 
@@ -127,6 +213,28 @@ impl ValueType {
                 _ => None,
             },
             ValueType::Choice(names) => names.iter().position(|n| *n == raw).map(Value::Choice),
+            ValueType::UInt { min, max } => raw
+                .parse::<u64>()
+                .ok()
+                .filter(|v| (min..=max).contains(v))
+                .map(Value::UInt),
+            ValueType::Float { min, max } => raw
+                .parse::<f64>()
+                .ok()
+                .filter(|v| v.is_finite() && (min..=max).contains(v))
+                .map(Value::Float),
+            ValueType::Position => HudPosition::parse(raw).map(Value::Position),
+            ValueType::KeyCombo => {
+                let ok = raw
+                    .split('+')
+                    .all(|k| !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'));
+                ok.then(|| Value::Text(raw.to_string()))
+            }
+            ValueType::FrameOrNone => match raw {
+                "none" | "" => Some(Value::Frame(None)),
+                n => n.parse::<u64>().ok().map(|f| Value::Frame(Some(f))),
+            },
+            ValueType::ImagePath => (!raw.is_empty()).then(|| Value::Text(raw.to_string())),
         }
     }
 }
@@ -143,6 +251,11 @@ pub enum Value {
     Bool(bool),
     /// Index into the key's [`ValueType::Choice`] list.
     Choice(usize),
+    UInt(u64),
+    Float(f64),
+    Position(HudPosition),
+    Text(String),
+    Frame(Option<u64>),
 }
 
 /// One configuration key: the single source of truth for its name, type, default and doc.
@@ -191,6 +304,152 @@ pub static KEYS: &[KeySpec] = &[
         set: |c, v| if let Value::Bool(b) = v { c.hud = b },
         get: |c| json!(c.hud),
     },
+    // --- HUD keys (issue 4) ---
+    KeySpec {
+        name: "hud_refresh_ms",
+        ty: ValueType::UInt { min: 10, max: 10_000 },
+        default: "250",
+        doc: "milliseconds between re-renders of the HUD's content; it is composited every frame from a cached image",
+        set: |c, v| if let Value::UInt(n) = v { c.hud_refresh_ms = n },
+        get: |c| json!(c.hud_refresh_ms),
+    },
+    KeySpec {
+        name: "hud_position",
+        ty: ValueType::Position,
+        default: "top-left",
+        doc: "HUD corner, or the pixel offset of its top-left corner",
+        set: |c, v| if let Value::Position(p) = v { c.hud_position = p },
+        get: |c| json!(c.hud_position.to_config_string()),
+    },
+    KeySpec {
+        name: "hud_scale",
+        ty: ValueType::Float { min: 0.25, max: 8.0 },
+        default: "1",
+        doc: "size multiplier for the whole HUD (font, spacing, graphs)",
+        set: |c, v| if let Value::Float(f) = v { c.hud_scale = f },
+        get: |c| json!(c.hud_scale),
+    },
+    KeySpec {
+        name: "hud_font_size",
+        ty: ValueType::Float { min: 6.0, max: 64.0 },
+        default: "13",
+        doc: "font height in pixels before hud_scale (13 is the built-in font's native size)",
+        set: |c, v| if let Value::Float(f) = v { c.hud_font_size = f },
+        get: |c| json!(c.hud_font_size),
+    },
+    KeySpec {
+        name: "hud_alpha",
+        ty: ValueType::Float { min: 0.0, max: 1.0 },
+        default: "0.6",
+        doc: "opacity of the HUD's background (text and graphs stay opaque)",
+        set: |c, v| if let Value::Float(f) = v { c.hud_alpha = f },
+        get: |c| json!(c.hud_alpha),
+    },
+    KeySpec {
+        name: "hud_history",
+        ty: ValueType::UInt { min: 2, max: 256 },
+        default: "120",
+        doc: "frames shown in the HUD's frame-time and GPU graphs",
+        set: |c, v| if let Value::UInt(n) = v { c.hud_history = n },
+        get: |c| json!(c.hud_history),
+    },
+    KeySpec {
+        name: "hud_toggle_key",
+        ty: ValueType::KeyCombo,
+        default: "Shift_R+F12",
+        doc: "keys that show/hide the HUD, read from X11 (XQueryKeymap) without taking input from the app",
+        set: |c, v| if let Value::Text(t) = v { c.hud_toggle_key = t },
+        get: |c| json!(c.hud_toggle_key),
+    },
+    KeySpec {
+        name: "hud_fps",
+        ty: ValueType::Bool,
+        default: "1",
+        doc: "HUD line: frames per second over the last second",
+        set: |c, v| if let Value::Bool(b) = v { c.hud_fps = b },
+        get: |c| json!(c.hud_fps),
+    },
+    KeySpec {
+        name: "hud_frame_time",
+        ty: ValueType::Bool,
+        default: "1",
+        doc: "HUD line: mean present-to-present time (ms)",
+        set: |c, v| if let Value::Bool(b) = v { c.hud_frame_time = b },
+        get: |c| json!(c.hud_frame_time),
+    },
+    KeySpec {
+        name: "hud_frame_graph",
+        ty: ValueType::Bool,
+        default: "1",
+        doc: "HUD graph: present-to-present time of the last hud_history frames",
+        set: |c, v| if let Value::Bool(b) = v { c.hud_frame_graph = b },
+        get: |c| json!(c.hud_frame_graph),
+    },
+    KeySpec {
+        name: "hud_gpu",
+        ty: ValueType::Bool,
+        default: "1",
+        doc: "HUD line: GPU busy time per frame (ms)",
+        set: |c, v| if let Value::Bool(b) = v { c.hud_gpu = b },
+        get: |c| json!(c.hud_gpu),
+    },
+    KeySpec {
+        name: "hud_gpu_graph",
+        ty: ValueType::Bool,
+        default: "1",
+        doc: "HUD graph: GPU busy time of the last hud_history frames",
+        set: |c, v| if let Value::Bool(b) = v { c.hud_gpu_graph = b },
+        get: |c| json!(c.hud_gpu_graph),
+    },
+    KeySpec {
+        name: "hud_counts",
+        ty: ValueType::Bool,
+        default: "1",
+        doc: "HUD line: submits, draws and dispatches per frame",
+        set: |c, v| if let Value::Bool(b) = v { c.hud_counts = b },
+        get: |c| json!(c.hud_counts),
+    },
+    KeySpec {
+        name: "hud_device",
+        ty: ValueType::Bool,
+        default: "1",
+        doc: "HUD line: device and driver name",
+        set: |c, v| if let Value::Bool(b) = v { c.hud_device = b },
+        get: |c| json!(c.hud_device),
+    },
+    KeySpec {
+        name: "hud_swapchain",
+        ty: ValueType::Bool,
+        default: "1",
+        doc: "HUD line: resolution, format and present mode of the swapchain",
+        set: |c, v| if let Value::Bool(b) = v { c.hud_swapchain = b },
+        get: |c| json!(c.hud_swapchain),
+    },
+    KeySpec {
+        name: "hud_counters",
+        ty: ValueType::Bool,
+        default: "1",
+        doc: "HUD lines: the newest value of every counter the collectors report, by name",
+        set: |c, v| if let Value::Bool(b) = v { c.hud_counters = b },
+        get: |c| json!(c.hud_counters),
+    },
+    KeySpec {
+        name: "screenshot",
+        ty: ValueType::FrameOrNone,
+        default: "none",
+        doc: "save the presented image (with the HUD) of this frame as PNG (Vulkan swapchains)",
+        set: |c, v| if let Value::Frame(f) = v { c.screenshot = f },
+        get: |c| json!(c.screenshot),
+    },
+    KeySpec {
+        name: "screenshot_path",
+        ty: ValueType::ImagePath,
+        default: "framescope-%p-frame%N.png",
+        doc: "where screenshot= writes; relative paths are relative to the app's working directory; a second swapchain presented in the same frame gets `-1`, `-2`, ... before the extension",
+        set: |c, v| if let Value::Text(t) = v { c.screenshot_path = t },
+        get: |c| json!(c.screenshot_path),
+    },
+    // --- end HUD keys ---
     KeySpec {
         name: "samples",
         ty: ValueType::Choice(Samples::NAMES),
@@ -332,6 +591,24 @@ impl Default for Config {
             dump_start: 0.0,
             dump_duration: None,
             hud: false,
+            hud_refresh_ms: 0,
+            hud_position: HudPosition::TopLeft,
+            hud_scale: 0.0,
+            hud_font_size: 0.0,
+            hud_alpha: 0.0,
+            hud_history: 0,
+            hud_toggle_key: String::new(),
+            hud_fps: false,
+            hud_frame_time: false,
+            hud_frame_graph: false,
+            hud_gpu: false,
+            hud_gpu_graph: false,
+            hud_counts: false,
+            hud_device: false,
+            hud_swapchain: false,
+            hud_counters: false,
+            screenshot: None,
+            screenshot_path: String::new(),
             samples: Samples::Off,
             log: LogLevel::Quiet,
         };
@@ -503,7 +780,79 @@ mod tests {
         assert_eq!(c.samples, Samples::Renderpass);
         assert_eq!(c.log, LogLevel::Info);
         let names: Vec<&str> = KEYS.iter().map(|k| k.name).collect();
-        assert_eq!(names, ["dump", "dump_start", "dump_duration", "hud", "samples", "log"]);
+        let hud_keys = [
+            "hud_refresh_ms",
+            "hud_position",
+            "hud_scale",
+            "hud_font_size",
+            "hud_alpha",
+            "hud_history",
+            "hud_toggle_key",
+            "hud_fps",
+            "hud_frame_time",
+            "hud_frame_graph",
+            "hud_gpu",
+            "hud_gpu_graph",
+            "hud_counts",
+            "hud_device",
+            "hud_swapchain",
+            "hud_counters",
+            "screenshot",
+            "screenshot_path",
+        ];
+        let mut expected = vec!["dump", "dump_start", "dump_duration", "hud"];
+        expected.extend(hud_keys);
+        expected.extend(["samples", "log"]);
+        assert_eq!(names, expected);
+        assert_eq!(c.hud_refresh_ms, 250);
+        assert_eq!(c.hud_position, HudPosition::TopLeft);
+        assert_eq!((c.hud_scale, c.hud_font_size, c.hud_alpha), (1.0, 13.0, 0.6));
+        assert_eq!(c.hud_history, 120);
+        assert_eq!(c.hud_toggle_key, "Shift_R+F12");
+        assert!(c.hud_fps && c.hud_frame_graph && c.hud_counters);
+        assert_eq!(c.screenshot, None);
+        assert_eq!(c.screenshot_path, "framescope-%p-frame%N.png");
+    }
+
+    #[test]
+    fn hud_keys_parse_and_reject() {
+        let (c, errors) = parse(
+            "hud_position=bottom-right,hud_scale=1.5,hud_alpha=0,hud_refresh_ms=100,hud_toggle_key=Control_L+h,\
+             hud_gpu_graph=0,screenshot=42,screenshot_path=/tmp/s-%N.png,hud_history=60",
+        );
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(c.hud_position, HudPosition::BottomRight);
+        assert_eq!((c.hud_scale, c.hud_alpha, c.hud_refresh_ms), (1.5, 0.0, 100));
+        assert_eq!(c.hud_toggle_key, "Control_L+h");
+        assert!(!c.hud_gpu_graph);
+        assert_eq!(c.screenshot, Some(42));
+        assert_eq!(c.screenshot_path, "/tmp/s-%N.png");
+        assert_eq!(c.hud_history, 60);
+        // x,y only survives where commas do not separate entries; x:y works everywhere.
+        let (c, errors) = parse("hud_position=10:20");
+        assert!(errors.is_empty());
+        assert_eq!(c.hud_position, HudPosition::At(10, 20));
+        assert_eq!(c.to_json()["hud_position"], "10,20");
+        let mut c = Config::default();
+        assert!(c.apply_file_str("hud_position = 3, 4\n", "/f").is_empty());
+        assert_eq!(c.hud_position, HudPosition::At(3, 4));
+        for bad in [
+            "hud_position=middle",
+            "hud_position=-1:2",
+            "hud_scale=0",
+            "hud_scale=nan",
+            "hud_alpha=1.5",
+            "hud_refresh_ms=5",
+            "hud_toggle_key=Shift_R+",
+            "hud_toggle_key=a b",
+            "screenshot=-3",
+            "screenshot_path=",
+            "hud_history=1",
+        ] {
+            let (c, errors) = parse(bad);
+            assert_eq!(errors.len(), 1, "{bad}");
+            assert_eq!(c, Config::default(), "{bad}");
+        }
     }
 
     #[test]
@@ -540,7 +889,10 @@ mod tests {
         assert_eq!(
             lines[0],
             "framescope: unknown config key 'bogus' in FRAMESCOPE_CONFIG; ignored \
-             (valid keys: dump, dump_start, dump_duration, hud, samples, log)"
+             (valid keys: dump, dump_start, dump_duration, hud, hud_refresh_ms, hud_position, hud_scale, \
+             hud_font_size, hud_alpha, hud_history, hud_toggle_key, hud_fps, hud_frame_time, hud_frame_graph, \
+             hud_gpu, hud_gpu_graph, hud_counts, hud_device, hud_swapchain, hud_counters, screenshot, \
+             screenshot_path, samples, log)"
         );
         assert_eq!(
             lines[1],

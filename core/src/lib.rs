@@ -14,6 +14,7 @@ pub mod config;
 pub mod dump;
 pub mod frame;
 pub mod gpu_time;
+pub mod history;
 pub mod labels;
 pub mod sample;
 pub mod stats;

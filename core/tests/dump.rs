@@ -324,3 +324,36 @@ fn samples_go_into_their_own_frame_line() {
     }
     std::fs::remove_file(&path).unwrap();
 }
+
+#[test]
+fn a_second_writer_on_the_same_path_backs_off_and_the_first_file_stays_intact() {
+    let path = temp_path("twice");
+    let first = DumpWriter::start(DumpOptions::new(path.to_str().unwrap()), header());
+    let origin = first.origin_ns();
+    for f in 0..5u64 {
+        first.push(FrameRecord {
+            frame: f,
+            t_ns: origin + f * MS,
+            ..FrameRecord::default()
+        });
+    }
+    wait_until("the first writer to write its frames", || {
+        std::fs::read_to_string(&path).is_ok_and(|t| t.lines().count() >= 6)
+    });
+    let second = DumpWriter::start(DumpOptions::new(path.to_str().unwrap()), header());
+    wait_until("the second writer to give up", || !second.is_active());
+    for f in 5..10u64 {
+        first.push(FrameRecord {
+            frame: f,
+            t_ns: origin + f * MS,
+            ..FrameRecord::default()
+        });
+    }
+    second.finish();
+    first.finish();
+    let c = check_structure(&read_lines(&path));
+    let idx: Vec<u64> = c.frames.iter().map(|f| f["frame"].as_u64().unwrap()).collect();
+    assert_eq!(idx, (0..10).collect::<Vec<u64>>());
+    assert_eq!(c.summary.as_ref().unwrap()["frames"], 10);
+    std::fs::remove_file(&path).unwrap();
+}

@@ -1,5 +1,6 @@
 //! `cargo xtask <demo|test|bench|install-deps>`: the project's only set-up and test entry points.
 
+mod bench;
 mod deps;
 
 use std::path::{Path, PathBuf};
@@ -113,7 +114,7 @@ fn demo() -> Result<(), String> {
 }
 
 fn bench() -> Result<(), String> {
-    Err("no benchmarks yet: they come with the HUD and sample-marker issues".into())
+    bench::bench()
 }
 
 fn unsafe_getuid() -> u32 {

@@ -235,6 +235,28 @@ fn exe_name_and_path() -> (String, String) {
     (name.to_string(), path)
 }
 
+/// Opens `path` for writing, truncated, after taking an exclusive `flock` on it: a second
+/// writer on the same path (the GL shim and the Vulkan layer in one process, or two processes
+/// given the same path) fails here instead of truncating and interleaving the first one's file.
+fn open_exclusive(path: &str) -> std::io::Result<std::fs::File> {
+    use std::os::fd::AsRawFd;
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)?;
+    // SAFETY: flock on a descriptor we own; the lock lives as long as the file stays open.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        let e = std::io::Error::last_os_error();
+        return Err(std::io::Error::new(
+            e.kind(),
+            format!("another framescope writer holds it ({e})"),
+        ));
+    }
+    file.set_len(0)?;
+    Ok(file)
+}
+
 /// Moves the queued samples of `frame` into `out`; older ones (their frame was never written)
 /// are dropped, the first of a later frame is kept in `carry`.
 fn collect_samples(s: &Shared, frame: u64, carry: &mut Option<SampleRecord>, out: &mut Vec<SampleRecord>) {
@@ -279,7 +301,7 @@ fn run(s: &Shared, opts: &DumpOptions, header: &Header) {
         );
         s.accepting.store(false, Ordering::Relaxed);
     };
-    let mut file = match std::fs::File::create(&path) {
+    let mut file = match open_exclusive(&path) {
         Ok(f) => f,
         Err(e) => return fail("write", e),
     };

@@ -365,8 +365,6 @@ fn find_or_create(st: &mut State, ws: WinSys, key: usize) -> usize {
     }
     let mut c = Ctx::new(ws, key);
     if !c.skip {
-        // Before the first frame's timestamp, so that frame is inside the dump's window.
-        st.stream.ensure_dump(&c);
         let a = assembler_of(&mut st.stream.assembler, c.timing);
         c.calibrate(monotonic_now_ns(), a);
         c.begin_frame();
@@ -382,7 +380,6 @@ pub fn before_swap(ws: WinSys) -> Option<SwapToken> {
     if key == 0 {
         return None;
     }
-    let now = monotonic_now_ns();
     let counts = FrameCounts {
         draws: draws::take(),
         ..FrameCounts::default()
@@ -390,10 +387,16 @@ pub fn before_swap(ws: WinSys) -> Option<SwapToken> {
     let mut guard = STATE.lock();
     let st = &mut *guard;
     let i = find_or_create(st, ws, key);
-    let c = &mut st.contexts[i];
-    if c.skip {
+    if st.contexts[i].skip {
         return None;
     }
+    // The dump starts at the first swap, not at the first context: drivers make contexts
+    // current for their own purposes (NVIDIA's Vulkan driver does, under our Vulkan layer),
+    // and such a process must not get a second, empty GL dump. Read the frame's time after
+    // it, so the first frame lies inside the dump's window.
+    st.stream.ensure_dump(&st.contexts[i]);
+    let now = monotonic_now_ns();
+    let c = &mut st.contexts[i];
     let stream = &mut st.stream;
     let a = assembler_of(&mut stream.assembler, c.timing);
     c.end_frame(a);

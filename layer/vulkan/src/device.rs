@@ -68,6 +68,8 @@ pub struct Device {
     queues: RwLock<HashMap<u64, Arc<QueueState>>>,
     command_buffers: RwLock<HashMap<u64, Arc<CmdBufState>>>,
     swapchains: RwLock<HashMap<u64, SwapchainInfo>>,
+    /// The live HUD's state (issue 4, `hud` module).
+    pub hud: crate::hud::DeviceHud,
 }
 
 /// Running totals since device creation; reported at destroy.
@@ -180,6 +182,7 @@ impl Device {
             queues: RwLock::new(HashMap::new()),
             command_buffers: RwLock::new(HashMap::new()),
             swapchains: RwLock::new(HashMap::new()),
+            hud: crate::hud::DeviceHud::new(),
         }
     }
 
@@ -220,6 +223,19 @@ impl Device {
 
     pub fn queue(&self, queue: vk::Queue) -> Option<Arc<QueueState>> {
         self.queues.read().get(&queue.as_raw()).cloned()
+    }
+
+    /// A queue the app fetched whose family can do graphics (the HUD's fallback when the
+    /// present queue cannot).
+    pub fn graphics_queue(&self) -> Option<(vk::Queue, Arc<QueueState>)> {
+        let graphics = |f: u32| {
+            self.queue_families
+                .get(f as usize)
+                .is_some_and(|p| p.queue_flags.contains(vk::QueueFlags::GRAPHICS))
+        };
+        let queues = self.queues.read();
+        let (&raw, q) = queues.iter().find(|(_, q)| graphics(q.family))?;
+        Some((vk::Queue::from_raw(raw), q.clone()))
     }
 
     pub fn all_queues(&self) -> Vec<Arc<QueueState>> {
@@ -325,6 +341,7 @@ pub unsafe extern "system" fn destroy_device(device: vk::Device, alloc: *const v
             frames.finish();
         }
         // HUD (issue 4): waits for its own fences, then frees its objects.
+        crate::hud::device_destroyed(&state);
         for q in state.all_queues() {
             if let Some(t) = q.inner.lock().timing.as_mut() {
                 t.destroy(&state);

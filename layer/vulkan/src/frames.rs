@@ -4,6 +4,7 @@
 use framescope_core::assembly::{AssemblerOptions, FrameAssembler};
 use framescope_core::dump::DumpWriter;
 use framescope_core::frame::{FrameCounts, FrameRecord, GpuMissing};
+use framescope_core::history::FrameHistory;
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -18,6 +19,8 @@ pub struct FrameState {
     dump_checked: bool,
     /// Presents since device creation (every frame end).
     pub frames_closed: u64,
+    /// The newest emitted frames, for the HUD (issue 4); fed wherever records are emitted.
+    pub history: FrameHistory,
     /// GPU-to-CLOCK_MONOTONIC offset (ns) from calibrated timestamps, when available.
     pub calibration: Option<i64>,
 }
@@ -30,6 +33,7 @@ impl FrameState {
             dump: None,
             dump_checked: false,
             frames_closed: 0,
+            history: FrameHistory::default(),
             calibration: None,
         }
     }
@@ -53,7 +57,9 @@ impl FrameState {
         record.counts = std::mem::take(&mut self.counts);
         self.frames_closed += 1;
         let dump = &self.dump;
+        let history = &mut self.history;
         self.assembler.close_frame(record, |r| {
+            history.push(r);
             if let Some(w) = dump {
                 w.push(r);
             }
@@ -73,7 +79,9 @@ impl FrameState {
 
     pub fn poll(&mut self, now_ns: u64) {
         let dump = &self.dump;
+        let history = &mut self.history;
         self.assembler.poll(now_ns, |r| {
+            history.push(r);
             if let Some(w) = dump {
                 w.push(r);
             }
@@ -83,7 +91,9 @@ impl FrameState {
     /// At device destruction: emit what is pending and write the summary.
     pub fn finish(&mut self) {
         let dump = &self.dump;
+        let history = &mut self.history;
         self.assembler.flush(GpuMissing::Timeout, |r| {
+            history.push(r);
             if let Some(w) = dump {
                 w.push(r);
             }

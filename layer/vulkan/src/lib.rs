@@ -13,6 +13,7 @@ mod fault;
 mod frame_boundary;
 mod frames;
 mod guard;
+mod hud;
 mod instance;
 mod loader_abi;
 mod log;

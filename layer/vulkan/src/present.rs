@@ -12,6 +12,8 @@ use std::sync::atomic::Ordering;
 
 static PRESENT: Site = Site::new("vkQueuePresentKHR");
 static CREATE_SWAPCHAIN: Site = Site::new("vkCreateSwapchainKHR");
+static HUD_PRESENT: Site = Site::new("vkQueuePresentKHR (HUD)");
+static DESTROY_SWAPCHAIN: Site = Site::new("vkDestroySwapchainKHR");
 
 /// Calibration drifts slowly; refreshing it every so many frames is plenty.
 const RECALIBRATE_EVERY: u64 = 256;
@@ -43,7 +45,22 @@ pub unsafe extern "system" fn queue_present(queue: vk::Queue, info: *const vk::P
         .then(|| unsafe {
             StrippedSubmits::new(std::iter::once(std::ptr::addr_of!((*info).p_next) as *mut *mut c_void))
         });
-    // SAFETY: forwarding the app's arguments.
+    // --- HUD (issue 4): draw over the presented images; on success present with our
+    // semaphores instead of the app's (which our submit waited).
+    let mut hud = crate::hud::PresentScratch::default();
+    if !info.is_null() {
+        // SAFETY: the app's present info, valid for this call.
+        guarded(&HUD_PRESENT, || {
+            crate::hud::present(&d, queue, unsafe { &*info }, &mut hud)
+        });
+    }
+    let info = if hud.submitted {
+        &hud.info as *const vk::PresentInfoKHR<'_>
+    } else {
+        info
+    };
+    // --- end HUD ---
+    // SAFETY: forwarding the app's arguments (or their copy with our semaphores).
     unsafe { (d.swapchain_fns.queue_present_khr)(queue, info) }
 }
 
@@ -110,6 +127,7 @@ fn header(d: &Device) -> Header {
         .insert("device_create_fallback".into(), d.augment.fell_back.into());
     h.extra
         .insert("calibrated_timestamps".into(), d.calibrated_fns.is_some().into());
+    crate::hud::header_extra(d, &mut h);
     for (source, reason) in &d.augment.unavailable {
         h.unavailable.push(Unavailable {
             source: source.clone(),
@@ -120,7 +138,7 @@ fn header(d: &Device) -> Header {
 }
 
 /// `VkPhysicalDeviceDriverProperties` (name, info) where the instance may ask for it.
-fn driver_properties(d: &Device) -> Option<(String, String)> {
+pub(crate) fn driver_properties(d: &Device) -> Option<(String, String)> {
     if d.instance.api_version < vk::API_VERSION_1_1 || d.properties.api_version < vk::API_VERSION_1_2 {
         return None;
     }
@@ -142,13 +160,35 @@ pub unsafe extern "system" fn create_swapchain(
     let Some(d) = device::lookup(device.as_raw()) else {
         return vk::Result::ERROR_DEVICE_LOST;
     };
-    // SAFETY: forwarding the app's arguments.
-    let r = unsafe { (d.swapchain_fns.create_swapchain_khr)(device, ci, alloc, out) };
+    // --- HUD (issue 4): a copy of the create info with the image usage the HUD needs; if the
+    // driver refuses it, the app's own create info.
+    let adjusted = if ci.is_null() {
+        None
+    } else {
+        // SAFETY: the app's valid create info.
+        guarded(&CREATE_SWAPCHAIN, || crate::hud::adjust_create_info(unsafe { &*ci })).flatten()
+    };
+    let mut used = ci;
+    let mut r = vk::Result::ERROR_INITIALIZATION_FAILED;
+    if let Some(a) = adjusted.as_ref() {
+        // SAFETY: the app's arguments with a create info differing only in imageUsage.
+        r = unsafe { (d.swapchain_fns.create_swapchain_khr)(device, a, alloc, out) };
+        if r == vk::Result::SUCCESS {
+            used = a;
+        }
+    }
+    if r != vk::Result::SUCCESS {
+        // SAFETY: forwarding the app's arguments.
+        r = unsafe { (d.swapchain_fns.create_swapchain_khr)(device, ci, alloc, out) };
+    }
+    // --- end HUD ---
     if r == vk::Result::SUCCESS {
         guarded(&CREATE_SWAPCHAIN, || {
             d.stats.swapchains_created.fetch_add(1, Ordering::Relaxed);
             // SAFETY: success: *out is the new swapchain and ci the app's valid create info.
             let (handle, ci) = unsafe { (*out, &*ci) };
+            // SAFETY: `used` is the create info the swapchain was made from.
+            crate::hud::swapchain_created(&d, handle, unsafe { &*used });
             d.add_swapchain(
                 handle,
                 SwapchainInfo {
@@ -171,6 +211,8 @@ pub unsafe extern "system" fn destroy_swapchain(
 ) {
     if let Some(d) = device::lookup(device.as_raw()) {
         d.remove_swapchain(swapchain);
+        // HUD (issue 4): waits for our own work on it, then frees our objects.
+        guarded(&DESTROY_SWAPCHAIN, || crate::hud::swapchain_destroyed(&d, swapchain));
         // SAFETY: forwarding the app's arguments.
         unsafe { (d.swapchain_fns.destroy_swapchain_khr)(device, swapchain, alloc) };
     }

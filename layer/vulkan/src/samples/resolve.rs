@@ -88,19 +88,23 @@ impl Pending {
     pub fn add_command_buffer(&mut self, state: &Arc<CmdBufState>, cmdbuf: u32, labels: &mut Vec<OpenLabel>) {
         let mut rec = state.rec.lock();
         let r = self.push_rec(state, &mut rec);
-        for b in rec.ts_blocks.iter().chain(&rec.stats_blocks) {
-            if !self.resets.iter().any(|x| Arc::ptr_eq(x, b)) {
-                self.resets.push(Arc::clone(b));
-            }
-        }
         self.walk(&rec, r, cmdbuf, labels, 0);
     }
 
     fn walk(&mut self, rec: &Recording, r: u16, cmdbuf: u32, labels: &mut Vec<OpenLabel>, depth: u32) {
-        let ts = |s: &mut Self, x: SlotRef| -> Pin { (pin(&mut s.ts_pins, &rec.ts_blocks[x.block as usize]), x.index) };
-        let st = |s: &mut Self, x: SlotRef| -> Pin {
-            (pin(&mut s.stats_pins, &rec.stats_blocks[x.block as usize]), x.index)
-        };
+        // Each recording's blocks are pinned once, in order, so a slot maps to its pin in O(1).
+        if self.ts_pins.len() + rec.ts_blocks.len() > u16::MAX as usize
+            || self.stats_pins.len() + rec.stats_blocks.len() > u16::MAX as usize
+        {
+            return;
+        }
+        let (ts_base, st_base) = (self.ts_pins.len() as u16, self.stats_pins.len() as u16);
+        self.ts_pins.extend(rec.ts_blocks.iter().cloned());
+        self.stats_pins.extend(rec.stats_blocks.iter().cloned());
+        self.resets
+            .extend(rec.ts_blocks.iter().chain(&rec.stats_blocks).cloned());
+        let ts = |_: &mut Self, x: SlotRef| -> Pin { (ts_base + x.block, x.index) };
+        let st = |_: &mut Self, x: SlotRef| -> Pin { (st_base + x.block, x.index) };
         let mut open_cb: Option<Pin> = None;
         let mut open_pass: Option<Pin> = None;
         let path = |labels: &Vec<OpenLabel>| {
@@ -199,11 +203,6 @@ impl Pending {
                 Event::Execute(sec) if depth < 4 => {
                     let mut srec = sec.rec.lock();
                     let sr = self.push_rec(sec, &mut srec);
-                    for b in srec.ts_blocks.iter().chain(&srec.stats_blocks) {
-                        if !self.resets.iter().any(|x| Arc::ptr_eq(x, b)) {
-                            self.resets.push(Arc::clone(b));
-                        }
-                    }
                     self.walk(&srec, sr, cmdbuf, labels, depth + 1);
                 }
                 Event::Execute(_) => {}

@@ -1,0 +1,126 @@
+//! Fences of the HUD's submissions, with tickets: a slot that records the ticket of the
+//! submission that last used it is free again once that ticket is done. Checking is
+//! `vkGetFenceStatus`, never a wait; a fence is only reused after it signalled, so a ticket
+//! whose fence has since been reused (serial changed) is done by construction.
+
+use crate::device::Device;
+use ash::vk;
+
+/// Upper bound of fences per device: with every one pending the HUD skips frames instead.
+const MAX_FENCES: usize = 64;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ticket {
+    index: u32,
+    serial: u64,
+}
+
+struct Entry {
+    fence: vk::Fence,
+    serial: u64,
+    /// Submitted and not yet seen signalled.
+    pending: bool,
+}
+
+#[derive(Default)]
+pub struct FencePool {
+    entries: Vec<Entry>,
+}
+
+impl FencePool {
+    fn signalled(d: &Device, fence: vk::Fence) -> bool {
+        // SAFETY: a fence of ours on this device.
+        unsafe { d.fns.get_fence_status(fence) }.unwrap_or(false)
+    }
+
+    /// Whether the submission behind `t` has completed. Never waits.
+    pub fn is_done(&mut self, d: &Device, t: Ticket) -> bool {
+        let Some(e) = self.entries.get_mut(t.index as usize) else {
+            return true;
+        };
+        if e.serial != t.serial || !e.pending {
+            return true;
+        }
+        if Self::signalled(d, e.fence) {
+            e.pending = false;
+            return true;
+        }
+        false
+    }
+
+    /// An unsignalled fence for the next submission and its ticket; `None` when every fence is
+    /// pending and the pool is at its bound (or creating one failed).
+    pub fn acquire(&mut self, d: &Device) -> Option<(vk::Fence, Ticket)> {
+        let mut found = None;
+        for (i, e) in self.entries.iter_mut().enumerate() {
+            if e.pending && Self::signalled(d, e.fence) {
+                e.pending = false;
+            }
+            if !e.pending {
+                found = Some(i);
+                break;
+            }
+        }
+        let i = match found {
+            Some(i) => {
+                let fence = self.entries[i].fence;
+                // SAFETY: a signalled (or never submitted) fence of ours: no pending use.
+                unsafe { d.fns.reset_fences(&[fence]) }.ok()?;
+                i
+            }
+            None if self.entries.len() < MAX_FENCES => {
+                // SAFETY: valid create info.
+                let fence = unsafe { d.fns.create_fence(&vk::FenceCreateInfo::default(), None) }.ok()?;
+                self.entries.push(Entry {
+                    fence,
+                    serial: 0,
+                    pending: false,
+                });
+                self.entries.len() - 1
+            }
+            None => return None,
+        };
+        let e = &mut self.entries[i];
+        e.serial += 1;
+        Some((
+            e.fence,
+            Ticket {
+                index: i as u32,
+                serial: e.serial,
+            },
+        ))
+    }
+
+    /// The submission using the fence of `t` went in.
+    pub fn submitted(&mut self, t: Ticket) {
+        if let Some(e) = self.entries.get_mut(t.index as usize) {
+            if e.serial == t.serial {
+                e.pending = true;
+            }
+        }
+    }
+
+    /// Waits (bounded) for the submission of `t`: only at swapchain or device destruction.
+    pub fn wait(&mut self, d: &Device, t: Ticket) {
+        if self.is_done(d, t) {
+            return;
+        }
+        let fence = self.entries[t.index as usize].fence;
+        // SAFETY: a fence of ours; bounded so a lost device cannot hang the app forever.
+        let _ = unsafe { d.fns.wait_for_fences(&[fence], true, 2_000_000_000) };
+        self.entries[t.index as usize].pending = false;
+    }
+
+    /// Waits for everything pending, then destroys the fences.
+    pub fn destroy(&mut self, d: &Device) {
+        let pending: Vec<vk::Fence> = self.entries.iter().filter(|e| e.pending).map(|e| e.fence).collect();
+        if !pending.is_empty() {
+            // SAFETY: fences of ours; bounded wait at device destruction.
+            let _ = unsafe { d.fns.wait_for_fences(&pending, true, 2_000_000_000) };
+        }
+        for e in self.entries.drain(..) {
+            // SAFETY: no longer pending (waited above).
+            unsafe { d.fns.destroy_fence(e.fence, None) };
+        }
+    }
+}

@@ -1,0 +1,411 @@
+//! The live HUD, drawn into the app's swapchain images at `vkQueuePresentKHR`.
+//!
+//! At present, for every swapchain of the call (up to [`MAX_SWAPCHAINS`]), one command buffer
+//! per swapchain image: when `hud_refresh_ms` has passed, re-render the HUD with Dear ImGui
+//! into a cached image, then composite that image onto the presented image with one quad
+//! (`LOAD`/`STORE` render pass, `PRESENT_SRC` in and out). All of them go in one submit that
+//! waits the app's present semaphores and signals one semaphore of ours per drawn swapchain;
+//! the present is forwarded with those instead. Nothing waits on the app's thread: a command
+//! buffer is reused only once the fence ticket of its previous submission reads done
+//! (`vkGetFenceStatus`), else that frame goes without HUD.
+//!
+//! With `hud=0` and no `screenshot`, nothing here runs and swapchains are created exactly as
+//! the app asks. Any failure means no HUD (one log line) and an unchanged present.
+
+mod fences;
+mod gpu;
+mod keys;
+mod swapchain;
+
+use crate::device::Device;
+use ash::vk::{self, Handle};
+use fences::FencePool;
+use framescope_core::dump::Header;
+use framescope_overlay::screenshot::PixelOrder;
+use framescope_overlay::HudOptions;
+use gpu::Gpu;
+use parking_lot::{Mutex, RwLock};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
+use swapchain::{Desc, FrameCtx, Recorded, SwapchainHud};
+
+/// Swapchains of one present that get the HUD; further ones are presented without it.
+pub const MAX_SWAPCHAINS: usize = 8;
+/// App present semaphores we can wait on; a present with more goes without HUD.
+const MAX_WAITS: usize = 16;
+
+/// Per-device HUD state (a field of [`Device`]).
+pub struct DeviceHud {
+    opts: HudOptions,
+    gpu: OnceLock<Option<Gpu>>,
+    fences: Mutex<FencePool>,
+    swapchains: RwLock<HashMap<u64, Arc<Mutex<SwapchainHud>>>>,
+    logged_setup: AtomicBool,
+    logged_queue: AtomicBool,
+    logged_submit: AtomicBool,
+    logged_fallback: AtomicBool,
+}
+
+impl DeviceHud {
+    pub fn new() -> Self {
+        DeviceHud {
+            opts: HudOptions::from_config(crate::settings::get()),
+            gpu: OnceLock::new(),
+            fences: Mutex::new(FencePool::default()),
+            swapchains: RwLock::new(HashMap::new()),
+            logged_setup: AtomicBool::new(false),
+            logged_queue: AtomicBool::new(false),
+            logged_submit: AtomicBool::new(false),
+            logged_fallback: AtomicBool::new(false),
+        }
+    }
+
+    fn gpu(&self, d: &Device) -> Option<&Gpu> {
+        self.gpu
+            .get_or_init(|| match Gpu::new(d) {
+                Ok(g) => Some(g),
+                Err(e) => {
+                    crate::log::error(format_args!("HUD disabled: cannot create its pipelines: {e:?}"));
+                    None
+                }
+            })
+            .as_ref()
+    }
+}
+
+impl Default for DeviceHud {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+fn log_once(flag: &AtomicBool, args: std::fmt::Arguments<'_>) {
+    if !flag.swap(true, Ordering::Relaxed) {
+        crate::log::error(args);
+    }
+}
+
+/// Whether the HUD path runs at all: HUD on, or a screenshot asked for.
+fn active() -> bool {
+    let c = crate::settings::get();
+    c.hud || c.screenshot.is_some()
+}
+
+/// The app's swapchain create info with the usage we need added (COLOR_ATTACHMENT to draw,
+/// TRANSFER_SRC for a screenshot); `None` when nothing needs changing.
+pub fn adjust_create_info<'a>(ci: &vk::SwapchainCreateInfoKHR<'a>) -> Option<vk::SwapchainCreateInfoKHR<'a>> {
+    if !active() {
+        return None;
+    }
+    let c = crate::settings::get();
+    let mut copy = *ci;
+    if c.hud {
+        // Always supported by surfaces (VkSurfaceCapabilitiesKHR::supportedUsageFlags).
+        copy.image_usage |= vk::ImageUsageFlags::COLOR_ATTACHMENT;
+    }
+    if c.screenshot.is_some() {
+        copy.image_usage |= vk::ImageUsageFlags::TRANSFER_SRC;
+    }
+    (copy.image_usage != ci.image_usage).then_some(copy)
+}
+
+/// A swapchain was created with `ci` (the create info actually used).
+pub fn swapchain_created(d: &Device, handle: vk::SwapchainKHR, ci: &vk::SwapchainCreateInfoKHR<'_>) {
+    if !active() {
+        return;
+    }
+    let concurrent = (ci.image_sharing_mode == vk::SharingMode::CONCURRENT && !ci.p_queue_family_indices.is_null())
+        .then(|| {
+            // SAFETY: CONCURRENT swapchains list queue_family_index_count families.
+            unsafe { std::slice::from_raw_parts(ci.p_queue_family_indices, ci.queue_family_index_count as usize) }
+                .to_vec()
+        });
+    let desc = Desc {
+        handle,
+        format: ci.image_format,
+        extent: [ci.image_extent.width, ci.image_extent.height],
+        present_mode: ci.present_mode,
+        concurrent,
+        drawable: ci.image_usage.contains(vk::ImageUsageFlags::COLOR_ATTACHMENT),
+        copyable: ci.image_usage.contains(vk::ImageUsageFlags::TRANSFER_SRC),
+    };
+    d.hud
+        .swapchains
+        .write()
+        .insert(handle.as_raw(), Arc::new(Mutex::new(SwapchainHud::new(desc))));
+}
+
+/// The app destroys a swapchain: wait for our work on it (our fences only), free our objects.
+pub fn swapchain_destroyed(d: &Device, handle: vk::SwapchainKHR) {
+    let Some(sc) = d.hud.swapchains.write().remove(&handle.as_raw()) else {
+        return;
+    };
+    let mut fences = d.hud.fences.lock();
+    sc.lock().destroy(d, &mut fences);
+}
+
+/// The device goes: wait for all our work, free everything, finish screenshot files.
+pub fn device_destroyed(d: &Device) {
+    let all: Vec<_> = d.hud.swapchains.write().drain().map(|(_, s)| s).collect();
+    let mut fences = d.hud.fences.lock();
+    for sc in all {
+        sc.lock().destroy(d, &mut fences);
+    }
+    fences.destroy(d);
+    if let Some(Some(g)) = d.hud.gpu.get() {
+        g.destroy(d);
+    }
+    drop(fences);
+    join_png_writers();
+}
+
+/// What the dump header says about the HUD.
+pub fn header_extra(d: &Device, h: &mut Header) {
+    let c = crate::settings::get();
+    h.extra.insert("hud_enabled".into(), c.hud.into());
+    let no_graphics: Vec<u32> = d
+        .queue_families
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| !f.queue_flags.contains(vk::QueueFlags::GRAPHICS))
+        .map(|(i, _)| i as u32)
+        .collect();
+    // Presents on these families get the HUD drawn on another (graphics) queue the app
+    // created, or no HUD when there is none (logged).
+    h.extra
+        .insert("hud_queue_families_without_graphics".into(), no_graphics.into());
+}
+
+/// The present info to forward: a copy of the app's with our semaphores as its waits.
+pub struct PresentScratch<'a> {
+    pub info: vk::PresentInfoKHR<'a>,
+    /// Our submit went in: `info` must be presented (set before anything else can fail).
+    pub submitted: bool,
+    sems: [vk::Semaphore; MAX_SWAPCHAINS],
+}
+
+impl Default for PresentScratch<'_> {
+    fn default() -> Self {
+        PresentScratch {
+            info: vk::PresentInfoKHR::default(),
+            submitted: false,
+            sems: [vk::Semaphore::null(); MAX_SWAPCHAINS],
+        }
+    }
+}
+
+fn has_graphics(d: &Device, family: u32) -> bool {
+    d.queue_families
+        .get(family as usize)
+        .is_some_and(|f| f.queue_flags.contains(vk::QueueFlags::GRAPHICS))
+}
+
+/// Draws the HUD for this present. `true`: our submit went in and `scratch.info` must be
+/// presented instead of the app's info; `false`: present the app's info unchanged.
+pub fn present<'a>(
+    d: &Device,
+    queue: vk::Queue,
+    info: &vk::PresentInfoKHR<'a>,
+    scratch: &mut PresentScratch<'a>,
+) -> bool {
+    if !active() {
+        return false;
+    }
+    let c = crate::settings::get();
+    let n = info.swapchain_count as usize;
+    if n == 0 || info.p_swapchains.is_null() || info.p_image_indices.is_null() {
+        return false;
+    }
+    let waits = info.wait_semaphore_count as usize;
+    if waits > MAX_WAITS || (waits > 0 && info.p_wait_semaphores.is_null()) {
+        return false;
+    }
+    if c.hud {
+        keys::poll(&c.hud_toggle_key);
+    }
+    let draw_hud = c.hud && keys::visible();
+    let frame = d.stats.presents.load(Ordering::Relaxed).saturating_sub(1);
+    let shot_frame = c.screenshot == Some(frame);
+    if !draw_hud && !shot_frame {
+        return false;
+    }
+    let hud = &d.hud;
+    let Some(gpu) = hud.gpu(d) else { return false };
+    let Some(q) = d.queue(queue) else { return false };
+    // The queue we draw on: the present queue when it can do graphics, else another.
+    let (submit_queue, family, other) = if has_graphics(d, q.family) {
+        (queue, q.family, None)
+    } else {
+        match d.graphics_queue() {
+            Some((gq, state)) => {
+                if !hud.logged_fallback.swap(true, Ordering::Relaxed) {
+                    crate::log::info(format_args!(
+                        "present queue family {} cannot do graphics: HUD drawn on a queue of family {}",
+                        q.family, state.family
+                    ));
+                }
+                (gq, state.family, Some(state))
+            }
+            None => {
+                log_once(
+                    &hud.logged_queue,
+                    format_args!("no HUD: the present queue cannot do graphics and the app has no graphics queue"),
+                );
+                return false;
+            }
+        }
+    };
+    // SAFETY: the app passes swapchain_count swapchains and image indices.
+    let (swapchains, indices) = unsafe {
+        (
+            std::slice::from_raw_parts(info.p_swapchains, n),
+            std::slice::from_raw_parts(info.p_image_indices, n),
+        )
+    };
+    let mut arcs: [Option<Arc<Mutex<SwapchainHud>>>; MAX_SWAPCHAINS] = Default::default();
+    {
+        let map = hud.swapchains.read();
+        for (slot, sc) in arcs.iter_mut().zip(swapchains) {
+            *slot = map.get(&sc.as_raw()).cloned();
+        }
+    }
+    let now = Instant::now();
+    let mut recs: [Option<Recorded>; MAX_SWAPCHAINS] = [None; MAX_SWAPCHAINS];
+    let mut fences = hud.fences.lock();
+    for (i, arc) in arcs.iter().enumerate() {
+        let Some(arc) = arc else { continue };
+        let mut sc = arc.lock();
+        if sc.failed {
+            continue;
+        }
+        if family != q.family && !sc.desc.concurrent.as_ref().is_some_and(|f| f.contains(&family)) {
+            // Drawing on another family would need queue family ownership transfers.
+            log_once(
+                &hud.logged_queue,
+                format_args!("no HUD: the present queue cannot do graphics and the swapchain is not shared with a graphics family"),
+            );
+            continue;
+        }
+        let path = shot_frame.then(|| screenshot_path(&c.screenshot_path, frame, i));
+        let ctx = FrameCtx {
+            gpu,
+            opts: &hud.opts,
+            draw_hud,
+            shot_path: path.as_deref(),
+            now,
+        };
+        if let Err(e) = sc.ensure_setup(d, &ctx, family) {
+            sc.failed = true;
+            log_once(
+                &hud.logged_setup,
+                format_args!("no HUD on a swapchain: setting it up failed: {e:?}"),
+            );
+            continue;
+        }
+        if sc.family() != Some(family) {
+            continue;
+        }
+        match sc.record(d, &mut fences, &ctx, indices[i]) {
+            Ok(r) => recs[i] = r,
+            Err(e) => log_once(&hud.logged_submit, format_args!("HUD skipped: recording failed: {e:?}")),
+        }
+    }
+    let mut cbs = [vk::CommandBuffer::null(); MAX_SWAPCHAINS];
+    let mut k = 0;
+    for r in recs.iter().flatten() {
+        cbs[k] = r.cb;
+        scratch.sems[k] = r.semaphore;
+        k += 1;
+    }
+    if k == 0 {
+        return false;
+    }
+    let abort = |recs: &[Option<Recorded>]| {
+        for (r, arc) in recs.iter().zip(&arcs) {
+            if let (Some(r), Some(arc)) = (r, arc) {
+                arc.lock().abort(d, r);
+            }
+        }
+    };
+    let Some((fence, ticket)) = fences.acquire(d) else {
+        abort(&recs);
+        return false;
+    };
+    let stages = [vk::PipelineStageFlags::COLOR_ATTACHMENT_OUTPUT | vk::PipelineStageFlags::TRANSFER; MAX_WAITS];
+    let submit = vk::SubmitInfo {
+        wait_semaphore_count: waits as u32,
+        p_wait_semaphores: info.p_wait_semaphores,
+        p_wait_dst_stage_mask: stages.as_ptr(),
+        command_buffer_count: k as u32,
+        p_command_buffers: cbs.as_ptr(),
+        signal_semaphore_count: k as u32,
+        p_signal_semaphores: scratch.sems.as_ptr(),
+        ..vk::SubmitInfo::default()
+    };
+    let r = {
+        // Another queue of the app: serialise with its submits, which hold this lock.
+        let _held = other.as_ref().map(|s| s.inner.lock());
+        // SAFETY: the present queue is ours for the duration of the app's present call
+        // (external synchronisation); another queue is guarded by its lock above. Every array
+        // holds the counts given.
+        unsafe { (d.fns.fp_v1_0().queue_submit)(submit_queue, 1, &submit, fence) }
+    };
+    if r != vk::Result::SUCCESS {
+        log_once(
+            &hud.logged_submit,
+            format_args!("HUD skipped: vkQueueSubmit failed: {r:?}"),
+        );
+        abort(&recs);
+        return false;
+    }
+    // The app's semaphores are consumed by our submit: from here on the present must wait ours.
+    scratch.info = *info;
+    scratch.info.wait_semaphore_count = k as u32;
+    scratch.info.p_wait_semaphores = scratch.sems.as_ptr();
+    scratch.submitted = true;
+    fences.submitted(ticket);
+    drop(fences);
+    for (r, arc) in recs.iter().zip(&arcs) {
+        if let (Some(r), Some(arc)) = (r, arc) {
+            arc.lock().commit(r, ticket);
+        }
+    }
+    true
+}
+
+fn screenshot_path(template: &str, frame: u64, index: usize) -> String {
+    let exe = std::fs::read_link("/proc/self/exe")
+        .ok()
+        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| "app".into());
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    framescope_overlay::screenshot::expand_path(template, frame, index, std::process::id(), &exe, now)
+}
+
+static PNG_WRITERS: Mutex<Vec<std::thread::JoinHandle<()>>> = Mutex::new(Vec::new());
+
+/// Encodes and writes a screenshot on its own thread (joined at device destruction).
+fn write_png_async(path: String, width: u32, height: u32, order: PixelOrder, pixels: Vec<u8>) {
+    let job = move || {
+        let p = std::path::Path::new(&path);
+        match framescope_overlay::screenshot::write_png(p, width, height, width as usize * 4, order, &pixels) {
+            Ok(()) => crate::log::info(format_args!("screenshot written to {path}")),
+            Err(e) => crate::log::error(format_args!("screenshot {path}: {e}")),
+        }
+    };
+    match std::thread::Builder::new().name("framescope-png".into()).spawn(job) {
+        Ok(h) => PNG_WRITERS.lock().push(h),
+        Err(e) => crate::log::error(format_args!("screenshot: cannot start the writer thread: {e}")),
+    }
+}
+
+fn join_png_writers() {
+    let handles: Vec<_> = PNG_WRITERS.lock().drain(..).collect();
+    for h in handles {
+        let _ = h.join();
+    }
+}

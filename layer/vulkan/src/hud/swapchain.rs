@@ -1,0 +1,838 @@
+//! Per-swapchain HUD state and the command buffer recorded at each present.
+//!
+//! Per swapchain image: a view, a framebuffer, a command buffer and the semaphore the present
+//! waits. Per swapchain: the cached HUD image (re-rendered only every `hud_refresh_ms`), its
+//! vertex/index buffers and the font texture. A command buffer is reused only when the ticket
+//! of its last submission is done (checked, never waited); otherwise that frame goes without
+//! HUD.
+
+use super::fences::{FencePool, Ticket};
+use super::gpu::{self, Buffer, CompositePush, Gpu, Image};
+use crate::device::Device;
+use ash::vk::{self, Handle};
+use framescope_core::frame::SwapchainInfo;
+use framescope_overlay::screenshot::PixelOrder;
+use framescope_overlay::{layout, DrawOutput, DrawVert, HudData, HudOptions};
+use std::time::{Duration, Instant};
+
+/// What the app asked for, and what we added.
+#[derive(Clone, Debug)]
+pub struct Desc {
+    pub handle: vk::SwapchainKHR,
+    pub format: vk::Format,
+    pub extent: [u32; 2],
+    pub present_mode: vk::PresentModeKHR,
+    /// `None`: EXCLUSIVE sharing; else the CONCURRENT families.
+    pub concurrent: Option<Vec<u32>>,
+    /// COLOR_ATTACHMENT usage (ours or the app's): the HUD can be drawn.
+    pub drawable: bool,
+    /// TRANSFER_SRC usage: screenshots can be read back.
+    pub copyable: bool,
+}
+
+struct ImageSlot {
+    image: vk::Image,
+    view: vk::ImageView,
+    framebuffer: vk::Framebuffer,
+    cb: vk::CommandBuffer,
+    semaphore: vk::Semaphore,
+    ticket: Option<Ticket>,
+}
+
+struct Shot {
+    buffer: Buffer,
+    ticket: Option<Ticket>,
+    width: u32,
+    height: u32,
+    order: PixelOrder,
+    path: String,
+}
+
+/// What a recording did, to be committed once its submission went in.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Recorded {
+    pub cb: vk::CommandBuffer,
+    pub semaphore: vk::Semaphore,
+    image: u32,
+    refreshed: bool,
+    font: bool,
+    shot: bool,
+}
+
+struct Setup {
+    family: u32,
+    pool: vk::CommandPool,
+    slots: Vec<ImageSlot>,
+    render_pass: vk::RenderPass,
+    pipeline: vk::Pipeline,
+    desc_pool: vk::DescriptorPool,
+    font_set: vk::DescriptorSet,
+    content_set: vk::DescriptorSet,
+    font: Image,
+    font_size: [u32; 2],
+    font_staging: Buffer,
+    font_uploaded: bool,
+    content: Image,
+    content_fb: vk::Framebuffer,
+    canvas: [u32; 2],
+    vbuf: Buffer,
+    ibuf: Buffer,
+    content_ticket: Option<Ticket>,
+    draw: DrawOutput,
+    data: HudData,
+    hud_size: [u32; 2],
+    last_refresh: Option<Instant>,
+}
+
+pub struct SwapchainHud {
+    pub desc: Desc,
+    setup: Option<Setup>,
+    /// Setup failed: no HUD on this swapchain (logged once).
+    pub failed: bool,
+    shots: Vec<Shot>,
+}
+
+/// What the present hands the recording.
+pub struct FrameCtx<'a> {
+    pub gpu: &'a Gpu,
+    pub opts: &'a HudOptions,
+    pub draw_hud: bool,
+    /// Save this image as PNG to this path.
+    pub shot_path: Option<&'a str>,
+    pub now: Instant,
+}
+
+impl SwapchainHud {
+    pub fn new(desc: Desc) -> Self {
+        SwapchainHud {
+            desc,
+            setup: None,
+            failed: false,
+            shots: Vec::new(),
+        }
+    }
+
+    /// Family the command buffers belong to, once set up.
+    pub fn family(&self) -> Option<u32> {
+        self.setup.as_ref().map(|s| s.family)
+    }
+
+    pub fn info(&self) -> SwapchainInfo {
+        SwapchainInfo {
+            handle: self.desc.handle.as_raw(),
+            width: self.desc.extent[0],
+            height: self.desc.extent[1],
+            format: self.desc.format.as_raw(),
+            present_mode: self.desc.present_mode.as_raw(),
+        }
+    }
+
+    /// Creates the per-image objects and (when drawing) the cached image, font and buffers.
+    pub fn ensure_setup(&mut self, d: &Device, ctx: &FrameCtx<'_>, family: u32) -> Result<(), vk::Result> {
+        if self.setup.is_some() {
+            return Ok(());
+        }
+        let mut s = Setup {
+            family,
+            pool: vk::CommandPool::null(),
+            slots: Vec::new(),
+            render_pass: vk::RenderPass::null(),
+            pipeline: vk::Pipeline::null(),
+            desc_pool: vk::DescriptorPool::null(),
+            font_set: vk::DescriptorSet::null(),
+            content_set: vk::DescriptorSet::null(),
+            font: Image::null(),
+            font_size: [0, 0],
+            font_staging: Buffer::null(),
+            font_uploaded: false,
+            content: Image::null(),
+            content_fb: vk::Framebuffer::null(),
+            canvas: [0, 0],
+            vbuf: Buffer::null(),
+            ibuf: Buffer::null(),
+            content_ticket: None,
+            draw: DrawOutput::default(),
+            data: HudData::default(),
+            hud_size: [0, 0],
+            last_refresh: None,
+        };
+        let r = self.build(d, ctx, &mut s);
+        if let Err(e) = r {
+            destroy_setup(d, &mut s);
+            return Err(e);
+        }
+        self.setup = Some(s);
+        Ok(())
+    }
+
+    fn build(&self, d: &Device, ctx: &FrameCtx<'_>, s: &mut Setup) -> Result<(), vk::Result> {
+        let f = &d.fns;
+        let gpu = ctx.gpu;
+        let pool_ci = vk::CommandPoolCreateInfo::default()
+            .flags(vk::CommandPoolCreateFlags::RESET_COMMAND_BUFFER)
+            .queue_family_index(s.family);
+        // SAFETY: valid create info.
+        s.pool = unsafe { f.create_command_pool(&pool_ci, None) }?;
+        // SAFETY: the swapchain is alive (we are in a present that names it).
+        let images = unsafe { get_images(d, self.desc.handle) }?;
+        let ai = vk::CommandBufferAllocateInfo::default()
+            .command_pool(s.pool)
+            .level(vk::CommandBufferLevel::PRIMARY)
+            .command_buffer_count(images.len() as u32);
+        // SAFETY: our pool; only used under this swapchain's lock.
+        let cbs = unsafe { f.allocate_command_buffers(&ai) }?;
+        for &cb in &cbs {
+            if !d.stamp_loader_data(cb) {
+                return Err(vk::Result::ERROR_INITIALIZATION_FAILED);
+            }
+        }
+        if ctx.draw_hud && self.desc.drawable {
+            let (rp, p) = gpu.composite_for(d, self.desc.format)?;
+            s.render_pass = rp;
+            s.pipeline = p;
+        }
+        for (&image, &cb) in images.iter().zip(&cbs) {
+            let mut slot = ImageSlot {
+                image,
+                view: vk::ImageView::null(),
+                framebuffer: vk::Framebuffer::null(),
+                cb,
+                semaphore: vk::Semaphore::null(),
+                ticket: None,
+            };
+            // SAFETY: valid create info.
+            slot.semaphore = unsafe { f.create_semaphore(&vk::SemaphoreCreateInfo::default(), None) }?;
+            s.slots.push(slot);
+            let slot = s.slots.last_mut().expect("just pushed");
+            if s.render_pass != vk::RenderPass::null() {
+                slot.view = gpu::create_view(d, image, self.desc.format)?;
+                let views = [slot.view];
+                let ci = vk::FramebufferCreateInfo::default()
+                    .render_pass(s.render_pass)
+                    .attachments(&views)
+                    .width(self.desc.extent[0])
+                    .height(self.desc.extent[1])
+                    .layers(1);
+                // SAFETY: valid create info with a view of this swapchain's image.
+                slot.framebuffer = unsafe { f.create_framebuffer(&ci, None) }?;
+            }
+        }
+        if s.render_pass == vk::RenderPass::null() {
+            return Ok(());
+        }
+        // The font and the cached HUD image.
+        let atlas =
+            framescope_overlay::ui::font_atlas(ctx.opts).map_err(|_| vk::Result::ERROR_INITIALIZATION_FAILED)?;
+        s.font_size = [atlas.width, atlas.height];
+        s.font = Image::new(
+            d,
+            gpu,
+            s.font_size,
+            vk::Format::R8G8B8A8_UNORM,
+            vk::ImageUsageFlags::SAMPLED | vk::ImageUsageFlags::TRANSFER_DST,
+        )?;
+        s.font_staging = Buffer::host(d, gpu, atlas.pixels.len() as u64, vk::BufferUsageFlags::TRANSFER_SRC)?;
+        // SAFETY: the mapping holds at least pixels.len() bytes.
+        unsafe { std::ptr::copy_nonoverlapping(atlas.pixels.as_ptr(), s.font_staging.mapped, atlas.pixels.len()) };
+        let side = (1024.0 * ctx.opts.scale.max(1.0)).min(4096.0) as u32;
+        s.canvas = [side, side];
+        s.content = Image::new(
+            d,
+            gpu,
+            s.canvas,
+            gpu::CONTENT_FORMAT,
+            vk::ImageUsageFlags::COLOR_ATTACHMENT | vk::ImageUsageFlags::SAMPLED,
+        )?;
+        let views = [s.content.view];
+        let ci = vk::FramebufferCreateInfo::default()
+            .render_pass(gpu.content_pass)
+            .attachments(&views)
+            .width(s.canvas[0])
+            .height(s.canvas[1])
+            .layers(1);
+        // SAFETY: valid create info.
+        s.content_fb = unsafe { f.create_framebuffer(&ci, None) }?;
+        let sizes = [vk::DescriptorPoolSize {
+            ty: vk::DescriptorType::COMBINED_IMAGE_SAMPLER,
+            descriptor_count: 2,
+        }];
+        let ci = vk::DescriptorPoolCreateInfo::default().max_sets(2).pool_sizes(&sizes);
+        // SAFETY: valid create info.
+        s.desc_pool = unsafe { f.create_descriptor_pool(&ci, None) }?;
+        let layouts = [gpu.set_layout, gpu.set_layout];
+        let ai = vk::DescriptorSetAllocateInfo::default()
+            .descriptor_pool(s.desc_pool)
+            .set_layouts(&layouts);
+        // SAFETY: the pool has room for exactly these two sets.
+        let sets = unsafe { f.allocate_descriptor_sets(&ai) }?;
+        s.font_set = sets[0];
+        s.content_set = sets[1];
+        let font_info = [vk::DescriptorImageInfo {
+            sampler: gpu.sampler_linear,
+            image_view: s.font.view,
+            image_layout: vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL,
+        }];
+        let content_info = [vk::DescriptorImageInfo {
+            sampler: gpu.sampler_nearest,
+            image_view: s.content.view,
+            image_layout: vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL,
+        }];
+        let writes = [
+            vk::WriteDescriptorSet::default()
+                .dst_set(s.font_set)
+                .dst_binding(0)
+                .descriptor_type(vk::DescriptorType::COMBINED_IMAGE_SAMPLER)
+                .image_info(&font_info),
+            vk::WriteDescriptorSet::default()
+                .dst_set(s.content_set)
+                .dst_binding(0)
+                .descriptor_type(vk::DescriptorType::COMBINED_IMAGE_SAMPLER)
+                .image_info(&content_info),
+        ];
+        // SAFETY: fresh sets, not in use.
+        unsafe { f.update_descriptor_sets(&writes, &[]) };
+        s.data.swapchain = Some(self.info());
+        Ok(())
+    }
+
+    /// Records this frame's command buffer for swapchain image `image`: re-renders the cached
+    /// HUD when due, composites it, and copies the image for a screenshot. `Ok(None)`: nothing
+    /// to do, or the image's previous command buffer is still pending (no HUD this frame).
+    pub fn record(
+        &mut self,
+        d: &Device,
+        fences: &mut FencePool,
+        ctx: &FrameCtx<'_>,
+        image: u32,
+    ) -> Result<Option<Recorded>, vk::Result> {
+        self.collect_shots(d, fences, false);
+        let Some(s) = self.setup.as_mut() else { return Ok(None) };
+        let Some(slot) = s.slots.get(image as usize) else {
+            return Ok(None);
+        };
+        if let Some(t) = slot.ticket {
+            if !fences.is_done(d, t) {
+                return Ok(None);
+            }
+        }
+        let (cb, semaphore, target) = (slot.cb, slot.semaphore, slot.image);
+        let drawing = ctx.draw_hud && s.render_pass != vk::RenderPass::null();
+        let shot = ctx.shot_path.is_some() && self.desc.copyable;
+        if !drawing && !shot {
+            return Ok(None);
+        }
+        let f = &d.fns;
+        let bi = vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
+        // SAFETY: our command buffer, not pending (its ticket is done); the pool allows reset.
+        unsafe { f.begin_command_buffer(cb, &bi) }?;
+        let mut rec = Recorded {
+            cb,
+            semaphore,
+            image,
+            ..Recorded::default()
+        };
+        if drawing {
+            if !s.font_uploaded {
+                record_font_upload(d, s, cb);
+                rec.font = true;
+            }
+            let due = s
+                .last_refresh
+                .is_none_or(|t| ctx.now.duration_since(t) >= Duration::from_millis(ctx.opts.refresh_ms));
+            let buffers_free = s.content_ticket.is_none_or(|t| fences.is_done(d, t));
+            if due && buffers_free && refresh(d, ctx, s, cb)? {
+                rec.refreshed = true;
+            }
+            if s.hud_size[0] > 0 && s.hud_size[1] > 0 && (s.last_refresh.is_some() || rec.refreshed) {
+                composite(d, ctx, s, &self.desc, cb, image);
+            }
+        }
+        if shot {
+            let path = ctx.shot_path.unwrap_or_default();
+            match record_shot(d, ctx.gpu, &self.desc, cb, target, path) {
+                Ok(sh) => {
+                    self.shots.push(sh);
+                    rec.shot = true;
+                }
+                Err(e) => crate::log::error(format_args!("screenshot {path}: cannot read back the image: {e:?}")),
+            }
+        }
+        // SAFETY: recording state, begun above.
+        unsafe { f.end_command_buffer(cb) }?;
+        Ok(Some(rec))
+    }
+
+    /// The submission holding `rec` went in with `ticket`.
+    pub fn commit(&mut self, rec: &Recorded, ticket: Ticket) {
+        let Some(s) = self.setup.as_mut() else { return };
+        if let Some(slot) = s.slots.get_mut(rec.image as usize) {
+            slot.ticket = Some(ticket);
+        }
+        if rec.font {
+            s.font_uploaded = true;
+        }
+        if rec.refreshed {
+            s.content_ticket = Some(ticket);
+        }
+        if rec.shot {
+            if let Some(sh) = self.shots.last_mut() {
+                sh.ticket = Some(ticket);
+            }
+        }
+    }
+
+    /// The submission holding `rec` failed: forget what it would have done.
+    pub fn abort(&mut self, d: &Device, rec: &Recorded) {
+        if let Some(s) = self.setup.as_mut() {
+            if rec.refreshed {
+                // Re-render next frame; the content image's state is unknown.
+                s.last_refresh = None;
+                s.hud_size = [0, 0];
+            }
+        }
+        if rec.shot {
+            if let Some(mut sh) = self.shots.pop() {
+                sh.buffer.destroy(d);
+            }
+        }
+    }
+
+    /// Writes finished screenshots (the PNG encoding runs on its own thread). With `wait`, also
+    /// waits for pending ones (destruction only).
+    fn collect_shots(&mut self, d: &Device, fences: &mut FencePool, wait: bool) {
+        let mut i = 0;
+        while i < self.shots.len() {
+            let done = match self.shots[i].ticket {
+                Some(t) if wait => {
+                    fences.wait(d, t);
+                    true
+                }
+                Some(t) => fences.is_done(d, t),
+                None => true,
+            };
+            if !done {
+                i += 1;
+                continue;
+            }
+            let mut sh = self.shots.swap_remove(i);
+            if sh.ticket.is_some() {
+                let len = (sh.width as usize) * (sh.height as usize) * 4;
+                // SAFETY: the copy into the mapped, coherent buffer has completed (ticket done);
+                // it holds width*height*4 bytes.
+                let pixels = unsafe { std::slice::from_raw_parts(sh.buffer.mapped, len) }.to_vec();
+                super::write_png_async(sh.path.clone(), sh.width, sh.height, sh.order, pixels);
+            }
+            sh.buffer.destroy(d);
+        }
+    }
+
+    /// Waits for our pending work on this swapchain and destroys everything.
+    pub fn destroy(&mut self, d: &Device, fences: &mut FencePool) {
+        self.collect_shots(d, fences, true);
+        if let Some(mut s) = self.setup.take() {
+            for slot in &s.slots {
+                if let Some(t) = slot.ticket {
+                    fences.wait(d, t);
+                }
+            }
+            if let Some(t) = s.content_ticket {
+                fences.wait(d, t);
+            }
+            destroy_setup(d, &mut s);
+        }
+    }
+}
+
+/// # Safety
+/// `sc` must be a live swapchain of `d`.
+unsafe fn get_images(d: &Device, sc: vk::SwapchainKHR) -> Result<Vec<vk::Image>, vk::Result> {
+    let get = d.swapchain_fns.get_swapchain_images_khr;
+    let mut n = 0u32;
+    // SAFETY: caller's contract; count query then fill.
+    unsafe {
+        get(d.handle, sc, &mut n, std::ptr::null_mut()).result()?;
+        let mut v = vec![vk::Image::null(); n as usize];
+        get(d.handle, sc, &mut n, v.as_mut_ptr()).result()?;
+        v.truncate(n as usize);
+        Ok(v)
+    }
+}
+
+fn destroy_setup(d: &Device, s: &mut Setup) {
+    let f = &d.fns;
+    // SAFETY: objects of ours; the caller has waited for every submission using them; null
+    // handles are ignored. Destroying the pools frees their command buffers and sets.
+    unsafe {
+        for slot in s.slots.drain(..) {
+            f.destroy_framebuffer(slot.framebuffer, None);
+            f.destroy_image_view(slot.view, None);
+            f.destroy_semaphore(slot.semaphore, None);
+        }
+        f.destroy_command_pool(s.pool, None);
+        f.destroy_framebuffer(s.content_fb, None);
+        f.destroy_descriptor_pool(s.desc_pool, None);
+    }
+    s.content.destroy(d);
+    s.font.destroy(d);
+    s.font_staging.destroy(d);
+    s.vbuf.destroy(d);
+    s.ibuf.destroy(d);
+}
+
+fn barrier(
+    d: &Device,
+    cb: vk::CommandBuffer,
+    image: vk::Image,
+    (old, new): (vk::ImageLayout, vk::ImageLayout),
+    (src_stage, src_access): (vk::PipelineStageFlags, vk::AccessFlags),
+    (dst_stage, dst_access): (vk::PipelineStageFlags, vk::AccessFlags),
+) {
+    let b = [vk::ImageMemoryBarrier::default()
+        .old_layout(old)
+        .new_layout(new)
+        .src_access_mask(src_access)
+        .dst_access_mask(dst_access)
+        .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
+        .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
+        .image(image)
+        .subresource_range(gpu::color_range())];
+    // SAFETY: recording into our command buffer, outside a render pass.
+    unsafe {
+        d.fns
+            .cmd_pipeline_barrier(cb, src_stage, dst_stage, vk::DependencyFlags::empty(), &[], &[], &b)
+    };
+}
+
+fn record_font_upload(d: &Device, s: &Setup, cb: vk::CommandBuffer) {
+    barrier(
+        d,
+        cb,
+        s.font.image,
+        (vk::ImageLayout::UNDEFINED, vk::ImageLayout::TRANSFER_DST_OPTIMAL),
+        (vk::PipelineStageFlags::TOP_OF_PIPE, vk::AccessFlags::empty()),
+        (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE),
+    );
+    let region = [vk::BufferImageCopy::default()
+        .image_subresource(vk::ImageSubresourceLayers {
+            aspect_mask: vk::ImageAspectFlags::COLOR,
+            mip_level: 0,
+            base_array_layer: 0,
+            layer_count: 1,
+        })
+        .image_extent(vk::Extent3D {
+            width: s.font_size[0],
+            height: s.font_size[1],
+            depth: 1,
+        })];
+    // SAFETY: staging buffer and font image of ours, in the layouts set just above.
+    unsafe {
+        d.fns.cmd_copy_buffer_to_image(
+            cb,
+            s.font_staging.buffer,
+            s.font.image,
+            vk::ImageLayout::TRANSFER_DST_OPTIMAL,
+            &region,
+        )
+    };
+    barrier(
+        d,
+        cb,
+        s.font.image,
+        (
+            vk::ImageLayout::TRANSFER_DST_OPTIMAL,
+            vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL,
+        ),
+        (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE),
+        (vk::PipelineStageFlags::FRAGMENT_SHADER, vk::AccessFlags::SHADER_READ),
+    );
+}
+
+/// Lays out the HUD and records its rendering into the cached image. `Ok(false)` when the
+/// ImGui context is unusable.
+fn refresh(d: &Device, ctx: &FrameCtx<'_>, s: &mut Setup, cb: vk::CommandBuffer) -> Result<bool, vk::Result> {
+    {
+        let frames = d.frames.lock();
+        s.data.update(&frames.history, ctx.opts, |_| None);
+    }
+    if s.data.device.is_empty() {
+        s.data.device = d.name();
+        if let Some((name, info)) = crate::present::driver_properties(d) {
+            s.data.driver = format!("{name}  {info}");
+        }
+    }
+    if framescope_overlay::ui::render(&s.data, ctx.opts, s.canvas, &mut s.draw).is_err() {
+        return Ok(false);
+    }
+    s.last_refresh = Some(ctx.now);
+    s.hud_size = s.draw.size;
+    if s.hud_size[0] == 0 || s.hud_size[1] == 0 {
+        return Ok(true);
+    }
+    let vbytes = (s.draw.vertices.len() * std::mem::size_of::<DrawVert>()) as u64;
+    let ibytes = (s.draw.indices.len() * 2) as u64;
+    // The buffers are free (the last refresh's ticket is done): grow by replacing them.
+    if vbytes > s.vbuf.size {
+        s.vbuf.destroy(d);
+        s.vbuf = Buffer::host(
+            d,
+            ctx.gpu,
+            vbytes.next_power_of_two(),
+            vk::BufferUsageFlags::VERTEX_BUFFER,
+        )?;
+    }
+    if ibytes > s.ibuf.size {
+        s.ibuf.destroy(d);
+        s.ibuf = Buffer::host(
+            d,
+            ctx.gpu,
+            ibytes.next_power_of_two(),
+            vk::BufferUsageFlags::INDEX_BUFFER,
+        )?;
+    }
+    // SAFETY: both mappings are at least as large as the bytes copied; no pending work reads
+    // them (their last use is done).
+    unsafe {
+        std::ptr::copy_nonoverlapping(s.draw.vertices.as_ptr().cast::<u8>(), s.vbuf.mapped, vbytes as usize);
+        std::ptr::copy_nonoverlapping(s.draw.indices.as_ptr().cast::<u8>(), s.ibuf.mapped, ibytes as usize);
+    }
+    let f = &d.fns;
+    let [w, h] = s.hud_size;
+    let clear = [vk::ClearValue {
+        color: vk::ClearColorValue { float32: [0.0; 4] },
+    }];
+    let area = vk::Rect2D {
+        offset: vk::Offset2D { x: 0, y: 0 },
+        extent: vk::Extent2D { width: w, height: h },
+    };
+    let rp = vk::RenderPassBeginInfo::default()
+        .render_pass(ctx.gpu.content_pass)
+        .framebuffer(s.content_fb)
+        .render_area(area)
+        .clear_values(&clear);
+    let canvas = [s.canvas[0] as f32, s.canvas[1] as f32];
+    let push: [f32; 4] = [2.0 / canvas[0], 2.0 / canvas[1], -1.0, -1.0];
+    let mut push_bytes = [0u8; 16];
+    for (i, v) in push.iter().enumerate() {
+        push_bytes[i * 4..i * 4 + 4].copy_from_slice(&v.to_ne_bytes());
+    }
+    // SAFETY: recording into our command buffer with objects of ours that outlive it.
+    unsafe {
+        f.cmd_begin_render_pass(cb, &rp, vk::SubpassContents::INLINE);
+        f.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, ctx.gpu.content_pipeline);
+        f.cmd_set_viewport(
+            cb,
+            0,
+            &[vk::Viewport {
+                x: 0.0,
+                y: 0.0,
+                width: canvas[0],
+                height: canvas[1],
+                min_depth: 0.0,
+                max_depth: 1.0,
+            }],
+        );
+        f.cmd_bind_descriptor_sets(
+            cb,
+            vk::PipelineBindPoint::GRAPHICS,
+            ctx.gpu.content_layout,
+            0,
+            &[s.font_set],
+            &[],
+        );
+        f.cmd_push_constants(cb, ctx.gpu.content_layout, vk::ShaderStageFlags::VERTEX, 0, &push_bytes);
+        f.cmd_bind_vertex_buffers(cb, 0, &[s.vbuf.buffer], &[0]);
+        f.cmd_bind_index_buffer(cb, s.ibuf.buffer, 0, vk::IndexType::UINT16);
+        for c in &s.draw.cmds {
+            let x0 = c.clip[0].max(0.0);
+            let y0 = c.clip[1].max(0.0);
+            let x1 = c.clip[2].min(w as f32);
+            let y1 = c.clip[3].min(h as f32);
+            if x1 <= x0 || y1 <= y0 || c.count == 0 {
+                continue;
+            }
+            f.cmd_set_scissor(
+                cb,
+                0,
+                &[vk::Rect2D {
+                    offset: vk::Offset2D {
+                        x: x0 as i32,
+                        y: y0 as i32,
+                    },
+                    extent: vk::Extent2D {
+                        width: (x1 - x0).ceil() as u32,
+                        height: (y1 - y0).ceil() as u32,
+                    },
+                }],
+            );
+            f.cmd_draw_indexed(cb, c.count, 1, c.first_index, c.vertex_offset as i32, 0);
+        }
+        f.cmd_end_render_pass(cb);
+    }
+    Ok(true)
+}
+
+/// Draws the cached HUD over swapchain image `image` with one quad.
+fn composite(d: &Device, ctx: &FrameCtx<'_>, s: &Setup, desc: &Desc, cb: vk::CommandBuffer, image: u32) {
+    let target = desc.extent;
+    let margin = (layout::MARGIN as f32 * ctx.opts.scale) as u32;
+    let origin = layout::place(ctx.opts.position, s.hud_size, target, margin);
+    let Some((x, y, w, h)) = layout::visible(origin, s.hud_size, target) else {
+        return;
+    };
+    let (tw, th) = (target[0] as f32, target[1] as f32);
+    let ndc = |px: i32, size: f32| 2.0 * px as f32 / size - 1.0;
+    let push = CompositePush {
+        rect: [
+            ndc(origin[0], tw),
+            ndc(origin[1], th),
+            ndc(origin[0] + s.hud_size[0] as i32, tw),
+            ndc(origin[1] + s.hud_size[1] as i32, th),
+        ],
+        origin,
+        srgb: u32::from(gpu::is_srgb(desc.format)),
+        pad: 0,
+    };
+    let mut bytes = [0u8; std::mem::size_of::<CompositePush>()];
+    for (i, v) in push.rect.iter().enumerate() {
+        bytes[i * 4..i * 4 + 4].copy_from_slice(&v.to_ne_bytes());
+    }
+    bytes[16..20].copy_from_slice(&push.origin[0].to_ne_bytes());
+    bytes[20..24].copy_from_slice(&push.origin[1].to_ne_bytes());
+    bytes[24..28].copy_from_slice(&push.srgb.to_ne_bytes());
+    let area = vk::Rect2D {
+        offset: vk::Offset2D {
+            x: x as i32,
+            y: y as i32,
+        },
+        extent: vk::Extent2D { width: w, height: h },
+    };
+    let rp = vk::RenderPassBeginInfo::default()
+        .render_pass(s.render_pass)
+        .framebuffer(s.slots[image as usize].framebuffer)
+        .render_area(area);
+    let f = &d.fns;
+    // SAFETY: recording into our command buffer; the framebuffer is of this image, the
+    // descriptor set of our cached image (SHADER_READ_ONLY_OPTIMAL after its render pass).
+    unsafe {
+        f.cmd_begin_render_pass(cb, &rp, vk::SubpassContents::INLINE);
+        f.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, s.pipeline);
+        f.cmd_set_viewport(
+            cb,
+            0,
+            &[vk::Viewport {
+                x: 0.0,
+                y: 0.0,
+                width: tw,
+                height: th,
+                min_depth: 0.0,
+                max_depth: 1.0,
+            }],
+        );
+        f.cmd_set_scissor(cb, 0, &[area]);
+        f.cmd_bind_descriptor_sets(
+            cb,
+            vk::PipelineBindPoint::GRAPHICS,
+            ctx.gpu.composite_layout,
+            0,
+            &[s.content_set],
+            &[],
+        );
+        f.cmd_push_constants(
+            cb,
+            ctx.gpu.composite_layout,
+            vk::ShaderStageFlags::VERTEX | vk::ShaderStageFlags::FRAGMENT,
+            0,
+            &bytes,
+        );
+        f.cmd_draw(cb, 4, 1, 0, 0);
+        f.cmd_end_render_pass(cb);
+    }
+}
+
+/// Copies the presented image into a new host-visible buffer (one-off, screenshot frame only).
+fn record_shot(
+    d: &Device,
+    gpu: &Gpu,
+    desc: &Desc,
+    cb: vk::CommandBuffer,
+    image: vk::Image,
+    path: &str,
+) -> Result<Shot, vk::Result> {
+    let order = match desc.format {
+        vk::Format::B8G8R8A8_UNORM | vk::Format::B8G8R8A8_SRGB => PixelOrder::Bgra,
+        vk::Format::R8G8B8A8_UNORM | vk::Format::R8G8B8A8_SRGB | vk::Format::A8B8G8R8_UNORM_PACK32 => PixelOrder::Rgba,
+        _ => return Err(vk::Result::ERROR_FORMAT_NOT_SUPPORTED),
+    };
+    let [w, h] = desc.extent;
+    let buffer = Buffer::host(
+        d,
+        gpu,
+        u64::from(w) * u64::from(h) * 4,
+        vk::BufferUsageFlags::TRANSFER_DST,
+    )?;
+    barrier(
+        d,
+        cb,
+        image,
+        (vk::ImageLayout::PRESENT_SRC_KHR, vk::ImageLayout::TRANSFER_SRC_OPTIMAL),
+        (
+            vk::PipelineStageFlags::COLOR_ATTACHMENT_OUTPUT,
+            vk::AccessFlags::COLOR_ATTACHMENT_WRITE,
+        ),
+        (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_READ),
+    );
+    let region = [vk::BufferImageCopy::default()
+        .image_subresource(vk::ImageSubresourceLayers {
+            aspect_mask: vk::ImageAspectFlags::COLOR,
+            mip_level: 0,
+            base_array_layer: 0,
+            layer_count: 1,
+        })
+        .image_extent(vk::Extent3D {
+            width: w,
+            height: h,
+            depth: 1,
+        })];
+    // SAFETY: the image is in TRANSFER_SRC_OPTIMAL (barrier above), the buffer holds w*h*4.
+    unsafe {
+        d.fns
+            .cmd_copy_image_to_buffer(cb, image, vk::ImageLayout::TRANSFER_SRC_OPTIMAL, buffer.buffer, &region)
+    };
+    barrier(
+        d,
+        cb,
+        image,
+        (vk::ImageLayout::TRANSFER_SRC_OPTIMAL, vk::ImageLayout::PRESENT_SRC_KHR),
+        (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_READ),
+        (vk::PipelineStageFlags::BOTTOM_OF_PIPE, vk::AccessFlags::empty()),
+    );
+    // The host reads the buffer after the fence: make the copy visible to host reads.
+    let host = [vk::BufferMemoryBarrier::default()
+        .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
+        .dst_access_mask(vk::AccessFlags::HOST_READ)
+        .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
+        .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
+        .buffer(buffer.buffer)
+        .offset(0)
+        .size(vk::WHOLE_SIZE)];
+    // SAFETY: recording into our command buffer, outside a render pass.
+    unsafe {
+        d.fns.cmd_pipeline_barrier(
+            cb,
+            vk::PipelineStageFlags::TRANSFER,
+            vk::PipelineStageFlags::HOST,
+            vk::DependencyFlags::empty(),
+            &[],
+            &host,
+            &[],
+        )
+    };
+    Ok(Shot {
+        buffer,
+        ticket: None,
+        width: w,
+        height: h,
+        order,
+        path: path.to_string(),
+    })
+}

@@ -1,0 +1,362 @@
+//! The HUD drawn with Dear ImGui into plain vertex/index lists.
+//!
+//! imgui-rs allows one active context per process, so there is exactly one, behind a global
+//! mutex, shared by every device, swapchain and thread. It is only used when a HUD's content
+//! is re-rendered (a few times per second per swapchain), never per frame.
+
+use crate::model::{HudData, HudOptions};
+use imgui::{Condition, FontConfig, FontSource, StyleColor, TextureId, WindowFlags};
+use parking_lot::Mutex;
+use std::fmt::Write;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Texture id the renderer binds for the font atlas (the only texture the HUD uses).
+pub const FONT_TEXTURE: usize = 1;
+
+/// Colour of every HUD text glyph (sRGB, 0-255); tests look for it.
+pub const TEXT_RGB: [u8; 3] = [255, 255, 255];
+/// Colour of the graphs' lines.
+pub const GRAPH_RGB: [u8; 3] = [80, 230, 120];
+
+/// One vertex, laid out as ImGui's `ImDrawVert` (20 bytes).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct DrawVert {
+    pub pos: [f32; 2],
+    pub uv: [f32; 2],
+    pub col: [u8; 4],
+}
+
+/// One indexed draw with its scissor (pixels: x0, y0, x1, y1).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct DrawCmd {
+    pub clip: [f32; 4],
+    pub first_index: u32,
+    pub vertex_offset: u32,
+    pub count: u32,
+}
+
+/// What a render produced: every list concatenated. Buffers are reused between renders.
+#[derive(Clone, Debug, Default)]
+pub struct DrawOutput {
+    pub vertices: Vec<DrawVert>,
+    pub indices: Vec<u16>,
+    pub cmds: Vec<DrawCmd>,
+    /// Size in pixels of the HUD (its window), from the top-left corner of the canvas.
+    pub size: [u32; 2],
+}
+
+/// The font atlas, RGBA8, as the renderer uploads it.
+pub struct FontAtlas {
+    pub width: u32,
+    pub height: u32,
+    pub pixels: Vec<u8>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UiError {
+    /// An earlier render stopped half-way (a panic inside ImGui code); the context is not used
+    /// again.
+    Broken,
+}
+
+struct Shared {
+    ctx: imgui::Context,
+    atlas: Arc<FontAtlas>,
+    font_px: f32,
+    last: Instant,
+    text: String,
+}
+
+// SAFETY: a Dear ImGui context is plain heap data with no thread affinity; it is only ever
+// reached through the UI mutex below, so one thread at a time uses it.
+unsafe impl Send for Shared {}
+
+enum State {
+    Uninit,
+    Ready(Box<Shared>),
+    Broken,
+}
+
+static UI: Mutex<State> = Mutex::new(State::Uninit);
+
+fn init(opts: &HudOptions) -> Box<Shared> {
+    let mut ctx = imgui::Context::create();
+    ctx.set_ini_filename(None);
+    ctx.set_log_filename(None);
+    let font_px = opts.font_pixels();
+    ctx.fonts().add_font(&[FontSource::DefaultFontData {
+        config: Some(FontConfig {
+            size_pixels: font_px,
+            oversample_h: 1,
+            oversample_v: 1,
+            pixel_snap_h: true,
+            ..FontConfig::default()
+        }),
+    }]);
+    let tex = ctx.fonts().build_rgba32_texture();
+    let atlas = Arc::new(FontAtlas {
+        width: tex.width,
+        height: tex.height,
+        pixels: tex.data.to_vec(),
+    });
+    ctx.fonts().tex_id = TextureId::new(FONT_TEXTURE);
+    let style = ctx.style_mut();
+    style.scale_all_sizes(opts.scale);
+    style.window_rounding = 0.0;
+    style.window_border_size = 0.0;
+    style.anti_aliased_lines = false;
+    let rgba = |c: [u8; 3]| {
+        [
+            f32::from(c[0]) / 255.0,
+            f32::from(c[1]) / 255.0,
+            f32::from(c[2]) / 255.0,
+            1.0,
+        ]
+    };
+    style[StyleColor::Text] = rgba(TEXT_RGB);
+    style[StyleColor::PlotLines] = rgba(GRAPH_RGB);
+    style[StyleColor::FrameBg] = [0.0, 0.0, 0.0, 0.0];
+    style[StyleColor::WindowBg] = [0.0, 0.0, 0.0, 1.0];
+    Box::new(Shared {
+        ctx,
+        atlas,
+        font_px,
+        last: Instant::now(),
+        text: String::with_capacity(256),
+    })
+}
+
+/// The font atlas for `opts` (built on first use). The atlas is built once per process with
+/// the first caller's font size; later option changes do not rebuild it.
+pub fn font_atlas(opts: &HudOptions) -> Result<Arc<FontAtlas>, UiError> {
+    let mut ui = UI.lock();
+    if matches!(*ui, State::Uninit) {
+        *ui = State::Ready(init(opts));
+    }
+    match &*ui {
+        State::Ready(s) => Ok(s.atlas.clone()),
+        _ => Err(UiError::Broken),
+    }
+}
+
+/// Lays out the HUD for `data` on a canvas of `canvas` pixels and copies the draw lists into
+/// `out`. The HUD's window is at (0, 0) and sized to its content (`out.size`).
+pub fn render(data: &HudData, opts: &HudOptions, canvas: [u32; 2], out: &mut DrawOutput) -> Result<(), UiError> {
+    let mut ui = UI.lock();
+    if matches!(*ui, State::Uninit) {
+        *ui = State::Ready(init(opts));
+    }
+    // Taken out while in use and leaked if anything below panics: ImGui cannot begin a frame
+    // after one that never ended, and no C++ code should run while unwinding. The slot reads
+    // Broken meanwhile, so a failed render disables the HUD for good.
+    let mut state = std::mem::ManuallyDrop::new(std::mem::replace(&mut *ui, State::Broken));
+    let State::Ready(s) = &mut *state else {
+        *ui = std::mem::ManuallyDrop::into_inner(state);
+        return Err(UiError::Broken);
+    };
+    // ImGui sizes an auto-resizing window from the previous frame's content, and the context
+    // is shared by HUDs with different content: lay out twice, keep the second.
+    for _ in 0..2 {
+        frame(s, data, opts, canvas, out);
+    }
+    *ui = std::mem::ManuallyDrop::into_inner(state);
+    Ok(())
+}
+
+fn frame(s: &mut Shared, data: &HudData, opts: &HudOptions, canvas: [u32; 2], out: &mut DrawOutput) {
+    let now = Instant::now();
+    let io = s.ctx.io_mut();
+    io.display_size = [canvas[0].max(1) as f32, canvas[1].max(1) as f32];
+    io.delta_time = now.duration_since(s.last).as_secs_f32().clamp(1e-4, 1.0);
+    s.last = now;
+    let text = &mut s.text;
+    let ui = s.ctx.new_frame();
+    let mut size = [0.0f32; 2];
+    let graph_w = 22.0 * opts.font_pixels();
+    let graph_h = 3.0 * opts.font_pixels();
+    ui.window("framescope")
+        .position([0.0, 0.0], Condition::Always)
+        .bg_alpha(opts.alpha)
+        .flags(
+            WindowFlags::NO_DECORATION
+                | WindowFlags::ALWAYS_AUTO_RESIZE
+                | WindowFlags::NO_SAVED_SETTINGS
+                | WindowFlags::NO_FOCUS_ON_APPEARING
+                | WindowFlags::NO_NAV
+                | WindowFlags::NO_INPUTS,
+        )
+        .build(|| {
+            let mut line = |f: &mut dyn FnMut(&mut String)| {
+                text.clear();
+                f(text);
+                ui.text(&*text);
+            };
+            if opts.fps {
+                line(&mut |t| match data.fps {
+                    Some(v) => {
+                        let _ = write!(t, "FPS        {v:8.1}");
+                    }
+                    None => t.push_str("FPS             -"),
+                });
+            }
+            if opts.frame_time {
+                line(&mut |t| match data.frame_ms {
+                    Some(v) => {
+                        let _ = write!(t, "Frame      {v:8.2} ms");
+                    }
+                    None => t.push_str("Frame           - ms"),
+                });
+            }
+            if opts.frame_graph && !data.frame_graph.is_empty() {
+                let max = data.frame_graph.iter().copied().fold(0.0f32, f32::max);
+                ui.plot_lines("##frame", &data.frame_graph)
+                    .scale_min(0.0)
+                    .scale_max((max * 1.2).max(1.0))
+                    .graph_size([graph_w, graph_h])
+                    .build();
+            }
+            if opts.gpu {
+                line(&mut |t| match data.gpu_ms {
+                    Some(v) => {
+                        let _ = write!(t, "GPU busy   {v:8.2} ms");
+                    }
+                    None => t.push_str("GPU busy        - ms"),
+                });
+            }
+            if opts.gpu_graph && !data.gpu_graph.is_empty() {
+                let max = data.gpu_graph.iter().copied().fold(0.0f32, f32::max);
+                ui.plot_lines("##gpu", &data.gpu_graph)
+                    .scale_min(0.0)
+                    .scale_max((max * 1.2).max(0.1))
+                    .graph_size([graph_w, graph_h])
+                    .build();
+            }
+            if opts.counts {
+                line(&mut |t| {
+                    let _ = write!(
+                        t,
+                        "Submits {}  Draws {}  Dispatches {}",
+                        data.submits, data.draws, data.dispatches
+                    );
+                });
+            }
+            if opts.device && !data.device.is_empty() {
+                line(&mut |t| t.push_str(&data.device));
+                if !data.driver.is_empty() {
+                    line(&mut |t| t.push_str(&data.driver));
+                }
+            }
+            if opts.swapchain && data.swapchain.is_some() {
+                line(&mut |t| data.swapchain_text(t));
+            }
+            if opts.counters {
+                for (name, value) in &data.counters {
+                    line(&mut |t| {
+                        let _ = write!(t, "{name:<16} {value:10.3}");
+                    });
+                }
+            }
+            size = ui.window_size();
+        });
+    let draw_data = s.ctx.render();
+    out.vertices.clear();
+    out.indices.clear();
+    out.cmds.clear();
+    // imgui-rs builds a slice from the list pointer, which is null when nothing was drawn
+    // (e.g. the hidden first frame of an auto-resizing window).
+    let lists = if draw_data.draw_lists_count() == 0 {
+        None
+    } else {
+        Some(draw_data.draw_lists())
+    };
+    for list in lists.into_iter().flatten() {
+        let base_vertex = out.vertices.len() as u32;
+        let base_index = out.indices.len() as u32;
+        out.vertices.extend(list.vtx_buffer().iter().map(|v| DrawVert {
+            pos: v.pos,
+            uv: v.uv,
+            col: v.col,
+        }));
+        out.indices.extend_from_slice(list.idx_buffer());
+        for cmd in list.commands() {
+            if let imgui::DrawCmd::Elements { count, cmd_params } = cmd {
+                out.cmds.push(DrawCmd {
+                    clip: cmd_params.clip_rect,
+                    first_index: base_index + cmd_params.idx_offset as u32,
+                    vertex_offset: base_vertex + cmd_params.vtx_offset as u32,
+                    count: count as u32,
+                });
+            }
+        }
+    }
+    out.size = [
+        (size[0].ceil() as u32).min(canvas[0]),
+        (size[1].ceil() as u32).min(canvas[1]),
+    ];
+}
+
+/// Font size the shared atlas was built with.
+pub fn atlas_font_pixels() -> Option<f32> {
+    match &*UI.lock() {
+        State::Ready(s) => Some(s.font_px),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_text_and_graphs_within_the_canvas() {
+        let opts = HudOptions::default();
+        let atlas = font_atlas(&opts).unwrap();
+        assert!(atlas.width > 0 && atlas.pixels.len() == (atlas.width * atlas.height * 4) as usize);
+        let data = HudData {
+            fps: Some(60.0),
+            frame_ms: Some(16.7),
+            gpu_ms: Some(3.0),
+            frame_graph: vec![16.0, 17.0, 16.5],
+            gpu_graph: vec![3.0, 2.0, 4.0],
+            device: "llvmpipe".into(),
+            driver: "Mesa".into(),
+            ..HudData::default()
+        };
+        let mut out = DrawOutput::default();
+        render(&data, &opts, [1024, 1024], &mut out).unwrap();
+        assert!(out.size[0] > 100 && out.size[1] > 50, "{:?}", out.size);
+        assert!(!out.cmds.is_empty() && out.vertices.len() > 100);
+        let n = out.vertices.len() as u32;
+        assert!(out.indices.iter().all(|&i| u32::from(i) < n));
+        for c in &out.cmds {
+            assert!((c.first_index + c.count) as usize <= out.indices.len());
+        }
+        // Fewer lines: a smaller HUD, right away (the layout runs twice per render).
+        let few = HudOptions {
+            frame_graph: false,
+            gpu_graph: false,
+            device: false,
+            ..opts.clone()
+        };
+        let mut small = DrawOutput::default();
+        render(&data, &few, [1024, 1024], &mut small).unwrap();
+        assert!(small.size[1] < out.size[1], "{:?} vs {:?}", small.size, out.size);
+        // Several threads take turns on the one context.
+        let handles: Vec<_> = (0..4)
+            .map(|_| {
+                let (d, o) = (data.clone(), opts.clone());
+                std::thread::spawn(move || {
+                    let mut out = DrawOutput::default();
+                    render(&d, &o, [300, 300], &mut out).unwrap();
+                    out.size
+                })
+            })
+            .collect();
+        for h in handles {
+            let s = h.join().unwrap();
+            assert!(s[0] <= 300 && s[1] <= 300);
+        }
+    }
+}

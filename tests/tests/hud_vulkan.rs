@@ -1,0 +1,405 @@
+//! Issue 4: the live HUD drawn into the app's swapchain. Screenshots (`screenshot=N`) of the
+//! same frame with and without the HUD, an Xvfb root capture, 50 window resizes while vkcube
+//! runs, and the HUD on both swapchains of a two-window app; validation layer on throughout.
+
+use framescope_tests::artifacts::require_program;
+use framescope_tests::{dump, validation, Artifacts, Outcome, Sandbox, Xvfb};
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+const LIMIT: Duration = Duration::from_secs(240);
+/// The HUD's text colour (framescope_overlay::ui::TEXT_RGB is pure white).
+const TEXT_MIN: u8 = 245;
+
+/// An RGB image read through ImageMagick (PPM), so the tests need no image crate.
+struct Rgb {
+    w: usize,
+    h: usize,
+    px: Vec<u8>,
+}
+
+impl Rgb {
+    fn read(path: &Path) -> Rgb {
+        require_program("convert");
+        let out = Command::new("convert")
+            .arg(path)
+            .args(["-depth", "8", "ppm:-"])
+            .output()
+            .expect("run convert");
+        assert!(out.status.success(), "convert {}: {:?}", path.display(), out);
+        let data = out.stdout;
+        // P6\n<w> <h>\n255\n<rgb...>
+        let mut fields = Vec::new();
+        let mut i = 0;
+        while fields.len() < 4 {
+            while data[i].is_ascii_whitespace() {
+                i += 1;
+            }
+            let start = i;
+            while !data[i].is_ascii_whitespace() {
+                i += 1;
+            }
+            fields.push(String::from_utf8_lossy(&data[start..i]).into_owned());
+        }
+        assert_eq!(fields[0], "P6");
+        let (w, h): (usize, usize) = (fields[1].parse().unwrap(), fields[2].parse().unwrap());
+        let px = data[i + 1..].to_vec();
+        assert_eq!(px.len(), w * h * 3, "{}", path.display());
+        Rgb { w, h, px }
+    }
+
+    fn at(&self, x: usize, y: usize) -> [u8; 3] {
+        let i = (y * self.w + x) * 3;
+        [self.px[i], self.px[i + 1], self.px[i + 2]]
+    }
+}
+
+/// Inclusive-exclusive pixel rectangle.
+#[derive(Clone, Copy, Debug)]
+struct Rect {
+    x0: usize,
+    y0: usize,
+    x1: usize,
+    y1: usize,
+}
+
+impl Rect {
+    fn contains(&self, x: usize, y: usize) -> bool {
+        x >= self.x0 && x < self.x1 && y >= self.y0 && y < self.y1
+    }
+    fn offset(&self, dx: usize, dy: usize) -> Rect {
+        Rect {
+            x0: self.x0 + dx,
+            y0: self.y0 + dy,
+            x1: self.x1 + dx,
+            y1: self.y1 + dy,
+        }
+    }
+}
+
+fn differs(a: [u8; 3], b: [u8; 3], tol: u8) -> bool {
+    a.iter().zip(b).any(|(x, y)| x.abs_diff(y) > tol)
+}
+
+/// Bounding box of the pixels that differ by more than `tol` inside `area`.
+fn diff_bbox(a: &Rgb, b: &Rgb, area: Rect, tol: u8) -> Option<Rect> {
+    let mut r: Option<Rect> = None;
+    for y in area.y0..area.y1 {
+        for x in area.x0..area.x1 {
+            if differs(a.at(x, y), b.at(x, y), tol) {
+                let e = r.get_or_insert(Rect {
+                    x0: x,
+                    y0: y,
+                    x1: x + 1,
+                    y1: y + 1,
+                });
+                e.x0 = e.x0.min(x);
+                e.y0 = e.y0.min(y);
+                e.x1 = e.x1.max(x + 1);
+                e.y1 = e.y1.max(y + 1);
+            }
+        }
+    }
+    r
+}
+
+fn count_in(img: &Rgb, area: Rect, pred: impl Fn([u8; 3]) -> bool) -> usize {
+    let mut n = 0;
+    for y in area.y0..area.y1 {
+        for x in area.x0..area.x1 {
+            n += usize::from(pred(img.at(x, y)));
+        }
+    }
+    n
+}
+
+fn is_text(p: [u8; 3]) -> bool {
+    p.iter().all(|&c| c >= TEXT_MIN)
+}
+
+fn whole(img: &Rgb) -> Rect {
+    Rect {
+        x0: 0,
+        y0: 0,
+        x1: img.w,
+        y1: img.h,
+    }
+}
+
+/// Checks a with-HUD vs without-HUD pair of the same frame: the difference is one
+/// top-left-anchored block of plausible HUD size holding text-coloured pixels, and every
+/// pixel outside it is identical. Returns the HUD's rectangle.
+fn assert_hud_pair(on: &Rgb, off: &Rgb, what: &str) -> Rect {
+    assert_eq!((on.w, on.h), (off.w, off.h), "{what}: sizes");
+    let hud = diff_bbox(on, off, whole(on), 0).unwrap_or_else(|| panic!("{what}: identical images, no HUD"));
+    // Default position: top-left, 8 px margin.
+    assert!(
+        hud.x0 >= 8 && hud.y0 >= 8 && hud.x0 <= 12 && hud.y0 <= 12,
+        "{what}: HUD at {hud:?}"
+    );
+    let (w, h) = (hud.x1 - hud.x0, hud.y1 - hud.y0);
+    assert!(w >= 120 && h >= 60 && w < on.w && h < on.h, "{what}: HUD size {w}x{h}");
+    let text_on = count_in(on, hud, is_text);
+    let text_off = count_in(off, hud, is_text);
+    assert!(
+        text_on >= 300 && text_on > 10 * text_off.max(1),
+        "{what}: {text_on} text-coloured pixels with the HUD, {text_off} without"
+    );
+    // Outside the HUD: the same frame, pixel for pixel (vkcube's cube pose is a function of
+    // the frame index; bbox guarantees zero differences outside, so check the count directly).
+    let mut outside_diff = 0;
+    for y in 0..on.h {
+        for x in 0..on.w {
+            if !hud.contains(x, y) && differs(on.at(x, y), off.at(x, y), 0) {
+                outside_diff += 1;
+            }
+        }
+    }
+    assert_eq!(outside_diff, 0, "{what}");
+    // Inside the HUD the app's image shows through a translucent background: most pixels
+    // change, and none is left untouched by accident of a bad composite (a quad of the right
+    // size is drawn).
+    let changed = hud_changed_fraction(on, off, hud);
+    assert!(changed > 0.9, "{what}: only {changed:.2} of the HUD's pixels changed");
+    hud
+}
+
+fn hud_changed_fraction(on: &Rgb, off: &Rgb, hud: Rect) -> f64 {
+    let total = (hud.x1 - hud.x0) * (hud.y1 - hud.y0);
+    let changed = count_in(on, hud, |_| true)
+        - (hud.y0..hud.y1)
+            .flat_map(|y| (hud.x0..hud.x1).map(move |x| (x, y)))
+            .filter(|&(x, y)| !differs(on.at(x, y), off.at(x, y), 0))
+            .count();
+    changed as f64 / total as f64
+}
+
+fn check(out: &Outcome, what: &str) {
+    assert_eq!(out.code(), Some(0), "{what}\n{}", out.describe());
+    validation::assert_clean(what, &out.combined());
+    assert!(
+        out.lines_with("framescope: internal error").is_empty() && !out.stderr.contains("no HUD"),
+        "{what}\n{}",
+        out.describe()
+    );
+}
+
+fn screenshot_run(a: &Artifacts, x: &Xvfb, name: &str, config: &str, app: &str, args: &[&str]) -> (Sandbox, Outcome) {
+    let mut sb = Sandbox::new(name);
+    let shots = sb.path("shot-%N.png").display().to_string();
+    sb.display(x)
+        .with_validation()
+        .set("FRAMESCOPE_CONFIG", format!("{config},screenshot_path={shots}"));
+    let out = sb.run_under_framescope(a, app, args, LIMIT);
+    check(&out, name);
+    (sb, out)
+}
+
+#[test]
+fn vkcube_screenshot_shows_the_hud_over_the_same_frame() {
+    require_program("vkcube");
+    let a = Artifacts::get();
+    let x = Xvfb::start();
+    let args = ["--c", "120"];
+    let (on_sb, on_out) = screenshot_run(&a, &x, "hudshot-on", "screenshot=100", "vkcube", &args);
+    let (off_sb, _) = screenshot_run(&a, &x, "hudshot-off", "hud=0,screenshot=100", "vkcube", &args);
+    let on_png = on_sb.path("shot-100.png");
+    assert!(on_png.is_file(), "no screenshot\n{}", on_out.describe());
+    let on = Rgb::read(&on_png);
+    let off = Rgb::read(&off_sb.path("shot-100.png"));
+    assert_eq!((on.w, on.h), (500, 500));
+    assert_hud_pair(&on, &off, "vkcube frame 100");
+}
+
+/// Runs `script` (sh) under framescope with the HUD on or off; returns the sandbox.
+fn run_script(a: &Artifacts, x: &Xvfb, name: &str, config: &str, script: &str) -> (Sandbox, Outcome) {
+    let mut sb = Sandbox::new(name);
+    sb.display(x).with_validation().set("FRAMESCOPE_CONFIG", config);
+    let dir = sb.dir.display().to_string();
+    let out = sb.run_under_framescope(a, "sh", &["-c", script, "sh", &dir], LIMIT);
+    (sb, out)
+}
+
+/// `x y` of the only top-level window (vkcube's, which has no name).
+const FIND_WINDOW: &str = r#"win=""; for i in $(seq 1 100); do win=$(xwininfo -root -children | awk '/^     0x/{print $1; exit}'); [ -n "$win" ] && break; sleep 0.1; done"#;
+
+#[test]
+fn xvfb_root_capture_shows_the_hud_on_vkcube() {
+    require_program("vkcube");
+    require_program("import");
+    require_program("xwininfo");
+    let a = Artifacts::get();
+    let x = Xvfb::start();
+    // vkcube runs until killed; the root window is captured after 4 s of frames.
+    let script = format!(
+        r#"vkcube --c 1000000 & pid=$!
+{FIND_WINDOW}
+sleep 4
+xwininfo -id "$win" | awk '/Absolute upper-left X/{{x=$NF}} /Absolute upper-left Y/{{y=$NF}} END{{print "window-at " x " " y}}'
+import -window root "$1/root.png"
+kill $pid; wait $pid; exit 0"#
+    );
+    let (on_sb, on_out) = run_script(&a, &x, "hudroot-on", "hud=1", &script);
+    assert_eq!(on_out.code(), Some(0), "{}", on_out.describe());
+    validation::assert_clean("root capture with HUD", &on_out.combined());
+    let (off_sb, off_out) = run_script(&a, &x, "hudroot-off", "hud=0", &script);
+    assert_eq!(off_out.code(), Some(0), "{}", off_out.describe());
+    let at = |o: &Outcome| -> (usize, usize) {
+        let l = o
+            .lines_with("window-at ")
+            .pop()
+            .unwrap_or_else(|| panic!("{}", o.describe()));
+        let v: Vec<usize> = l.split_whitespace().skip(1).map(|n| n.parse().unwrap()).collect();
+        (v[0], v[1])
+    };
+    let (wx, wy) = at(&on_out);
+    assert_eq!(at(&off_out), (wx, wy), "window moved between runs");
+    let on = Rgb::read(&on_sb.path("root.png"));
+    let off = Rgb::read(&off_sb.path("root.png"));
+    // The HUD's region in window coordinates: top-left, 8 px margin; its height and width are
+    // at least those of the text lines. vkcube's cube spins with time, so the captures of two
+    // runs only agree where the cube never goes: outside the window, and the window's corners
+    // away from the HUD (vkcube's flat background).
+    let hud = Rect {
+        x0: 8,
+        y0: 8,
+        x1: 250,
+        y1: 100,
+    }
+    .offset(wx, wy);
+    let text_on = count_in(&on, hud, is_text);
+    let text_off = count_in(&off, hud, is_text);
+    assert!(
+        text_on >= 300 && text_on > 10 * text_off.max(1),
+        "{text_on} text-coloured pixels in the HUD region with the HUD, {text_off} without"
+    );
+    let changed = hud_changed_fraction(&on, &off, hud);
+    assert!(changed > 0.5, "only {changed:.2} of the HUD region differs from hud=0");
+    let outside = |x: usize, y: usize| x < wx || y < wy || x >= wx + 500 || y >= wy + 500;
+    let mut diff_outside = 0;
+    for y in 0..on.h {
+        for x in 0..on.w {
+            if outside(x, y) && differs(on.at(x, y), off.at(x, y), 0) {
+                diff_outside += 1;
+            }
+        }
+    }
+    assert_eq!(diff_outside, 0, "pixels outside vkcube's window differ");
+    for corner in [
+        Rect {
+            x0: 440,
+            y0: 440,
+            x1: 500,
+            y1: 500,
+        },
+        Rect {
+            x0: 0,
+            y0: 450,
+            x1: 50,
+            y1: 500,
+        },
+        Rect {
+            x0: 450,
+            y0: 0,
+            x1: 500,
+            y1: 50,
+        },
+    ] {
+        let c = corner.offset(wx, wy);
+        assert!(
+            diff_bbox(&on, &off, c, 2).is_none(),
+            "window corner {corner:?} differs between the HUD and hud=0 runs"
+        );
+    }
+}
+
+#[test]
+fn vkcube_survives_50_resizes_with_every_frame_dumped() {
+    require_program("vkcube");
+    require_program("xdotool");
+    require_program("xwininfo");
+    let a = Artifacts::get();
+    let x = Xvfb::start();
+    let frames = 4000;
+    let script = format!(
+        r#"vkcube --c {frames} & pid=$!
+{FIND_WINDOW}
+sleep 1
+n=0
+for i in $(seq 1 50); do
+  xdotool windowsize "$win" $((200 + (i % 7) * 60)) $((150 + (i % 5) * 70)) && n=$((n+1))
+  sleep 0.08
+done
+kill -0 $pid 2>/dev/null && echo "alive-after-resizes"
+echo "resized $n"
+wait $pid; echo "vkcube-exit $?""#
+    );
+    let mut sb = Sandbox::new("hudresize");
+    let dump_path = sb.path("resize.jsonl");
+    sb.display(&x)
+        .with_validation()
+        .set("FRAMESCOPE_DUMP", dump_path.display().to_string())
+        .set("FRAMESCOPE_CONFIG", "hud=1");
+    let dir = sb.dir.display().to_string();
+    let out = sb.run_under_framescope(&a, "sh", &["-c", &script, "sh", &dir], LIMIT);
+    assert_eq!(out.code(), Some(0), "{}", out.describe());
+    assert_eq!(
+        out.lines_with("resized ").pop().as_deref(),
+        Some("resized 50"),
+        "{}",
+        out.describe()
+    );
+    assert!(
+        !out.lines_with("alive-after-resizes").is_empty(),
+        "vkcube finished before the 50 resizes were done: raise --c\n{}",
+        out.describe()
+    );
+    assert_eq!(
+        out.lines_with("vkcube-exit ").pop().as_deref(),
+        Some("vkcube-exit 0"),
+        "{}",
+        out.describe()
+    );
+    validation::assert_clean("vkcube with 50 resizes", &out.combined());
+    assert!(
+        out.lines_with("framescope: internal error").is_empty(),
+        "{}",
+        out.describe()
+    );
+    let d = dump::read(&dump_path);
+    assert_eq!(
+        d.u64s("frame"),
+        (0..frames).collect::<Vec<u64>>(),
+        "frames 0..N-1 without gaps"
+    );
+    // The swapchain really was recreated: sizes in the dump change.
+    let mut sizes: Vec<(u64, u64)> = d
+        .frames
+        .iter()
+        .filter_map(|f| Some((f["swapchain"]["width"].as_u64()?, f["swapchain"]["height"].as_u64()?)))
+        .collect();
+    sizes.dedup();
+    assert!(
+        sizes.len() >= 10,
+        "only {} swapchain sizes seen: {sizes:?}",
+        sizes.len()
+    );
+}
+
+#[test]
+fn two_swapchains_in_one_present_both_show_the_hud() {
+    let a = Artifacts::get();
+    let x = Xvfb::start();
+    let app = a.testapp.display().to_string();
+    let args = ["--frames", "60", "--windows", "2", "--draws", "40"];
+    let (on_sb, on_out) = screenshot_run(&a, &x, "hud2-on", "screenshot=50", &app, &args);
+    let (off_sb, _) = screenshot_run(&a, &x, "hud2-off", "hud=0,screenshot=50", &app, &args);
+    for name in ["shot-50.png", "shot-50-1.png"] {
+        let p = on_sb.path(name);
+        assert!(p.is_file(), "{name} missing\n{}", on_out.describe());
+        let on = Rgb::read(&p);
+        let off = Rgb::read(&off_sb.path(name));
+        assert_hud_pair(&on, &off, name);
+    }
+}
