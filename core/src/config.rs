@@ -132,6 +132,7 @@ pub struct Config {
     pub hud_device: bool,
     pub hud_swapchain: bool,
     pub hud_counters: bool,
+    pub hud_regions: u64,
     /// Save the presented image (with the HUD) of this frame index as PNG.
     pub screenshot: Option<u64>,
     /// Path template of that PNG.
@@ -434,6 +435,14 @@ pub static KEYS: &[KeySpec] = &[
         get: |c| json!(c.hud_counters),
     },
     KeySpec {
+        name: "hud_regions",
+        ty: ValueType::UInt { min: 0, max: 16 },
+        default: "5",
+        doc: "HUD table: the N most expensive debug-label regions and render passes (GPU ms, smoothed; needs samples=renderpass or finer); 0 hides it",
+        set: |c, v| if let Value::UInt(n) = v { c.hud_regions = n },
+        get: |c| json!(c.hud_regions),
+    },
+    KeySpec {
         name: "screenshot",
         ty: ValueType::FrameOrNone,
         default: "none",
@@ -607,6 +616,7 @@ impl Default for Config {
             hud_device: false,
             hud_swapchain: false,
             hud_counters: false,
+            hud_regions: 0,
             screenshot: None,
             screenshot_path: String::new(),
             samples: Samples::Off,
@@ -797,6 +807,7 @@ mod tests {
             "hud_device",
             "hud_swapchain",
             "hud_counters",
+            "hud_regions",
             "screenshot",
             "screenshot_path",
         ];
@@ -891,7 +902,7 @@ mod tests {
             "framescope: unknown config key 'bogus' in FRAMESCOPE_CONFIG; ignored \
              (valid keys: dump, dump_start, dump_duration, hud, hud_refresh_ms, hud_position, hud_scale, \
              hud_font_size, hud_alpha, hud_history, hud_toggle_key, hud_fps, hud_frame_time, hud_frame_graph, \
-             hud_gpu, hud_gpu_graph, hud_counts, hud_device, hud_swapchain, hud_counters, screenshot, \
+             hud_gpu, hud_gpu_graph, hud_counts, hud_device, hud_swapchain, hud_counters, hud_regions, screenshot, \
              screenshot_path, samples, log)"
         );
         assert_eq!(

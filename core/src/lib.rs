@@ -16,6 +16,7 @@ pub mod frame;
 pub mod gpu_time;
 pub mod history;
 pub mod labels;
+pub mod regions;
 pub mod sample;
 pub mod stats;
 

@@ -23,6 +23,8 @@ pub struct HudOptions {
     pub device: bool,
     pub swapchain: bool,
     pub counters: bool,
+    /// Rows of the "top regions" table (0: hidden).
+    pub regions: usize,
 }
 
 impl HudOptions {
@@ -43,6 +45,7 @@ impl HudOptions {
             device: c.hud_device,
             swapchain: c.hud_swapchain,
             counters: c.hud_counters,
+            regions: c.hud_regions as usize,
         }
     }
 
@@ -83,9 +86,16 @@ pub struct HudData {
     pub swapchain: Option<SwapchainInfo>,
     /// `(name, value)` of the newest frame's counters.
     pub counters: Vec<(String, f64)>,
+    /// The most expensive regions: (name, smoothed GPU ms per frame), most expensive first.
+    pub regions: Vec<(String, f64)>,
 }
 
 impl HudData {
+    /// Refreshes the "top regions" table from the layer's region statistics.
+    pub fn update_regions(&mut self, table: &framescope_core::regions::RegionTable, opts: &HudOptions) {
+        table.top(opts.regions, &mut self.regions);
+    }
+
     /// Refreshes the frame numbers from `history` (the newest `opts.history` frames), naming
     /// counters with `counter_name` (catalogue index to name).
     pub fn update<'a>(

@@ -258,6 +258,14 @@ fn frame(s: &mut Shared, data: &HudData, opts: &HudOptions, canvas: [u32; 2], ou
                     });
                 }
             }
+            if opts.regions > 0 && !data.regions.is_empty() {
+                line(&mut |t| t.push_str("Top regions (GPU ms)"));
+                for (name, ms) in &data.regions {
+                    line(&mut |t| {
+                        let _ = write!(t, "{ms:7.3}  {name}");
+                    });
+                }
+            }
             size = ui.window_size();
         });
     let draw_data = s.ctx.render();

@@ -403,3 +403,43 @@ fn two_swapchains_in_one_present_both_show_the_hud() {
         assert_hud_pair(&on, &off, name);
     }
 }
+
+#[test]
+fn top_regions_table_adds_rows_to_the_hud() {
+    let a = Artifacts::get();
+    let x = Xvfb::start();
+    let app = a.testapp.display().to_string();
+    let args = [
+        "--scene", "regions", "--frames", "80", "--width", "640", "--height", "480",
+    ];
+    let shot = |name: &str, config: &str| {
+        let (sb, out) = screenshot_run(
+            &a,
+            &x,
+            name,
+            &format!("samples=label,screenshot=70,{config}"),
+            &app,
+            &args,
+        );
+        let png = sb.path("shot-70.png");
+        assert!(png.is_file(), "{name}: no screenshot\n{}", out.describe());
+        Rgb::read(&png)
+    };
+    let off = shot("regions-hud-off", "hud=0");
+    let plain = shot("regions-hud-plain", "hud_regions=0");
+    let table = shot("regions-hud-table", "hud_regions=5");
+    let plain_rect = assert_hud_pair(&plain, &off, "HUD without the regions table");
+    let table_rect = assert_hud_pair(&table, &off, "HUD with the regions table");
+    let (h0, h1) = (plain_rect.y1 - plain_rect.y0, table_rect.y1 - table_rect.y0);
+    // A title row plus the scene's regions (Frame, Main, Shadows, Post, and its passes): at
+    // least four more text rows of the 13 px font.
+    assert!(h1 >= h0 + 4 * 13, "HUD height {h1} with the table vs {h0} without");
+    let extra = Rect {
+        x0: table_rect.x0,
+        y0: plain_rect.y1,
+        x1: table_rect.x1,
+        y1: table_rect.y1,
+    };
+    let text = count_in(&table, extra, is_text);
+    assert!(text >= 200, "only {text} text-coloured pixels in the table rows");
+}

@@ -21,6 +21,8 @@ pub struct FrameState {
     pub frames_closed: u64,
     /// The newest emitted frames, for the HUD (issue 4); fed wherever records are emitted.
     pub history: FrameHistory,
+    /// The most expensive label regions and passes, for the HUD.
+    pub regions: framescope_core::regions::RegionTable,
     /// GPU-to-CLOCK_MONOTONIC offset (ns) from calibrated timestamps, when available.
     pub calibration: Option<i64>,
 }
@@ -34,6 +36,7 @@ impl FrameState {
             dump_checked: false,
             frames_closed: 0,
             history: FrameHistory::default(),
+            regions: Default::default(),
             calibration: None,
         }
     }
@@ -68,6 +71,7 @@ impl FrameState {
 
     /// A sample of a retired submission; goes to the dump ahead of its frame.
     pub fn push_sample(&mut self, s: framescope_core::sample::SampleRecord) {
+        self.regions.add(&s);
         if let Some(w) = &self.dump {
             w.push_sample(s);
         }

@@ -553,6 +553,7 @@ fn refresh(d: &Device, ctx: &FrameCtx<'_>, s: &mut Setup, cb: vk::CommandBuffer)
     {
         let frames = d.frames.lock();
         s.data.update(&frames.history, ctx.opts, |_| None);
+        s.data.update_regions(&frames.regions, ctx.opts);
     }
     if s.data.device.is_empty() {
         s.data.device = d.name();

@@ -1,0 +1,184 @@
+//! The most expensive regions (debug-label regions and render passes), smoothed over frames,
+//! for the HUD's "top regions" table. Fixed capacity and fed per sample on the app's thread,
+//! so it allocates nothing after creation; only `top` (a few times per second) builds strings.
+
+use crate::sample::{LabelPath, SampleRecord, Scope};
+
+/// Regions tracked; the least recently seen one gives its place to a new one.
+pub const CAPACITY: usize = 64;
+/// Weight of the newest frame in the moving average.
+const ALPHA: f64 = 0.1;
+
+#[derive(Clone, Copy, Default)]
+struct Entry {
+    used: bool,
+    scope: Scope,
+    path: LabelPath,
+    /// Smoothed GPU ns per frame.
+    ema_ns: f64,
+    /// Frame being summed (a region may occur several times in one frame) and its sum.
+    frame: u64,
+    sum_ns: u64,
+    seen: bool,
+}
+
+impl Entry {
+    fn fold(&mut self) {
+        if self.seen {
+            let v = self.sum_ns as f64;
+            self.ema_ns = if self.ema_ns == 0.0 {
+                v
+            } else {
+                self.ema_ns * (1.0 - ALPHA) + v * ALPHA
+            };
+        }
+        self.sum_ns = 0;
+        self.seen = false;
+    }
+}
+
+pub struct RegionTable {
+    entries: [Entry; CAPACITY],
+}
+
+impl Default for RegionTable {
+    fn default() -> Self {
+        RegionTable {
+            entries: [Entry::default(); CAPACITY],
+        }
+    }
+}
+
+impl RegionTable {
+    /// Counts a label or render-pass sample with a time; other samples are ignored.
+    pub fn add(&mut self, s: &SampleRecord) {
+        if !matches!(s.scope, Scope::Label | Scope::RenderPass) || s.overwritten {
+            return;
+        }
+        let Some(ns) = s.gpu_ns() else { return };
+        let i = match self
+            .entries
+            .iter()
+            .position(|e| e.used && e.scope == s.scope && e.path == s.label)
+        {
+            Some(i) => i,
+            None => {
+                let i = self.entries.iter().position(|e| !e.used).unwrap_or_else(|| {
+                    let oldest = self.entries.iter().enumerate().min_by_key(|(_, e)| e.frame);
+                    oldest.map_or(0, |(i, _)| i)
+                });
+                self.entries[i] = Entry {
+                    used: true,
+                    scope: s.scope,
+                    path: s.label,
+                    frame: s.frame,
+                    ..Entry::default()
+                };
+                i
+            }
+        };
+        let e = &mut self.entries[i];
+        if s.frame != e.frame {
+            e.fold();
+            e.frame = s.frame;
+        }
+        e.sum_ns = e.sum_ns.saturating_add(ns);
+        e.seen = true;
+    }
+
+    /// The `n` most expensive regions as (name, smoothed ms per frame), most expensive first.
+    /// Render passes are named `pass @ <label>` (their enclosing label).
+    pub fn top(&self, n: usize, out: &mut Vec<(String, f64)>) {
+        let mut list: Vec<(f64, &Entry)> = self
+            .entries
+            .iter()
+            .filter(|e| e.used)
+            .map(|e| {
+                let mut e2 = *e;
+                e2.fold();
+                (e2.ema_ns, e)
+            })
+            .filter(|(v, _)| *v > 0.0)
+            .collect();
+        list.sort_by(|a, b| b.0.total_cmp(&a.0));
+        out.clear();
+        for (v, e) in list.into_iter().take(n) {
+            let label = crate::labels::path_string(e.path.ids());
+            let name = match e.scope {
+                Scope::RenderPass if label.is_empty() => "pass".to_string(),
+                Scope::RenderPass => format!("pass @ {label}"),
+                _ => label,
+            };
+            out.push((name, v / 1e6));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn label(name: &[u8], frame: u64, ns: u64) -> SampleRecord {
+        let mut path = LabelPath::default();
+        path.push(crate::labels::intern(name));
+        SampleRecord {
+            frame,
+            scope: Scope::Label,
+            label: path,
+            gpu_begin_ns: Some(1000),
+            gpu_end_ns: Some(1000 + ns),
+            ..SampleRecord::default()
+        }
+    }
+
+    #[test]
+    fn occurrences_in_one_frame_add_up_and_frames_are_smoothed() {
+        let mut t = RegionTable::default();
+        // Frame 0: "Main" twice (split over two command buffers), 1 ms + 1 ms.
+        t.add(&label(b"regions-Main", 0, 1_000_000));
+        t.add(&label(b"regions-Main", 0, 1_000_000));
+        t.add(&label(b"regions-Post", 0, 500_000));
+        let mut out = Vec::new();
+        t.top(5, &mut out);
+        assert_eq!(
+            out,
+            vec![("regions-Main".to_string(), 2.0), ("regions-Post".to_string(), 0.5)]
+        );
+        // Frame 1: Main 4 ms -> 2 * 0.9 + 4 * 0.1 = 2.2 ms.
+        t.add(&label(b"regions-Main", 1, 4_000_000));
+        t.top(1, &mut out);
+        assert_eq!(out.len(), 1);
+        assert!((out[0].1 - 2.2).abs() < 1e-9, "{out:?}");
+    }
+
+    #[test]
+    fn draws_and_overwritten_samples_do_not_count() {
+        let mut t = RegionTable::default();
+        let mut s = label(b"regions-x", 0, 10);
+        s.scope = Scope::Draw;
+        t.add(&s);
+        let mut o = label(b"regions-y", 0, 10);
+        o.overwritten = true;
+        t.add(&o);
+        let mut out = Vec::new();
+        t.top(5, &mut out);
+        assert!(out.is_empty());
+    }
+
+    #[test]
+    fn a_full_table_replaces_the_region_seen_longest_ago() {
+        let mut t = RegionTable::default();
+        for i in 0..CAPACITY as u64 {
+            t.add(&label(format!("regions-r{i}").as_bytes(), i + 1, 1000));
+        }
+        t.add(&label(b"regions-new", 100, 5000));
+        let mut out = Vec::new();
+        t.top(CAPACITY, &mut out);
+        assert_eq!(out.len(), CAPACITY);
+        assert_eq!(out[0].0, "regions-new");
+        assert!(
+            !out.iter().any(|(n, _)| n == "regions-r0"),
+            "the oldest region was evicted"
+        );
+    }
+}
