@@ -14,10 +14,13 @@ pub mod config;
 pub mod dump;
 pub mod frame;
 pub mod gpu_time;
+pub mod guard;
 pub mod history;
 pub mod labels;
+pub mod log;
 pub mod regions;
 pub mod sample;
+pub mod settings;
 pub mod stats;
 
 /// The dump schema id written in every header record.

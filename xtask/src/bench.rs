@@ -211,9 +211,42 @@ fn machine_facts() -> Vec<(String, String)> {
     ]
 }
 
+const SAMPLES_BEGIN: &str = "<!-- samples:begin -->\n";
+const SAMPLES_END: &str = "<!-- samples:end -->\n";
+
+fn build_release() -> Result<(), String> {
+    super::cargo(&[
+        "build",
+        "--release",
+        "-p",
+        "framescope-vk",
+        "-p",
+        "framescope-gl",
+        "-p",
+        "framescope-cli",
+        "-p",
+        "framescope-testapp",
+    ])
+}
+
+/// `cargo xtask bench samples`: only the samples section, replaced in docs/performance.md.
+pub fn bench_samples_only() -> Result<(), String> {
+    build_release()?;
+    let section = super::bench_samples::section(&target_dir().join("release"))?;
+    let path = super::root().join("docs/performance.md");
+    let md = std::fs::read_to_string(&path).unwrap_or_default();
+    let new = match (md.find(SAMPLES_BEGIN), md.find(SAMPLES_END)) {
+        (Some(b), Some(e)) if b < e => format!("{}{SAMPLES_BEGIN}{section}{}", &md[..b], &md[e..]),
+        _ => format!("{md}\n{SAMPLES_BEGIN}{section}{SAMPLES_END}"),
+    };
+    std::fs::write(&path, new).map_err(|e| format!("{}: {e}", path.display()))?;
+    print!("{section}");
+    Ok(())
+}
+
 pub fn bench() -> Result<(), String> {
     install_packages()?;
-    super::cargo(&["build", "--release", "-p", "framescope-vk", "-p", "framescope-cli"])?;
+    build_release()?;
     let framescope = target_dir().join("release/framescope");
     if !framescope.is_file() {
         return Err(format!("{} was not built", framescope.display()));
@@ -327,6 +360,9 @@ pub fn bench() -> Result<(), String> {
         load_before.trim(),
         load_after.trim()
     ));
+    md.push_str(SAMPLES_BEGIN);
+    md.push_str(&super::bench_samples::section(&target_dir().join("release"))?);
+    md.push_str(SAMPLES_END);
     md.push_str("## OpenGL: glxgears\n\n");
     md.push_str("<!-- GL rows: added by the GL HUD work (same method: bare vs framescope vs MangoHud). -->\n");
     md.push_str("Not measured yet.\n");

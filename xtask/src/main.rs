@@ -1,6 +1,7 @@
 //! `cargo xtask <demo|test|bench|install-deps>`: the project's only set-up and test entry points.
 
 mod bench;
+mod bench_samples;
 mod deps;
 
 use std::path::{Path, PathBuf};
@@ -9,7 +10,8 @@ use std::process::{Command, ExitCode};
 const USAGE: &str = "usage: cargo xtask <demo|test|bench|install-deps>
   demo          build in release, run vkcube under framescope (Xvfb if no DISPLAY), print what it measured
   test          install missing packages, then fmt check, clippy -D warnings, build, all tests
-  bench         performance benchmarks (writes docs/performance.md)
+  bench         performance benchmarks (writes docs/performance.md); `bench samples`: only the
+                CPU cost per draw of each samples mode
   install-deps  install the Debian packages the tests and demo need (root), else print the apt-get line";
 
 fn main() -> ExitCode {
@@ -18,6 +20,7 @@ fn main() -> ExitCode {
         Some("install-deps") => deps::install(),
         Some("test") => test(),
         Some("demo") => demo(),
+        Some("bench") if args.get(1).map(String::as_str) == Some("samples") => bench::bench_samples_only(),
         Some("bench") => bench(),
         _ => {
             eprintln!("{USAGE}");

@@ -375,7 +375,7 @@ fn find_or_create(st: &mut State, ws: WinSys, key: usize) -> usize {
 
 /// Before the real swap: ends the open frame of the current context.
 pub fn before_swap(ws: WinSys) -> Option<SwapToken> {
-    crate::fault::maybe_panic(crate::fault::Point::Swap);
+    crate::guard::maybe_panic("gl_swap");
     let key = hooks::current_context(ws);
     if key == 0 {
         return None;

@@ -21,16 +21,14 @@
 #![allow(clippy::missing_safety_doc)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
+// Shared with the other layer: panic containment, logging, the process's config.
+use framescope_core::{guard, log, settings};
 mod dl;
 mod draws;
-mod fault;
 mod frames;
 mod gl;
-mod guard;
 mod hooks;
 mod hud;
-mod log;
-mod settings;
 
 use libc::{c_char, c_int, c_ulong, c_void};
 

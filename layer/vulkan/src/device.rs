@@ -14,7 +14,7 @@ use crate::timing::QueueTiming;
 use ash::vk::{self, Handle};
 use framescope_core::frame::SwapchainInfo;
 use parking_lot::{Mutex, RwLock};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::ffi::{c_void, CStr};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -179,9 +179,9 @@ impl Device {
             queue_families,
             stats: DeviceStats::default(),
             frames: Mutex::new(FrameState::new()),
-            queues: RwLock::new(HashMap::new()),
-            command_buffers: RwLock::new(HashMap::new()),
-            swapchains: RwLock::new(HashMap::new()),
+            queues: RwLock::new(HashMap::default()),
+            command_buffers: RwLock::new(HashMap::default()),
+            swapchains: RwLock::new(HashMap::default()),
             hud: crate::hud::DeviceHud::new(),
         }
     }

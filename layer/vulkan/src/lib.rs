@@ -5,24 +5,22 @@
 //! internal failure is logged once and the app's call still goes through.
 #![allow(clippy::missing_safety_doc)]
 
+// Shared with the other layer: panic containment, logging, the process's config.
+use framescope_core::{guard, log, settings};
 mod chain;
 mod cmdbuf;
 mod commands;
 mod device;
-mod fault;
 mod frame_boundary;
 mod frames;
-mod guard;
 mod hud;
 mod instance;
 mod loader_abi;
-mod log;
 mod present;
 mod proc_addr;
 mod queue;
 mod registry;
 mod samples;
-mod settings;
 mod timing;
 
 use ash::vk;

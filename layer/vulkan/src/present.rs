@@ -25,7 +25,7 @@ pub unsafe extern "system" fn queue_present(queue: vk::Queue, info: *const vk::P
     guarded(&PRESENT, || {
         let t_ns = monotonic_now_ns();
         d.stats.presents.fetch_add(1, Ordering::Relaxed);
-        crate::fault::maybe_panic(crate::fault::Point::Present);
+        crate::guard::maybe_panic("present");
         // SAFETY: the app's present info is valid for this call.
         let swapchain = unsafe { first_swapchain(info) }.and_then(|s| d.swapchain(s));
         end_frame(

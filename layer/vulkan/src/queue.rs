@@ -12,6 +12,9 @@ use std::ffi::c_void;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+/// In-flight submissions on a queue beyond which a submit reads what has retired.
+const POLL_AT_SUBMIT: usize = 32;
+
 static SUBMIT: Site = Site::new("vkQueueSubmit");
 static SUBMIT2: Site = Site::new("vkQueueSubmit2");
 static GET_QUEUE: Site = Site::new("vkGetDeviceQueue");
@@ -83,6 +86,11 @@ fn begin_timed_submit(
         }
     }
     let mut frames = d.frames.lock();
+    // Results are normally read at frame ends; an app that neither presents nor marks frame
+    // boundaries would otherwise never give back its timing slots and query blocks.
+    if inner.timing.as_ref().is_some_and(|t| t.in_flight() >= POLL_AT_SUBMIT) {
+        d.poll_queue(inner, &mut frames);
+    }
     let counts = &mut frames.counts;
     counts.submits = counts.submits.saturating_add(1);
     let cb_base = counts.command_buffers;

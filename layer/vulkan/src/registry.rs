@@ -3,7 +3,7 @@
 //! their instance's, so one map per object kind serves every child handle.
 
 use parking_lot::RwLock;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
 
 /// The dispatch key of a dispatchable handle.
@@ -26,7 +26,7 @@ impl<T> Registry<T> {
     }
 
     pub fn insert(&self, key: usize, value: Arc<T>) {
-        self.map.write().get_or_insert_with(HashMap::new).insert(key, value);
+        self.map.write().get_or_insert_with(HashMap::default).insert(key, value);
     }
 
     pub fn get(&self, key: usize) -> Option<Arc<T>> {

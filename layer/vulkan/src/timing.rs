@@ -98,6 +98,11 @@ impl QueueTiming {
         Some(&mut self.slots[i as usize].samples)
     }
 
+    /// Submissions not yet seen retired.
+    pub fn in_flight(&self) -> usize {
+        self.in_flight.len()
+    }
+
     /// Gives back the slot taken last, after the submission that would use it failed.
     pub fn cancel_last(&mut self) {
         if let Some(i) = self.in_flight.pop_back() {

@@ -223,7 +223,9 @@ impl App {
                 .map(|(s, &i)| s.target(i))
                 .collect(),
         };
+        let record_start = monotonic_ns();
         let cbs = self.command_buffers(fif, &indices, &targets)?;
+        self.report.record_ns += monotonic_ns() - record_start;
         let render_finished: Vec<vk::Semaphore> = self
             .swapchains
             .iter()

@@ -54,6 +54,8 @@ pub struct Report {
     pub headless: bool,
     pub swapchain_rebuilds: u64,
     pub presents: PresentClock,
+    /// CPU time spent recording command buffers, all frames (benchmarks of per-draw overhead).
+    pub record_ns: u64,
 }
 
 impl Report {
@@ -69,7 +71,7 @@ impl Report {
 \"vertices_per_frame\":{},\"passes_per_frame\":{},\"width\":{},\"height\":{},\
 \"mean_present_interval_ns\":{},\"present_intervals\":{},\"first_present_ns\":{},\
 \"last_present_ns\":{},\"present_mode\":\"{}\",\"scene\":\"{}\",\"threads\":{},\
-\"submits_per_frame\":{},\"headless\":{},\"swapchain_rebuilds\":{}}}",
+\"submits_per_frame\":{},\"headless\":{},\"swapchain_rebuilds\":{},\"record_ns\":{}}}",
             self.frames,
             self.windows,
             self.draws_per_frame,
@@ -87,6 +89,7 @@ impl Report {
             self.submits_per_frame,
             self.headless,
             self.swapchain_rebuilds,
+            self.record_ns,
         )
     }
 }

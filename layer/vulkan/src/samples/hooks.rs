@@ -31,6 +31,10 @@ pub fn around(d: &Device, st: &CmdBufState, cb: vk::CommandBuffer, sampled: Samp
     let Some(level) = d.samples.as_ref().map(|s| s.level) else {
         return forward();
     };
+    // Below draw level a draw samples nothing: no lock on the hot path.
+    if matches!(sampled, Sampled::Draw(_) | Sampled::None) && level < Level::Draw {
+        return forward();
+    }
     let mut rec = st.rec.lock();
     match sampled {
         Sampled::Draw(params) if level >= Level::Draw => rec.around_draw(d, cb, params, forward),

@@ -1,6 +1,6 @@
-//! Process-wide configuration, read once on first GL use; config errors are printed once.
+//! Process-wide configuration for a layer, read once on first use; config errors are printed once.
 
-use framescope_core::config::{Config, LogLevel};
+use crate::config::{Config, LogLevel};
 use std::sync::OnceLock;
 
 pub fn get() -> &'static Config {

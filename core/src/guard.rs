@@ -1,13 +1,13 @@
-//! Panic containment: the shim's own logic in every entry point runs inside [`guarded`], so an
-//! internal failure becomes a pass-through plus one `framescope:` line, never a crash or an
-//! unwind into the app's C frames.
+//! Panic containment for the layers' FFI entry points: their own logic runs inside [`guarded`],
+//! so an internal failure becomes a pass-through plus one `framescope:` line, never a crash or
+//! an unwind into the app's C frames. Each cdylib links its own copy (its own statics).
 
 use std::cell::Cell;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Once;
 
-/// One place in the shim that can fail; it logs at most once, so a per-frame failure does not
+/// One place in a layer that can fail; it logs at most once, so a per-frame failure does not
 /// flood the app's stderr.
 pub struct Site {
     pub name: &'static str,
@@ -30,7 +30,7 @@ thread_local! {
 
 static HOOK: Once = Once::new();
 
-/// Chains onto the process's panic hook so that panics inside the shim are reported by the
+/// Chains onto the process's panic hook so that panics inside the layer are reported by the
 /// guard's one line instead of the default hook; the app's own panics (a Rust app) are untouched.
 fn install_panic_hook() {
     HOOK.call_once(|| {
@@ -85,5 +85,15 @@ pub fn guarded<R>(site: &'static Site, f: impl FnOnce() -> R) -> Option<R> {
 pub fn report_once(site: &'static Site, msg: std::fmt::Arguments<'_>) {
     if !site.logged.swap(true, Ordering::Relaxed) {
         crate::log::error(format_args!("{}: {msg}", site.name));
+    }
+}
+
+/// Fault injection for tests: with `FRAMESCOPE_FAULT=<point>` (e.g. `present`, `gl_swap`) the
+/// hook that calls `maybe_panic("<point>")` panics, which proves that a failure inside a layer
+/// is contained and the app runs on.
+pub fn maybe_panic(point: &str) {
+    static FAULT: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    if FAULT.get_or_init(|| std::env::var("FRAMESCOPE_FAULT").ok()).as_deref() == Some(point) {
+        panic!("fault injected at {point} (FRAMESCOPE_FAULT)");
     }
 }
