@@ -13,6 +13,8 @@ use std::collections::VecDeque;
 /// Slots are added in chunks as the GPU falls behind; this bounds memory if results never come.
 const CHUNK: u32 = 16;
 const MAX_SLOTS: u32 = 512;
+/// Polls a retired submission may wait for its sample queries' availability.
+const MAX_SAMPLE_WAITS: u32 = 64;
 
 struct Slot {
     begin: vk::CommandBuffer,
@@ -24,6 +26,8 @@ struct Slot {
     last_end: u64,
     /// The submission's samples, read when it retires.
     samples: Pending,
+    /// Polls that found the end timestamp but not yet every sample query available.
+    waits: u32,
 }
 
 /// A retired submission: which frame it belonged to and its `[begin, end]` in ns.
@@ -87,6 +91,7 @@ impl QueueTiming {
         let i = self.free.pop()?;
         let s = &mut self.slots[i as usize];
         s.frame = frame;
+        s.waits = 0;
         s.samples.clear();
         self.in_flight.push_back(i);
         Some((s.begin, s.end, &mut s.samples))
@@ -148,6 +153,7 @@ impl QueueTiming {
                 frame: 0,
                 last_end: 0,
                 samples: Pending::default(),
+                waits: 0,
             });
             self.free.push(index);
         }
@@ -204,6 +210,12 @@ impl QueueTiming {
             let wrap = 1u64 << self.valid_bits.min(63);
             let slot = &mut self.slots[i as usize];
             if end == slot.last_end {
+                break;
+            }
+            // Sample queries may become available after our end timestamp; wait for them a
+            // bounded number of polls (then their samples report no values).
+            if !slot.samples.ready(d) && slot.waits < MAX_SAMPLE_WAITS {
+                slot.waits += 1;
                 break;
             }
             slot.last_end = end;

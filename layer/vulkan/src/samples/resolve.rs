@@ -231,12 +231,14 @@ impl Pending {
         self.resets.iter().filter_map(move |b| b.reset_cb(d, family, pools?))
     }
 
-    /// The submission retired: reads its blocks, emits its samples, marks its recordings read.
-    pub fn retire(&mut self, d: &Device, frame: u64, gpu_to_cpu: Option<i64>, mut out: impl FnMut(SampleRecord)) {
-        if self.samples.is_empty() && self.recs.is_empty() {
-            return;
+    /// Reads the submission's blocks (one call per block) and tells whether every slot its
+    /// samples use is available. The end timestamp of the submission being available does not
+    /// order the availability of the other queries on every driver (seen on NVIDIA), so a
+    /// submission retires only once this holds (or its wait runs out).
+    pub fn ready(&mut self, d: &Device) -> bool {
+        if self.samples.is_empty() {
+            return true;
         }
-        let period = f64::from(d.properties.limits.timestamp_period);
         self.ts_values.clear();
         self.ts_values.resize(self.ts_pins.len() * BLOCK as usize * 2, 0);
         for (i, b) in self.ts_pins.iter().enumerate() {
@@ -254,6 +256,27 @@ impl Pending {
             let n = BLOCK as usize * (STATS_COUNT + 1);
             read_block(d, b, &mut self.stats_values[i * n..(i + 1) * n], STATS_COUNT + 1);
         }
+        let ts_ok = |p: Option<Pin>| {
+            p.is_none_or(|(pin, q)| self.ts_values[(pin as usize * BLOCK as usize + q as usize) * 2 + 1] != 0)
+        };
+        let w = STATS_COUNT + 1;
+        let st_ok = |p: Option<Pin>| {
+            p.is_none_or(|(pin, q)| {
+                self.stats_values[(pin as usize * BLOCK as usize + q as usize) * w + STATS_COUNT] != 0
+            })
+        };
+        self.samples
+            .iter()
+            .all(|s| ts_ok(s.begin) && ts_ok(s.end) && st_ok(s.stats))
+    }
+
+    /// The submission retired: emits its samples from the values `ready` read, marks its
+    /// recordings read.
+    pub fn retire(&mut self, d: &Device, frame: u64, gpu_to_cpu: Option<i64>, mut out: impl FnMut(SampleRecord)) {
+        if self.samples.is_empty() && self.recs.is_empty() {
+            return;
+        }
+        let period = f64::from(d.properties.limits.timestamp_period);
         // A recording submitted again (same generation) since this submission had its slots
         // reset and rewritten: its numbers are gone.
         self.overwritten.clear();
