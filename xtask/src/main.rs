@@ -69,7 +69,16 @@ fn test() -> Result<(), String> {
 
 fn demo() -> Result<(), String> {
     deps::install()?;
-    cargo(&["build", "--release", "-p", "framescope-vk", "-p", "framescope-cli"])?;
+    cargo(&[
+        "build",
+        "--release",
+        "-p",
+        "framescope-vk",
+        "-p",
+        "framescope-gl",
+        "-p",
+        "framescope-cli",
+    ])?;
     let bin = root().join("target/release");
     let _xvfb = match std::env::var_os("DISPLAY") {
         Some(_) => None,
@@ -93,9 +102,16 @@ fn demo() -> Result<(), String> {
         "xtask: running vkcube for 1500 frames under framescope, dump {}",
         dump.display()
     );
+    // Frame 1000 with the HUD, saved as PNG: what the HUD looks like on a machine with no display.
+    let shot = std::env::temp_dir().join("framescope-demo-frame%N.png");
     let status = Command::new(bin.join("framescope"))
         .args(["run", "--dump"])
         .arg(&dump)
+        .arg("--config")
+        .arg(format!(
+            "samples=renderpass,screenshot=1000,screenshot_path={}",
+            shot.display()
+        ))
         .args(["--", "vkcube", "--c", "1500"])
         .status()
         .map_err(|e| format!("framescope run: {e}"))?;
@@ -112,6 +128,10 @@ fn demo() -> Result<(), String> {
             return Err("framescope report failed".into());
         }
         println!("full per-frame dump: {}", dump.display());
+        println!(
+            "frame 1000 with the HUD: {}",
+            std::env::temp_dir().join("framescope-demo-frame1000.png").display()
+        );
     }
     Ok(())
 }
