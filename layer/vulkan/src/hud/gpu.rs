@@ -190,6 +190,7 @@ impl Gpu {
             blend,
             self.content_layout,
             self.content_pass,
+            None,
         )?;
         Ok(())
     }
@@ -214,6 +215,14 @@ impl Gpu {
             // Alpha keeps its value through the blend (ZERO, ONE); writing all four channels
             // keeps llvmpipe on its unmasked store path.
             .color_write_mask(vk::ColorComponentFlags::RGBA);
+        // Constant 0 of composite.frag: whether the target encodes sRGB on write.
+        let srgb = vk::Bool32::from(is_srgb(format)).to_ne_bytes();
+        let entries = [vk::SpecializationMapEntry {
+            constant_id: 0,
+            offset: 0,
+            size: 4,
+        }];
+        let spec = vk::SpecializationInfo::default().map_entries(&entries).data(&srgb);
         let p = match pipeline(
             d,
             self.composite_vs,
@@ -223,6 +232,7 @@ impl Gpu {
             blend,
             self.composite_layout,
             rp,
+            Some(&spec),
         ) {
             Ok(p) => p,
             Err(e) => {
@@ -274,16 +284,21 @@ fn pipeline(
     blend: vk::PipelineColorBlendAttachmentState,
     layout: vk::PipelineLayout,
     pass: vk::RenderPass,
+    fs_spec: Option<&vk::SpecializationInfo<'_>>,
 ) -> Result<vk::Pipeline, vk::Result> {
+    let mut fs_stage = vk::PipelineShaderStageCreateInfo::default()
+        .stage(vk::ShaderStageFlags::FRAGMENT)
+        .module(fs)
+        .name(c"main");
+    if let Some(spec) = fs_spec {
+        fs_stage = fs_stage.specialization_info(spec);
+    }
     let stages = [
         vk::PipelineShaderStageCreateInfo::default()
             .stage(vk::ShaderStageFlags::VERTEX)
             .module(vs)
             .name(c"main"),
-        vk::PipelineShaderStageCreateInfo::default()
-            .stage(vk::ShaderStageFlags::FRAGMENT)
-            .module(fs)
-            .name(c"main"),
+        fs_stage,
     ];
     let ia = vk::PipelineInputAssemblyStateCreateInfo::default().topology(topology);
     let vp = vk::PipelineViewportStateCreateInfo::default()

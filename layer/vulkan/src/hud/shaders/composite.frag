@@ -1,7 +1,10 @@
 #version 450
 // Copies the cached HUD (premultiplied alpha, sRGB-encoded values) 1:1 onto the swapchain
 // image; blending is ONE, ONE_MINUS_SRC_ALPHA. On an *_SRGB target the hardware encodes on
-// write, so the values are decoded to linear first.
+// write, so the values are decoded to linear first. SRGB is a specialization constant (one
+// pipeline per swapchain format): a uniform branch cost llvmpipe the pow() on every fragment.
+// Regenerate: glslangValidator -V composite.frag -o composite.frag.spv
+layout(constant_id = 0) const bool SRGB = false;
 layout(set = 0, binding = 0) uniform sampler2D hud;
 layout(push_constant) uniform Push { vec4 rect; ivec2 origin; uint srgb; } pc;
 layout(location = 0) out vec4 out_col;
@@ -10,7 +13,7 @@ vec3 to_linear(vec3 c) {
 }
 void main() {
     vec4 c = texelFetch(hud, ivec2(gl_FragCoord.xy) - pc.origin, 0);
-    if (pc.srgb != 0u && c.a > 0.0) {
+    if (SRGB && c.a > 0.0) {
         c.rgb = to_linear(c.rgb / c.a) * c.a;
     }
     out_col = c;
