@@ -242,6 +242,14 @@ impl Device {
         self.queues.read().values().cloned().collect()
     }
 
+    /// Visits every queue without allocating (per-frame paths); the map stays read-locked, so
+    /// `f` must not fetch queues itself.
+    pub fn for_each_queue(&self, mut f: impl FnMut(&Arc<QueueState>)) {
+        for q in self.queues.read().values() {
+            f(q);
+        }
+    }
+
     pub fn command_buffer(&self, cb: vk::CommandBuffer) -> Option<Arc<CmdBufState>> {
         self.command_buffers.read().get(&cb.as_raw()).cloned()
     }
@@ -306,10 +314,11 @@ impl Device {
     /// Reads every retired submission of every queue into the frame state. Never waits; a
     /// queue busy in another thread's submit is skipped until next time.
     pub fn poll_retired(&self, frames: &mut FrameState) {
-        for q in self.all_queues() {
-            let Some(mut inner) = q.inner.try_lock() else { continue };
-            self.poll_queue(&mut inner, frames);
-        }
+        self.for_each_queue(|q| {
+            if let Some(mut inner) = q.inner.try_lock() {
+                self.poll_queue(&mut inner, frames);
+            }
+        });
     }
 
     /// Retirements of one queue whose lock the caller holds: samples first, then the frame.

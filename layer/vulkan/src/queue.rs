@@ -173,14 +173,13 @@ fn harvest_before_resubmit(
     }
     let mut frames = d.frames.lock();
     d.poll_queue(inner, &mut frames);
-    for other in d.all_queues() {
-        if Arc::ptr_eq(&other, q) {
-            continue;
+    d.for_each_queue(|other| {
+        if !Arc::ptr_eq(other, q) {
+            if let Some(mut o) = other.inner.try_lock() {
+                d.poll_queue(&mut o, &mut frames);
+            }
         }
-        if let Some(mut o) = other.inner.try_lock() {
-            d.poll_queue(&mut o, &mut frames);
-        }
-    }
+    });
 }
 
 /// Resolves the submission's command buffers into pending samples (with the queue's labels).
