@@ -341,8 +341,8 @@ pub static KEYS: &[KeySpec] = &[
     KeySpec {
         name: "hud_alpha",
         ty: ValueType::Float { min: 0.0, max: 1.0 },
-        default: "0.6",
-        doc: "opacity of the HUD's background (text and graphs stay opaque)",
+        default: "1",
+        doc: "opacity of the HUD's background (text and graphs stay opaque); 1 composites the HUD with a copy, below 1 blends every HUD pixel each frame (costlier on software drivers)",
         set: |c, v| if let Value::Float(f) = v { c.hud_alpha = f },
         get: |c| json!(c.hud_alpha),
     },
@@ -817,7 +817,7 @@ mod tests {
         assert_eq!(names, expected);
         assert_eq!(c.hud_refresh_ms, 250);
         assert_eq!(c.hud_position, HudPosition::TopLeft);
-        assert_eq!((c.hud_scale, c.hud_font_size, c.hud_alpha), (1.0, 13.0, 0.6));
+        assert_eq!((c.hud_scale, c.hud_font_size, c.hud_alpha), (1.0, 13.0, 1.0));
         assert_eq!(c.hud_history, 120);
         assert_eq!(c.hud_toggle_key, "Shift_R+F12");
         assert!(c.hud_fps && c.hud_frame_graph && c.hud_counters);

@@ -299,9 +299,11 @@ fn frame(s: &mut Shared, data: &HudData, opts: &HudOptions, canvas: [u32; 2], ou
             }
         }
     }
+    // Whole pixels only: each one is then fully covered by the window's background, so an
+    // opaque HUD has no half-transparent edge and can be composited with a copy.
     out.size = [
-        (size[0].ceil() as u32).min(canvas[0]),
-        (size[1].ceil() as u32).min(canvas[1]),
+        (size[0].floor() as u32).min(canvas[0]),
+        (size[1].floor() as u32).min(canvas[1]),
     ];
 }
 

@@ -157,9 +157,8 @@ fn assert_hud_pair(on: &Rgb, off: &Rgb, what: &str) -> Rect {
         }
     }
     assert_eq!(outside_diff, 0, "{what}");
-    // Inside the HUD the app's image shows through a translucent background: most pixels
-    // change, and none is left untouched by accident of a bad composite (a quad of the right
-    // size is drawn).
+    // Inside the HUD most pixels change (a translucent background tints the app's image, an
+    // opaque one replaces it): none is left untouched by accident of a bad composite.
     let changed = hud_changed_fraction(on, off, hud);
     assert!(changed > 0.9, "{what}: only {changed:.2} of the HUD's pixels changed");
     hud
@@ -196,20 +195,56 @@ fn screenshot_run(a: &Artifacts, x: &Xvfb, name: &str, config: &str, app: &str, 
     (sb, out)
 }
 
+/// Distinct colours of the HUD's background pixels (neither text nor graph) in `on`: an
+/// opaque background has a handful, a translucent one shows the app through, which varies.
+fn background_colours(on: &Rgb, hud: Rect) -> usize {
+    let graph = |p: [u8; 3]| p[1] > p[0].saturating_add(60) && p[1] > p[2].saturating_add(40);
+    let mut seen = std::collections::HashSet::new();
+    for y in hud.y0..hud.y1 {
+        for x in hud.x0..hud.x1 {
+            let p = on.at(x, y);
+            if !is_text(p) && !graph(p) {
+                seen.insert(p);
+            }
+        }
+    }
+    seen.len()
+}
+
+/// Both composite paths: the default opaque HUD (`hud_alpha=1`, copied in) and a translucent
+/// one (blended with a quad), each against the same frame without HUD.
 #[test]
 fn vkcube_screenshot_shows_the_hud_over_the_same_frame() {
     require_program("vkcube");
     let a = Artifacts::get();
     let x = Xvfb::start();
     let args = ["--c", "120"];
-    let (on_sb, on_out) = screenshot_run(&a, &x, "hudshot-on", "screenshot=100", "vkcube", &args);
     let (off_sb, _) = screenshot_run(&a, &x, "hudshot-off", "hud=0,screenshot=100", "vkcube", &args);
-    let on_png = on_sb.path("shot-100.png");
-    assert!(on_png.is_file(), "no screenshot\n{}", on_out.describe());
-    let on = Rgb::read(&on_png);
     let off = Rgb::read(&off_sb.path("shot-100.png"));
-    assert_eq!((on.w, on.h), (500, 500));
-    assert_hud_pair(&on, &off, "vkcube frame 100");
+    for (name, config, opaque) in [
+        ("hudshot-opaque", "screenshot=100", true),
+        ("hudshot-translucent", "screenshot=100,hud_alpha=0.6", false),
+    ] {
+        let (on_sb, on_out) = screenshot_run(&a, &x, name, config, "vkcube", &args);
+        let on_png = on_sb.path("shot-100.png");
+        assert!(on_png.is_file(), "{name}: no screenshot\n{}", on_out.describe());
+        let on = Rgb::read(&on_png);
+        assert_eq!((on.w, on.h), (500, 500));
+        let hud = assert_hud_pair(&on, &off, name);
+        let colours = background_colours(&on, hud);
+        eprintln!("{name}: {colours} distinct background colours in the HUD");
+        if opaque {
+            assert!(
+                colours <= 16,
+                "{name}: {colours} background colours: the app shows through"
+            );
+        } else {
+            assert!(
+                colours >= 64,
+                "{name}: {colours} background colours: the app does not show through"
+            );
+        }
+    }
 }
 
 /// Runs `script` (sh) under framescope with the HUD on or off; returns the sandbox.

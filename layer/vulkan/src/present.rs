@@ -166,7 +166,10 @@ pub unsafe extern "system" fn create_swapchain(
         None
     } else {
         // SAFETY: the app's valid create info.
-        guarded(&CREATE_SWAPCHAIN, || crate::hud::adjust_create_info(unsafe { &*ci })).flatten()
+        guarded(&CREATE_SWAPCHAIN, || {
+            crate::hud::adjust_create_info(&d, unsafe { &*ci })
+        })
+        .flatten()
     };
     let mut used = ci;
     let mut r = vk::Result::ERROR_INITIALIZATION_FAILED;

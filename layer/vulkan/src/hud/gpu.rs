@@ -8,15 +8,18 @@ use ash::vk;
 use parking_lot::Mutex;
 
 /// Format of the cached HUD image (the colours ImGui produces are sRGB-encoded values, kept
-/// as they are; the composite decodes them for *_SRGB targets).
-pub const CONTENT_FORMAT: vk::Format = vk::Format::R8G8B8A8_UNORM;
+/// as they are; the composite decodes them for *_SRGB targets). BGRA because llvmpipe only
+/// composites from BGRA images on its blit fast path (see composite.frag); every device
+/// supports it for sampling, attachments and blending.
+pub const CONTENT_FORMAT: vk::Format = vk::Format::B8G8R8A8_UNORM;
 
-/// Push constants of the composite shaders: NDC rectangle, pixel origin, sRGB flag.
+/// Push constants of the composite shaders: NDC rectangle, the HUD's extent in the cached
+/// image's texture coordinates, sRGB flag.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct CompositePush {
     pub rect: [f32; 4],
-    pub origin: [i32; 2],
+    pub uv_max: [f32; 2],
     pub srgb: u32,
     pub pad: u32,
 }
@@ -209,11 +212,11 @@ impl Gpu {
             .src_color_blend_factor(vk::BlendFactor::ONE)
             .dst_color_blend_factor(vk::BlendFactor::ONE_MINUS_SRC_ALPHA)
             .color_blend_op(vk::BlendOp::ADD)
-            .src_alpha_blend_factor(vk::BlendFactor::ZERO)
-            .dst_alpha_blend_factor(vk::BlendFactor::ONE)
+            .src_alpha_blend_factor(vk::BlendFactor::ONE)
+            .dst_alpha_blend_factor(vk::BlendFactor::ONE_MINUS_SRC_ALPHA)
             .alpha_blend_op(vk::BlendOp::ADD)
-            // Alpha keeps its value through the blend (ZERO, ONE); writing all four channels
-            // keeps llvmpipe on its unmasked store path.
+            // Premultiplied blending on all four channels, as llvmpipe's blit fast path
+            // requires; an opaque target's alpha stays 1 (a + 1 - a).
             .color_write_mask(vk::ColorComponentFlags::RGBA);
         // Constant 0 of composite.frag: whether the target encodes sRGB on write.
         let srgb = vk::Bool32::from(is_srgb(format)).to_ne_bytes();

@@ -94,8 +94,12 @@ fn active() -> bool {
 }
 
 /// The app's swapchain create info with the usage we need added (COLOR_ATTACHMENT to draw,
-/// TRANSFER_SRC for a screenshot); `None` when nothing needs changing.
-pub fn adjust_create_info<'a>(ci: &vk::SwapchainCreateInfoKHR<'a>) -> Option<vk::SwapchainCreateInfoKHR<'a>> {
+/// TRANSFER_DST to copy an opaque HUD in, TRANSFER_SRC for a screenshot); `None` when nothing
+/// needs changing.
+pub fn adjust_create_info<'a>(
+    d: &Device,
+    ci: &vk::SwapchainCreateInfoKHR<'a>,
+) -> Option<vk::SwapchainCreateInfoKHR<'a>> {
     if !active() {
         return None;
     }
@@ -104,11 +108,40 @@ pub fn adjust_create_info<'a>(ci: &vk::SwapchainCreateInfoKHR<'a>) -> Option<vk:
     if c.hud {
         // Always supported by surfaces (VkSurfaceCapabilitiesKHR::supportedUsageFlags).
         copy.image_usage |= vk::ImageUsageFlags::COLOR_ATTACHMENT;
+        if d.hud.opts.alpha >= 1.0
+            && is_bgra(ci.image_format)
+            && surface_usage(d, ci.surface).contains(vk::ImageUsageFlags::TRANSFER_DST)
+        {
+            copy.image_usage |= vk::ImageUsageFlags::TRANSFER_DST;
+        }
     }
     if c.screenshot.is_some() {
         copy.image_usage |= vk::ImageUsageFlags::TRANSFER_SRC;
     }
     (copy.image_usage != ci.image_usage).then_some(copy)
+}
+
+/// Formats whose bytes are those of the cached HUD image (B8G8R8A8, sRGB-encoded values).
+fn is_bgra(format: vk::Format) -> bool {
+    matches!(format, vk::Format::B8G8R8A8_UNORM | vk::Format::B8G8R8A8_SRGB)
+}
+
+/// The usage the surface allows for swapchain images (empty when it cannot be asked).
+fn surface_usage(d: &Device, surface: vk::SurfaceKHR) -> vk::ImageUsageFlags {
+    let inst = &d.instance;
+    // SAFETY: the next layer's GIPA with our instance and a valid name.
+    let Some(f) = (unsafe { (inst.next_gipa)(inst.handle, c"vkGetPhysicalDeviceSurfaceCapabilitiesKHR".as_ptr()) })
+    else {
+        return vk::ImageUsageFlags::empty();
+    };
+    // SAFETY: the name's signature.
+    let f: vk::PFN_vkGetPhysicalDeviceSurfaceCapabilitiesKHR = unsafe { std::mem::transmute(f) };
+    let mut caps = vk::SurfaceCapabilitiesKHR::default();
+    // SAFETY: the app's surface (valid for its swapchain create info) and our physical device.
+    match unsafe { f(d.physical, surface, &mut caps) } {
+        vk::Result::SUCCESS => caps.supported_usage_flags,
+        _ => vk::ImageUsageFlags::empty(),
+    }
 }
 
 /// A swapchain was created with `ci` (the create info actually used).
@@ -130,6 +163,7 @@ pub fn swapchain_created(d: &Device, handle: vk::SwapchainKHR, ci: &vk::Swapchai
         concurrent,
         drawable: ci.image_usage.contains(vk::ImageUsageFlags::COLOR_ATTACHMENT),
         copyable: ci.image_usage.contains(vk::ImageUsageFlags::TRANSFER_SRC),
+        copy_target: ci.image_usage.contains(vk::ImageUsageFlags::TRANSFER_DST) && is_bgra(ci.image_format),
     };
     d.hud
         .swapchains

@@ -28,6 +28,9 @@ pub struct Desc {
     pub drawable: bool,
     /// TRANSFER_SRC usage: screenshots can be read back.
     pub copyable: bool,
+    /// TRANSFER_DST usage and a BGRA format: an opaque HUD can be copied in (see
+    /// [`composite_copy`]).
+    pub copy_target: bool,
 }
 
 struct ImageSlot {
@@ -241,7 +244,7 @@ impl SwapchainHud {
             gpu,
             s.canvas,
             gpu::CONTENT_FORMAT,
-            vk::ImageUsageFlags::COLOR_ATTACHMENT | vk::ImageUsageFlags::SAMPLED,
+            vk::ImageUsageFlags::COLOR_ATTACHMENT | vk::ImageUsageFlags::SAMPLED | vk::ImageUsageFlags::TRANSFER_SRC,
         )?;
         let views = [s.content.view];
         let ci = vk::FramebufferCreateInfo::default()
@@ -344,7 +347,11 @@ impl SwapchainHud {
                 rec.refreshed = true;
             }
             if s.hud_size[0] > 0 && s.hud_size[1] > 0 && (s.last_refresh.is_some() || rec.refreshed) {
-                composite(d, ctx, s, &self.desc, cb, image);
+                if self.desc.copy_target && ctx.opts.alpha >= 1.0 {
+                    composite_copy(d, ctx, s, &self.desc, cb, target);
+                } else {
+                    composite(d, ctx, s, &self.desc, cb, image);
+                }
             }
         }
         if shot {
@@ -689,7 +696,10 @@ fn composite(d: &Device, ctx: &FrameCtx<'_>, s: &Setup, desc: &Desc, cb: vk::Com
             ndc(origin[0] + s.hud_size[0] as i32, tw),
             ndc(origin[1] + s.hud_size[1] as i32, th),
         ],
-        origin,
+        uv_max: [
+            s.hud_size[0] as f32 / s.canvas[0] as f32,
+            s.hud_size[1] as f32 / s.canvas[1] as f32,
+        ],
         srgb: u32::from(gpu::is_srgb(desc.format)),
         pad: 0,
     };
@@ -697,8 +707,8 @@ fn composite(d: &Device, ctx: &FrameCtx<'_>, s: &Setup, desc: &Desc, cb: vk::Com
     for (i, v) in push.rect.iter().enumerate() {
         bytes[i * 4..i * 4 + 4].copy_from_slice(&v.to_ne_bytes());
     }
-    bytes[16..20].copy_from_slice(&push.origin[0].to_ne_bytes());
-    bytes[20..24].copy_from_slice(&push.origin[1].to_ne_bytes());
+    bytes[16..20].copy_from_slice(&push.uv_max[0].to_ne_bytes());
+    bytes[20..24].copy_from_slice(&push.uv_max[1].to_ne_bytes());
     bytes[24..28].copy_from_slice(&push.srgb.to_ne_bytes());
     let area = vk::Rect2D {
         offset: vk::Offset2D {
@@ -747,6 +757,117 @@ fn composite(d: &Device, ctx: &FrameCtx<'_>, s: &Setup, desc: &Desc, cb: vk::Com
         );
         f.cmd_draw(cb, 4, 1, 0, 0);
         f.cmd_end_render_pass(cb);
+    }
+}
+
+/// Composites an opaque HUD (`hud_alpha=1`) with a copy instead of a draw: every pixel of the
+/// cached HUD is opaque, so blending would give the same bytes. A copy is a row memcpy on
+/// software drivers, where a blended quad runs a fragment shader on every HUD pixel (on
+/// llvmpipe ~2M instructions per frame for a 300x200 HUD, more than the app's own frame), and
+/// a DMA on GPUs. The cached image holds sRGB-encoded BGRA values, which is what a B8G8R8A8
+/// image stores whether its view is UNORM or SRGB, so the raw copy is exact for both.
+fn composite_copy(d: &Device, ctx: &FrameCtx<'_>, s: &Setup, desc: &Desc, cb: vk::CommandBuffer, target: vk::Image) {
+    let margin = (layout::MARGIN as f32 * ctx.opts.scale) as u32;
+    let origin = layout::place(ctx.opts.position, s.hud_size, desc.extent, margin);
+    let Some((x, y, w, h)) = layout::visible(origin, s.hud_size, desc.extent) else {
+        return;
+    };
+    let image_barrier = |image, (old, new), (src, dst)| {
+        vk::ImageMemoryBarrier::default()
+            .old_layout(old)
+            .new_layout(new)
+            .src_access_mask(src)
+            .dst_access_mask(dst)
+            .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
+            .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
+            .image(image)
+            .subresource_range(gpu::color_range())
+    };
+    use vk::AccessFlags as A;
+    use vk::ImageLayout as L;
+    use vk::PipelineStageFlags as P;
+    // The app's writes to the presented image reach us through the present semaphores, waited
+    // at COLOR_ATTACHMENT_OUTPUT | TRANSFER; the cached image was written by a render pass
+    // (this or an earlier submission).
+    let before = [
+        image_barrier(
+            target,
+            (L::PRESENT_SRC_KHR, L::TRANSFER_DST_OPTIMAL),
+            (A::empty(), A::TRANSFER_WRITE),
+        ),
+        image_barrier(
+            s.content.image,
+            (L::SHADER_READ_ONLY_OPTIMAL, L::TRANSFER_SRC_OPTIMAL),
+            (A::COLOR_ATTACHMENT_WRITE, A::TRANSFER_READ),
+        ),
+    ];
+    let after = [
+        image_barrier(
+            target,
+            (L::TRANSFER_DST_OPTIMAL, L::PRESENT_SRC_KHR),
+            (A::TRANSFER_WRITE, A::empty()),
+        ),
+        image_barrier(
+            s.content.image,
+            (L::TRANSFER_SRC_OPTIMAL, L::SHADER_READ_ONLY_OPTIMAL),
+            (A::empty(), A::empty()),
+        ),
+    ];
+    let layers = vk::ImageSubresourceLayers {
+        aspect_mask: vk::ImageAspectFlags::COLOR,
+        mip_level: 0,
+        base_array_layer: 0,
+        layer_count: 1,
+    };
+    let region = [vk::ImageCopy {
+        src_subresource: layers,
+        src_offset: vk::Offset3D {
+            x: x as i32 - origin[0],
+            y: y as i32 - origin[1],
+            z: 0,
+        },
+        dst_subresource: layers,
+        dst_offset: vk::Offset3D {
+            x: x as i32,
+            y: y as i32,
+            z: 0,
+        },
+        extent: vk::Extent3D {
+            width: w,
+            height: h,
+            depth: 1,
+        },
+    }];
+    let f = &d.fns;
+    // SAFETY: recording into our command buffer outside any render pass; both images are ours
+    // or the presented one, in the layouts named; the region lies inside both.
+    unsafe {
+        f.cmd_pipeline_barrier(
+            cb,
+            P::COLOR_ATTACHMENT_OUTPUT | P::TRANSFER,
+            P::TRANSFER,
+            vk::DependencyFlags::empty(),
+            &[],
+            &[],
+            &before,
+        );
+        f.cmd_copy_image(
+            cb,
+            s.content.image,
+            L::TRANSFER_SRC_OPTIMAL,
+            target,
+            L::TRANSFER_DST_OPTIMAL,
+            &region,
+        );
+        f.cmd_pipeline_barrier(
+            cb,
+            P::TRANSFER,
+            P::BOTTOM_OF_PIPE,
+            vk::DependencyFlags::empty(),
+            &[],
+            &[],
+            &after,
+        );
     }
 }
 
