@@ -1,6 +1,8 @@
 //! `cargo xtask <demo|test|bench|install-deps>`: the project's only set-up and test entry points.
 
 mod bench;
+mod bench_cg;
+mod bench_gl;
 mod bench_samples;
 mod deps;
 
