@@ -42,6 +42,28 @@ impl Samples {
     }
 }
 
+/// Where samples carry pipeline statistics.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SampleStats {
+    /// Render passes (every pass sample, whatever `samples` is finer than).
+    Pass,
+    /// Every draw/dispatch in `samples=draw`, render passes otherwise: two more query
+    /// commands per draw.
+    Draw,
+    Off,
+}
+
+impl SampleStats {
+    /// Valid values, in the order of [`SampleStats::ALL`].
+    pub const NAMES: &'static [&'static str] = &["pass", "draw", "off"];
+    pub const ALL: [SampleStats; 3] = [SampleStats::Pass, SampleStats::Draw, SampleStats::Off];
+
+    /// The config spelling of this value.
+    pub fn as_str(self) -> &'static str {
+        Self::NAMES[self as usize]
+    }
+}
+
 /// How much framescope itself prints to stderr. Config errors are printed at every level.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum LogLevel {
@@ -140,6 +162,7 @@ pub struct Config {
     // --- end HUD options ---
     /// Per-draw GPU sample granularity (used by a later issue).
     pub samples: Samples,
+    pub sample_stats: SampleStats,
     /// framescope's own stderr verbosity.
     pub log: LogLevel,
 }
@@ -468,6 +491,14 @@ pub static KEYS: &[KeySpec] = &[
         get: |c| json!(c.samples.as_str()),
     },
     KeySpec {
+        name: "sample_stats",
+        ty: ValueType::Choice(SampleStats::NAMES),
+        default: "pass",
+        doc: "where samples carry pipeline statistics: render passes, every draw (samples=draw only; two more query commands per draw), or nowhere",
+        set: |c, v| if let Value::Choice(i) = v { c.sample_stats = SampleStats::ALL[i] },
+        get: |c| json!(c.sample_stats.as_str()),
+    },
+    KeySpec {
         name: "log",
         ty: ValueType::Choice(LogLevel::NAMES),
         default: "info",
@@ -620,6 +651,7 @@ impl Default for Config {
             screenshot: None,
             screenshot_path: String::new(),
             samples: Samples::Off,
+            sample_stats: SampleStats::Off,
             log: LogLevel::Quiet,
         };
         for k in KEYS {
@@ -813,7 +845,7 @@ mod tests {
         ];
         let mut expected = vec!["dump", "dump_start", "dump_duration", "hud"];
         expected.extend(hud_keys);
-        expected.extend(["samples", "log"]);
+        expected.extend(["samples", "sample_stats", "log"]);
         assert_eq!(names, expected);
         assert_eq!(c.hud_refresh_ms, 250);
         assert_eq!(c.hud_position, HudPosition::TopLeft);
@@ -903,7 +935,7 @@ mod tests {
              (valid keys: dump, dump_start, dump_duration, hud, hud_refresh_ms, hud_position, hud_scale, \
              hud_font_size, hud_alpha, hud_history, hud_toggle_key, hud_fps, hud_frame_time, hud_frame_graph, \
              hud_gpu, hud_gpu_graph, hud_counts, hud_device, hud_swapchain, hud_counters, hud_regions, screenshot, \
-             screenshot_path, samples, log)"
+             screenshot_path, samples, sample_stats, log)"
         );
         assert_eq!(
             lines[1],

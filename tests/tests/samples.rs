@@ -10,7 +10,8 @@ const LIMIT: Duration = Duration::from_secs(180);
 const W: u64 = 320;
 const H: u64 = 240;
 
-fn run_regions(tag: &str, extra: &[&str], samples: &str) -> dump::Dump {
+/// `config`: the FRAMESCOPE_CONFIG, e.g. `samples=draw,sample_stats=draw`.
+fn run_regions(tag: &str, extra: &[&str], config: &str) -> dump::Dump {
     let a = Artifacts::get();
     let x = Xvfb::start();
     let mut sb = Sandbox::new(tag);
@@ -18,7 +19,7 @@ fn run_regions(tag: &str, extra: &[&str], samples: &str) -> dump::Dump {
     sb.display(&x)
         .with_validation()
         .set("FRAMESCOPE_DUMP", path.display().to_string());
-    sb.set("FRAMESCOPE_CONFIG", format!("samples={samples}"));
+    sb.set("FRAMESCOPE_CONFIG", config);
     let app = a.testapp.display().to_string();
     let (w, h) = (W.to_string(), H.to_string());
     let mut args = vec!["--scene", "regions", "--frames", "12", "--width", &w, "--height", &h];
@@ -42,8 +43,10 @@ fn u(v: &Value) -> u64 {
     v.as_u64().unwrap_or_else(|| panic!("not a number: {v}"))
 }
 
-/// Per label: (draws, Σ vertex_count, Σ ia_vertices, Σ draw gpu_ns, Σ fs_invocations).
-fn draws_by_label(f: &Value) -> BTreeMap<String, (u64, u64, u64, u64, u64)> {
+/// Per label: (draws, Σ vertex_count, Σ ia_vertices, Σ draw gpu_ns, Σ fs_invocations), the
+/// statistics summed over the samples of `stats_scope` (`draw` or `renderpass`); samples of
+/// the other scope must carry none.
+fn draws_by_label(f: &Value, stats_scope: &str) -> BTreeMap<String, (u64, u64, u64, u64, u64)> {
     let mut m = BTreeMap::new();
     for s in samples(f, "draw") {
         let e = m
@@ -51,9 +54,18 @@ fn draws_by_label(f: &Value) -> BTreeMap<String, (u64, u64, u64, u64, u64)> {
             .or_insert((0, 0, 0, 0, 0));
         e.0 += 1;
         e.1 += u(&s["params"]["vertex_count"]);
-        e.2 += u(&s["stats"]["ia_vertices"]);
         e.3 += u(&s["gpu_ns"]);
-        e.4 += u(&s["stats"]["fs_invocations"]);
+    }
+    for scope in ["draw", "renderpass"] {
+        for s in samples(f, scope) {
+            if scope != stats_scope {
+                assert!(s.get("stats").is_none(), "statistics on a {scope} sample: {s}");
+                continue;
+            }
+            let e = m.get_mut(s["label"].as_str().unwrap()).expect("a label with draws");
+            e.2 += u(&s["stats"]["ia_vertices"]);
+            e.4 += u(&s["stats"]["fs_invocations"]);
+        }
     }
     m
 }
@@ -66,9 +78,10 @@ fn label_time(f: &Value) -> BTreeMap<String, u64> {
     m
 }
 
-/// The scene's known answers, whatever the thread/secondary split.
-fn check_regions_frame(f: &Value) {
-    let d = draws_by_label(f);
+/// The scene's known answers, whatever the thread/secondary split and wherever the statistics
+/// are taken.
+fn check_regions_frame(f: &Value, stats_scope: &str) {
+    let d = draws_by_label(f, stats_scope);
     let keys: Vec<&str> = d.keys().map(String::as_str).collect();
     assert_eq!(keys, ["Frame/Main", "Frame/Post", "Frame/Shadows"], "{f}");
     let (n, verts, ia, _, _) = d["Frame/Shadows"];
@@ -103,10 +116,10 @@ fn check_regions_frame(f: &Value) {
 
 #[test]
 fn draw_mode_gives_the_known_answers_of_the_regions_scene() {
-    let d = run_regions("regions-draw", &[], "draw");
+    let d = run_regions("regions-draw", &[], "samples=draw");
     assert_eq!(d.frames.len(), 12);
     for f in &d.frames[2..] {
-        check_regions_frame(f);
+        check_regions_frame(f, "renderpass");
         // One recording thread: exactly one sample per label region and pass.
         let mut labels: Vec<&str> = samples(f, "label")
             .iter()
@@ -132,9 +145,13 @@ fn draw_mode_gives_the_known_answers_of_the_regions_scene() {
 
 #[test]
 fn four_recording_threads_with_secondaries_give_the_same_answers() {
-    let d = run_regions("regions-threads", &["--threads", "4", "--secondary"], "draw");
+    let d = run_regions(
+        "regions-threads",
+        &["--threads", "4", "--secondary"],
+        "samples=draw,sample_stats=draw",
+    );
     for f in &d.frames[2..] {
-        check_regions_frame(f);
+        check_regions_frame(f, "draw");
     }
 }
 
@@ -145,7 +162,7 @@ fn resubmitting_a_command_buffer_before_its_results_are_read_marks_overwritten()
     let d = run_regions(
         "resubmit-sim",
         &["--reuse", "--simultaneous", "--resubmit-twice"],
-        "draw",
+        "samples=draw,sample_stats=draw",
     );
     for f in &d.frames[2..] {
         let draws = samples(f, "draw");
@@ -160,7 +177,11 @@ fn resubmitting_a_command_buffer_before_its_results_are_read_marks_overwritten()
     }
     // Without SIMULTANEOUS_USE the app waits between the two submissions: the first one's
     // results are read before the resubmit, and both are right.
-    let d = run_regions("resubmit-wait", &["--reuse", "--resubmit-twice"], "draw");
+    let d = run_regions(
+        "resubmit-wait",
+        &["--reuse", "--resubmit-twice"],
+        "samples=draw,sample_stats=draw",
+    );
     for f in &d.frames[2..] {
         let post: Vec<&Value> = samples(f, "draw")
             .into_iter()
@@ -179,22 +200,33 @@ fn vkcube_in_every_samples_mode_is_validation_clean() {
     framescope_tests::artifacts::require_program("vkcube");
     let a = Artifacts::get();
     let x = Xvfb::start();
-    for (mode, scopes) in [
-        ("off", &[][..]),
-        ("cmdbuf", &["cmdbuf"][..]),
-        ("renderpass", &["cmdbuf", "renderpass"][..]),
-        ("label", &["cmdbuf", "renderpass"][..]),
-        ("draw", &["cmdbuf", "draw", "renderpass"][..]),
+    // (config, sample scopes, scope whose samples carry statistics)
+    for (mode, scopes, stats_on) in [
+        ("samples=off", &[][..], ""),
+        ("samples=cmdbuf", &["cmdbuf"][..], ""),
+        ("samples=renderpass", &["cmdbuf", "renderpass"][..], "renderpass"),
+        ("samples=label", &["cmdbuf", "renderpass"][..], "renderpass"),
+        ("samples=draw", &["cmdbuf", "draw", "renderpass"][..], "renderpass"),
+        (
+            "samples=draw,sample_stats=draw",
+            &["cmdbuf", "draw", "renderpass"][..],
+            "draw",
+        ),
+        (
+            "samples=draw,sample_stats=off",
+            &["cmdbuf", "draw", "renderpass"][..],
+            "",
+        ),
     ] {
-        let mut sb = Sandbox::new(&format!("vkcube-{mode}"));
+        let mut sb = Sandbox::new(&format!("vkcube-{}", mode.replace([',', '='], "-")));
         let path = sb.path("vkcube.jsonl");
         sb.display(&x)
             .with_validation()
             .set("FRAMESCOPE_DUMP", path.display().to_string());
-        sb.set("FRAMESCOPE_CONFIG", format!("samples={mode}"));
+        sb.set("FRAMESCOPE_CONFIG", mode);
         let out = sb.run_under_framescope(&a, "vkcube", &["--c", "60"], LIMIT);
         assert_eq!(out.code(), Some(0), "{mode}: {}", out.describe());
-        validation::assert_clean(&format!("vkcube samples={mode}"), &out.combined());
+        validation::assert_clean(&format!("vkcube {mode}"), &out.combined());
         let d = dump::read(&path);
         assert_eq!(d.frames.len(), 60);
         for f in &d.frames[1..] {
@@ -209,6 +241,7 @@ fn vkcube_in_every_samples_mode_is_validation_clean() {
             assert_eq!(got, scopes, "{mode}: {f}");
             for s in f["samples"].as_array().unwrap() {
                 assert!(s["gpu_ns"].as_u64().is_some_and(|n| n > 0), "{mode}: {s}");
+                assert_eq!(s.get("stats").is_some(), s["scope"] == stats_on, "{mode}: {s}");
             }
         }
     }

@@ -8,7 +8,16 @@
 use std::path::Path;
 use std::process::Command;
 
-const MODES: [&str; 6] = ["bare", "off", "cmdbuf", "renderpass", "label", "draw"];
+// The last one is `samples=draw,sample_stats=draw`: statistics per draw too.
+const MODES: [&str; 7] = [
+    "bare",
+    "off",
+    "cmdbuf",
+    "renderpass",
+    "label",
+    "draw",
+    "draw,sample_stats=draw",
+];
 const DRAWS: u64 = 10_000;
 const FRAMES: u64 = 60;
 const REPS: usize = 5;
@@ -124,7 +133,9 @@ pub fn section(bin: &Path) -> Result<String, String> {
          buffer re-recorded every frame; the app times its own recording (`record_ns`). {REPS} interleaved\n\
          repetitions; *added* is the median of the per-repetition differences to bare. Instructions: callgrind\n\
          inside `{RECORD_FN}` ({CG_DRAWS} draws x {CG_FRAMES} frames), layer hooks and the driver's own recording\n\
-         included. Targets: <= 50 ns added per draw with `samples=renderpass`, <= 150 ns with `samples=draw`.\n\n"
+         included. Targets: <= 50 ns added per draw with `samples=renderpass`, <= 150 ns with `samples=draw`\n\
+         (default `sample_stats=pass`: one timestamp per draw; the last row adds per-draw statistics,\n\
+         two more query commands per draw). On lavapipe every command recorded costs a malloc.\n\n"
     ));
     md.push_str(
         "| mode | ns/draw (median) | added ns/draw (median of pairs) | instructions/draw | added instructions/draw |\n",

@@ -4,6 +4,7 @@
 //! command buffer submitted N times counts N times.
 
 use crate::device::{self, Device};
+use crate::recording_cache;
 use crate::samples::hooks::{self as sample_hooks, Sampled};
 use crate::samples::recording::Event;
 use ash::vk::{self, Handle};
@@ -58,8 +59,12 @@ impl CmdCounts {
         }
     }
 
+    /// One more command of a kind. A load and a store, not a read-modify-write: only the
+    /// thread recording the buffer writes its counts (external synchronisation), and they are
+    /// read once recording has ended.
     pub fn bump(&self, what: Counted) {
-        self.cell(what).fetch_add(1, Ordering::Relaxed);
+        let c = self.cell(what);
+        c.store(c.load(Ordering::Relaxed).wrapping_add(1), Ordering::Relaxed);
     }
 
     /// Adds another recording's counts (a secondary executed from this primary).
@@ -170,22 +175,22 @@ macro_rules! counting_hooks {
 
         $(
             pub unsafe extern "system" fn $hook(cb: vk::CommandBuffer $(, $arg: $ty)*) {
-                let Some(d) = device::lookup(cb.as_raw()) else { return };
-                let Some(f) = d.cmd_fns.$slot else { return };
-                let st = d.command_buffer(cb);
-                if let Some(s) = &st {
-                    s.counts.bump($what);
-                }
-                match (st, d.samples.is_some()) {
-                    (Some(st), true) => {
-                        #[allow(unused_unsafe)]
-                        let sampled: Sampled = unsafe { ($sampled)(&d) };
-                        // SAFETY: forwarding the app's arguments to the next layer.
-                        sample_hooks::around(&d, &st, cb, sampled, || unsafe { f(cb $(, $arg)*) });
+                recording_cache::with(cb.as_raw(), |d, st| {
+                    let Some(f) = d.cmd_fns.$slot else { return };
+                    if let Some(s) = st {
+                        s.counts.bump($what);
                     }
-                    // SAFETY: forwarding the app's arguments to the next layer.
-                    _ => unsafe { f(cb $(, $arg)*) },
-                }
+                    match (st, d.samples.is_some()) {
+                        (Some(st), true) => {
+                            #[allow(unused_unsafe)]
+                            let sampled: Sampled = unsafe { ($sampled)(d) };
+                            // SAFETY: forwarding the app's arguments to the next layer.
+                            sample_hooks::around(d, st, cb, sampled, || unsafe { f(cb $(, $arg)*) });
+                        }
+                        // SAFETY: forwarding the app's arguments to the next layer.
+                        _ => unsafe { f(cb $(, $arg)*) },
+                    }
+                });
             }
         )*
 

@@ -152,8 +152,9 @@ impl Device {
         let cmd_fns = CmdFns::load(|name| unsafe { next_gdpa(handle, name.as_ptr()) });
         // SAFETY: as above.
         let sample_fns = SampleFns::load(|name| unsafe { next_gdpa(handle, name.as_ptr()) });
-        let level = Level::from(crate::settings::get().samples);
-        let samples = SampleState::new(&fns, level, augment.pipeline_stats);
+        let cfg = crate::settings::get();
+        let level = Level::from(cfg.samples);
+        let samples = SampleState::new(&fns, level, cfg.sample_stats, augment.pipeline_stats);
         if level != Level::Off && samples.is_none() {
             crate::log::error(format_args!("cannot create query pools for samples; samples are off"));
         }
@@ -272,10 +273,12 @@ impl Device {
         for cb in cbs {
             map.remove(&cb.as_raw());
         }
+        crate::recording_cache::invalidate();
     }
 
     pub fn remove_pool(&self, pool: vk::CommandPool) {
         self.command_buffers.write().retain(|_, s| s.pool != pool);
+        crate::recording_cache::invalidate();
     }
 
     pub fn add_swapchain(&self, handle: vk::SwapchainKHR, info: SwapchainInfo) {
@@ -341,6 +344,7 @@ pub unsafe extern "system" fn destroy_device(device: vk::Device, alloc: *const v
     let Some(state) = DEVICES.remove(unsafe { dispatch_key(device.as_raw()) }) else {
         return;
     };
+    crate::recording_cache::invalidate();
     crate::guard::guarded(&DESTROY, || {
         {
             // The app made the device idle before destroying it: every result is readable.

@@ -192,7 +192,10 @@ pub unsafe extern "system" fn create_device(
         r
     };
     let mut r = vk::Result::ERROR_INITIALIZATION_FAILED;
-    let want_stats = stats.enable && crate::settings::get().samples != framescope_core::config::Samples::Off;
+    let cfg = crate::settings::get();
+    let want_stats = stats.enable
+        && cfg.samples != framescope_core::config::Samples::Off
+        && cfg.sample_stats != framescope_core::config::SampleStats::Off;
     if !plan.add.is_empty() || want_stats {
         let mut names = kept.clone();
         names.extend(plan.add.iter().map(|n| n.as_ptr()));
@@ -216,6 +219,10 @@ pub unsafe extern "system" fn create_device(
     if r != vk::Result::SUCCESS {
         r = create_with(&kept, None);
         augment.pipeline_stats = stats.app_enabled;
+    }
+    if cfg.sample_stats == framescope_core::config::SampleStats::Off {
+        // The app's own feature is no reason for our queries.
+        augment.pipeline_stats = false;
     }
     if !augment.pipeline_stats {
         augment
@@ -285,7 +292,7 @@ impl StatsPlan {
                 ..current
             },
             why_not: if supported {
-                "samples=off".into()
+                "samples=off or sample_stats=off".into()
             } else {
                 "pipelineStatisticsQuery not supported by the device".into()
             },

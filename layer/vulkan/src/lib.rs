@@ -19,6 +19,7 @@ mod loader_abi;
 mod present;
 mod proc_addr;
 mod queue;
+mod recording_cache;
 mod registry;
 mod samples;
 mod timing;

@@ -1,7 +1,9 @@
 //! Begin/end sample markers inside frames (config `samples`): per primary command buffer,
-//! render pass, debug-label region and draw, with pipeline statistics at the finest scope
-//! sampled (draws in `draw` mode, render passes otherwise). Levels are inclusive: `draw`
-//! also samples labels, passes and command buffers.
+//! render pass, debug-label region and draw, with pipeline statistics on render passes, or on
+//! draws with `sample_stats=draw` in `draw` mode. Levels are inclusive: `draw` also samples
+//! labels, passes and command buffers. Consecutive draw samples share their boundary
+//! timestamp: a draw's begin is the previous draw's end when nothing else was sampled in
+//! between, so a draw costs one timestamp instead of two.
 //!
 //! Rules (vendor-counter-backends.md pitfalls 3, 4, 11): never two active statistics queries
 //! in a command buffer, and none of ours while the app has one; queries begun in a render
@@ -17,7 +19,7 @@ pub mod recording;
 pub mod resolve;
 
 use blocks::{BlockPool, Kind, ResetPools};
-use framescope_core::config::Samples;
+use framescope_core::config::{SampleStats, Samples};
 use parking_lot::RwLock;
 use std::collections::HashSet;
 
@@ -45,6 +47,8 @@ impl From<Samples> for Level {
 /// Per-device sampling state.
 pub struct SampleState {
     pub level: Level,
+    /// Statistics per draw (`draw` mode with `sample_stats=draw`), else per render pass.
+    pub draw_stats: bool,
     pub ts: BlockPool,
     /// `None` when the device has no `pipelineStatisticsQuery`.
     pub stats: Option<BlockPool>,
@@ -56,7 +60,7 @@ pub struct SampleState {
 }
 
 impl SampleState {
-    pub fn new(fns: &ash::Device, level: Level, with_stats: bool) -> Option<SampleState> {
+    pub fn new(fns: &ash::Device, level: Level, stats_scope: SampleStats, with_stats: bool) -> Option<SampleState> {
         if level == Level::Off {
             return None;
         }
@@ -70,6 +74,7 @@ impl SampleState {
         };
         Some(SampleState {
             level,
+            draw_stats: level == Level::Draw && stats_scope == SampleStats::Draw,
             ts,
             stats,
             reset_pools: ResetPools::default(),

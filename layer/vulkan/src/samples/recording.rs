@@ -211,7 +211,8 @@ impl Recording {
             multiview,
             stats_ok: false,
         });
-        if level >= Level::RenderPass && level < Level::Draw && self.begin_stats(d, cb).is_some() {
+        let draw_stats = d.samples.as_ref().is_some_and(|s| s.draw_stats);
+        if level >= Level::RenderPass && !draw_stats && self.begin_stats(d, cb).is_some() {
             if let Some(p) = self.pass.as_mut() {
                 p.stats_ok = true;
             }
@@ -262,8 +263,16 @@ impl Recording {
     pub fn around_draw(&mut self, d: &Device, cb: vk::CommandBuffer, params: DrawParams, forward: impl FnOnce()) {
         let index = self.draws;
         self.draws += 1;
-        let begin = self.timestamp(d, cb, vk::PipelineStageFlags::TOP_OF_PIPE);
-        let stats = begin.and_then(|_| self.begin_stats(d, cb));
+        // Right after another draw's sample, that draw's end is this one's begin: the time
+        // from the previous draw's completion to this one's. Any other sample in between (a
+        // label, a pass boundary, executed secondaries) is its own event and breaks the chain.
+        let shared = match self.events.last() {
+            Some(Event::Draw { end, .. }) if self.can_query() => Some(*end),
+            _ => None,
+        };
+        let begin = shared.or_else(|| self.timestamp(d, cb, vk::PipelineStageFlags::TOP_OF_PIPE));
+        let draw_stats = d.samples.as_ref().is_some_and(|s| s.draw_stats);
+        let stats = begin.filter(|_| draw_stats).and_then(|_| self.begin_stats(d, cb));
         forward();
         if stats.is_some() {
             self.end_stats(d, cb);
