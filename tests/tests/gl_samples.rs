@@ -20,8 +20,9 @@ const VERTICES: u64 = 10 * 300 + 100 * 36 + 3;
 const TRIANGLES: u64 = VERTICES / 3;
 const MODES: [&str; 5] = ["off", "cmdbuf", "renderpass", "label", "draw"];
 
-/// Runs the GL test app under framescope with `config`; returns the dump and the app's result.
-fn run_glapp(x: &Xvfb, tag: &str, config: Option<&str>, extra: &[&str]) -> (dump::Dump, Value) {
+/// Runs the GL test app under framescope with `config` and `args` (size W x H added); returns
+/// the dump and the app's result, after the checks every run must pass.
+fn run_glapp_args(x: &Xvfb, tag: &str, config: Option<&str>, args: &[&str]) -> (dump::Dump, Value) {
     let a = Artifacts::get();
     let mut sb = Sandbox::new(tag);
     let path = sb.path("glapp.jsonl");
@@ -29,16 +30,14 @@ fn run_glapp(x: &Xvfb, tag: &str, config: Option<&str>, extra: &[&str]) -> (dump
     if let Some(c) = config {
         sb.set("FRAMESCOPE_CONFIG", c);
     }
-    let (w, h, n) = (W.to_string(), H.to_string(), FRAMES.to_string());
-    let mut args = vec!["--frames", &n, "--width", &w, "--height", &h];
-    args.extend_from_slice(extra);
-    let out = sb.run_under_framescope(&a, &a.glapp.display().to_string(), &args, LIMIT);
+    let (w, h) = (W.to_string(), H.to_string());
+    let mut all = vec!["--width", &w, "--height", &h];
+    all.extend_from_slice(args);
+    let out = sb.run_under_framescope(&a, &a.glapp.display().to_string(), &all, LIMIT);
     assert_eq!(out.code(), Some(0), "{tag}: {}", out.describe());
     assert_clean(tag, &out);
     let line = out.lines_with("glapp-result ").pop().expect("glapp-result line");
     let r: Value = serde_json::from_str(line.trim_start_matches("glapp-result ")).expect("result JSON");
-    assert_eq!(r["frames"], FRAMES as u64, "{tag}: {r}");
-    assert_eq!(r["vertices_per_frame"], VERTICES);
     assert_eq!(r["gl_errors"], 0, "{tag}: the app saw GL errors: {r}");
     assert_eq!(
         r["current_query_nonzero"], 0,
@@ -46,8 +45,20 @@ fn run_glapp(x: &Xvfb, tag: &str, config: Option<&str>, extra: &[&str]) -> (dump
     );
     let d = dump::read(&path);
     assert_eq!(d.header["api"], "opengl", "{tag}");
-    assert_eq!(d.frames.len(), FRAMES, "{tag}: one frame per swap");
-    let s = d.summary.as_ref().expect("summary at exit");
+    assert_eq!(d.frames.len() as u64, u(&r["frames"]), "{tag}: one frame per swap");
+    assert!(d.summary.is_some(), "{tag}: summary at exit");
+    (d, r)
+}
+
+/// The regions scene for [`FRAMES`] frames: no sample may be lost.
+fn run_glapp(x: &Xvfb, tag: &str, config: Option<&str>, extra: &[&str]) -> (dump::Dump, Value) {
+    let n = FRAMES.to_string();
+    let mut args = vec!["--frames", &n];
+    args.extend_from_slice(extra);
+    let (d, r) = run_glapp_args(x, tag, config, &args);
+    assert_eq!(r["frames"], FRAMES as u64, "{tag}: {r}");
+    assert_eq!(r["vertices_per_frame"], VERTICES);
+    let s = d.summary.as_ref().unwrap();
     assert_eq!(s["dropped_samples"], 0, "{tag}: {s}");
     (d, r)
 }
@@ -285,6 +296,77 @@ fn an_app_query_of_a_statistics_target_leaves_its_frames_without_stats_and_gets_
     }
 }
 
+#[test]
+fn a_debug_group_open_across_swaps_is_one_sample_in_the_frame_that_pops_it() {
+    let x = Xvfb::start();
+    let (d, _) = run_glapp(&x, "gl-span", None, &["--span"]);
+    let f = &d.frames;
+    for (i, frame) in f.iter().enumerate() {
+        let l = labels(frame);
+        let keys: Vec<&str> = l.keys().map(String::as_str).collect();
+        match i {
+            // Pushed in frame 2 after its Frame group: frames 3 and 4 run inside it.
+            3 | 4 => assert_eq!(
+                keys,
+                ["Span/Frame", "Span/Frame/Main", "Span/Frame/Post", "Span/Frame/Shadows"],
+                "{frame}"
+            ),
+            // Popped in frame 5 before its Frame group: the sample belongs to frame 5.
+            5 => {
+                assert_eq!(
+                    keys,
+                    ["Frame", "Frame/Main", "Frame/Post", "Frame/Shadows", "Span"],
+                    "{frame}"
+                );
+                let span = l["Span"];
+                let first = &labels(&f[3])["Span/Frame"];
+                let last = &labels(&f[4])["Span/Frame"];
+                assert!(
+                    u(&span["gpu_begin_ns"]) <= u(&first["gpu_begin_ns"])
+                        && u(&last["gpu_end_ns"]) <= u(&span["gpu_end_ns"])
+                        && u(&span["gpu_end_ns"]) <= u(&l["Frame"]["gpu_begin_ns"]),
+                    "Span {span} does not enclose frames 3 and 4 ({first}, {last})"
+                );
+            }
+            _ => check_labels(frame),
+        }
+    }
+}
+
+#[test]
+fn samples_that_do_not_fit_the_bounded_rings_are_dropped_and_counted() {
+    let x = Xvfb::start();
+    // 9111 draws per frame: more samples than the draw-mode rings hold (8192 samples, 16384
+    // timestamps), while the previous frames' results are still unread.
+    let main = 9000u64;
+    let (d, r) = run_glapp_args(
+        &x,
+        "gl-overflow",
+        Some("samples=draw"),
+        &["--frames", "3", "--main-draws", &main.to_string()],
+    );
+    let per_frame = 10 + main + 1 + 4; // draws and debug groups
+    let kept: u64 = d
+        .frames
+        .iter()
+        .map(|f| f["samples"].as_array().unwrap().len() as u64)
+        .sum();
+    let dropped = u(&d.summary.as_ref().unwrap()["dropped_samples"]);
+    assert!(dropped > 0, "nothing dropped: the test does not overflow the rings");
+    assert_eq!(
+        kept + dropped,
+        3 * per_frame,
+        "every sample is either written or counted"
+    );
+    for f in &d.frames {
+        let idx: Vec<u64> = samples(f, "draw").iter().map(|s| u(&s["draw"])).collect();
+        assert!(idx.windows(2).all(|w| w[0] < w[1]), "draw indices in order");
+        assert!(idx.iter().all(|&i| i < 10 + main + 1), "{idx:?}");
+        // The statistics do not depend on the rings.
+        assert_eq!(f["stats"]["ia_vertices"], u(&r["vertices_per_frame"]), "{f}");
+    }
+}
+
 /// Runs `app args` under framescope in every samples mode; returns the dumps by mode.
 fn every_mode(x: &Xvfb, app: &str, args: &[&str], code: i32) -> Vec<(&'static str, dump::Dump)> {
     let a = Artifacts::get();
@@ -300,10 +382,25 @@ fn every_mode(x: &Xvfb, app: &str, args: &[&str], code: i32) -> Vec<(&'static st
             let out = sb.run_under_framescope(&a, app, args, LIMIT);
             assert_eq!(out.code(), Some(code), "{tag}: {}", out.describe());
             assert_clean(&tag, &out);
-            let d = dump::read(&path);
+            // glxgears only ends by a signal, which may cut the dump's last line.
+            let d = if code == 0 {
+                dump::read(&path)
+            } else {
+                dump::read_killed(&path)
+            };
             let idx = d.u64s("frame");
-            assert!(idx.len() >= 10, "{tag}: {} frames", idx.len());
-            assert_eq!(idx, (0..idx.len() as u64).collect::<Vec<_>>(), "{tag}: no gaps");
+            assert!(idx.len() >= 5, "{tag}: {} frames", idx.len());
+            // In order from frame 0; gaps only where the writer's queue was full (thousands
+            // of frames per second on two busy cores), and then counted.
+            assert_eq!(idx[0], 0, "{tag}");
+            assert!(idx.windows(2).all(|w| w[0] < w[1]), "{tag}: frames out of order");
+            if let Some(s) = &d.summary {
+                let last = idx[idx.len() - 1];
+                assert!(
+                    idx.len() as u64 + u(&s["dropped_frames"]) > last,
+                    "{tag}: gaps not counted as dropped: {s}"
+                );
+            }
             let timed = d.frames.iter().filter(|f| f["gpu_busy_ns"].is_u64()).count();
             assert!(
                 timed * 100 >= d.frames.len() * 99,
@@ -345,7 +442,7 @@ fn glxgears_in_every_samples_mode_runs_clean_with_frame_statistics() {
 #[test]
 fn glmark2_and_glmark2_es2_in_every_samples_mode_run_clean_with_samples_of_their_draws() {
     let x = Xvfb::start();
-    let args = ["-s", "400x300", "-b", "build:duration=0.5"];
+    let args = ["-s", "400x300", "-b", "build:duration=1"];
     for (app, es) in [("glmark2", false), ("glmark2-es2", true)] {
         require_program(app);
         for (mode, d) in every_mode(&x, app, &args, 0) {

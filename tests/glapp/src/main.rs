@@ -18,6 +18,11 @@
 //! the GLX functions with `dlsym`, GL functions with `glXGetProcAddressARB`, so an `LD_PRELOAD`
 //! shim sees every call it hooks. No link-time dependency on X11 or GL.
 //!
+//! `--span`: a debug group `Span` open across swaps: pushed after `Frame` of frame 2 (before
+//! its swap), popped before `Frame` of frame 5, so frames 3 and 4 run inside it.
+//!
+//! `--main-draws N`: `Main` draws N times instead of 100 (to overflow bounded sample rings).
+//!
 //! `--own-query`: on odd frames the app runs its own pipeline-statistics queries
 //! (`GL_VERTICES_SUBMITTED_ARB` around the frame, `GL_FRAGMENT_SHADER_INVOCATIONS_ARB` around
 //! each region) and reads them after the swap. Every frame it checks that no query of those
@@ -30,13 +35,16 @@
 use std::ffi::{c_char, c_int, c_long, c_uint, c_ulong, c_void, CStr, CString};
 use std::process::ExitCode;
 
-const USAGE: &str = "usage: framescope-glapp [--frames N] [--width W] [--height H] [--own-query]\n";
+const USAGE: &str =
+    "usage: framescope-glapp [--frames N] [--width W] [--height H] [--own-query] [--span] [--main-draws N]\n";
 
 struct Args {
     frames: u32,
     width: u32,
     height: u32,
     own_query: bool,
+    span: bool,
+    main_draws: u32,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -45,6 +53,8 @@ fn parse_args() -> Result<Args, String> {
         width: 320,
         height: 240,
         own_query: false,
+        span: false,
+        main_draws: 100,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -59,6 +69,8 @@ fn parse_args() -> Result<Args, String> {
             "--width" => a.width = num("--width")?,
             "--height" => a.height = num("--height")?,
             "--own-query" => a.own_query = true,
+            "--span" => a.span = true,
+            "--main-draws" => a.main_draws = num("--main-draws")?,
             "-h" | "--help" => {
                 print!("{USAGE}");
                 std::process::exit(0);
@@ -566,10 +578,14 @@ fn run(a: &Args) -> Result<Report, String> {
             if own {
                 (gl.begin_query)(GL_VERTICES_SUBMITTED_ARB, queries[0]);
             }
+            if a.span && frame == 5 {
+                (gl.pop_debug_group)();
+            }
             (gl.push_debug_group)(GL_DEBUG_SOURCE_APPLICATION, 1, -1, c"Frame".as_ptr());
             (gl.clear)(GL_COLOR_BUFFER_BIT);
             let mut draw_index = 0;
             for (r, region) in REGIONS.iter().enumerate() {
+                let draws = if r == 1 { a.main_draws } else { region.draws };
                 (gl.push_debug_group)(GL_DEBUG_SOURCE_APPLICATION, 2, -1, region.label.as_ptr());
                 if own {
                     (gl.begin_query)(GL_FRAGMENT_SHADER_INVOCATIONS_ARB, queries[1 + r]);
@@ -577,7 +593,7 @@ fn run(a: &Args) -> Result<Report, String> {
                 let [cr, cg, cb, ca] = region.color;
                 (gl.uniform4f)(color, cr, cg, cb, ca);
                 (gl.uniform1i)(fullscreen, region.fullscreen as i32);
-                for _ in 0..region.draws {
+                for _ in 0..draws {
                     (gl.uniform1i)(cell, draw_index);
                     (gl.draw_arrays)(GL_TRIANGLES, 0, region.vertices);
                     draw_index += 1;
@@ -588,6 +604,9 @@ fn run(a: &Args) -> Result<Report, String> {
                 (gl.pop_debug_group)();
             }
             (gl.pop_debug_group)();
+            if a.span && frame == 2 {
+                (gl.push_debug_group)(GL_DEBUG_SOURCE_APPLICATION, 3, -1, c"Span".as_ptr());
+            }
             if own {
                 (gl.end_query)(GL_VERTICES_SUBMITTED_ARB);
             }
@@ -659,8 +678,11 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let draws: u32 = REGIONS.iter().map(|r| r.draws).sum();
-    let vertices: i64 = REGIONS.iter().map(|r| i64::from(r.draws) * i64::from(r.vertices)).sum();
+    let draws_of = |i: usize| if i == 1 { args.main_draws } else { REGIONS[i].draws };
+    let draws: u32 = (0..REGIONS.len()).map(draws_of).sum();
+    let vertices: i64 = (0..REGIONS.len())
+        .map(|i| i64::from(draws_of(i)) * i64::from(REGIONS[i].vertices))
+        .sum();
     let own: Vec<String> = r
         .own
         .iter()
