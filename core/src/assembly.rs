@@ -129,6 +129,22 @@ impl FrameAssembler {
         self.calibration = gpu_to_cpu_offset_ns;
     }
 
+    /// The offset last given to [`FrameAssembler::set_calibration`], for layers that map other
+    /// GPU timestamps (samples) the same way.
+    pub fn calibration(&self) -> Option<i64> {
+        self.calibration
+    }
+
+    /// Sets the pipeline statistics of a closed frame not yet emitted (a layer that measures
+    /// them per frame keeps a submission of the frame open until they are read, so they arrive
+    /// before the frame is emitted). Ignored for frames emitted already or not closed yet.
+    pub fn set_frame_stats(&mut self, frame: u64, stats: crate::sample::PipelineStats) {
+        if frame < self.next_emit || frame >= self.open {
+            return;
+        }
+        self.slot(frame).record.stats = Some(stats);
+    }
+
     fn slot(&mut self, frame: u64) -> &mut Slot {
         let n = self.slots.len() as u64;
         &mut self.slots[(frame % n) as usize]
@@ -386,6 +402,31 @@ mod tests {
         a.close_frame(cpu(5), collect(&mut out));
         assert_eq!(out.len(), 1);
         assert_eq!(out[0].gpu.missing, Some(GpuMissing::Disabled));
+    }
+
+    #[test]
+    fn frame_stats_reach_the_emitted_record_only_while_the_frame_waits() {
+        use crate::sample::PipelineStats;
+        let mut a = FrameAssembler::new(AssemblerOptions::default());
+        let mut out = Vec::new();
+        let f0 = a.on_submit();
+        // Not closed yet: ignored (close_frame sets the CPU part afresh).
+        a.set_frame_stats(f0, PipelineStats::from_array([9; 7]));
+        a.close_frame(cpu(MS), |r| out.push(r));
+        assert!(out.is_empty());
+        let st = PipelineStats::from_array([1, 2, 3, 4, 5, 6, 7]);
+        a.set_frame_stats(f0, st);
+        a.on_submission_retired(f0, Some((10, 20)));
+        a.poll(2 * MS, |r| out.push(r));
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].stats, Some(st));
+        // Emitted already: ignored, nothing panics.
+        a.set_frame_stats(f0, st);
+        a.close_frame(cpu(3 * MS), |r| out.push(r));
+        assert_eq!(out[1].stats, None);
+        assert_eq!(a.calibration(), None);
+        a.set_calibration(Some(-5));
+        assert_eq!(a.calibration(), Some(-5));
     }
 
     #[test]

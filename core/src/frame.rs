@@ -306,6 +306,9 @@ pub struct FrameRecord {
     pub gpu: GpuFrameTime,
     pub counts: FrameCounts,
     pub counters: CounterValues,
+    /// Pipeline statistics of the whole frame, where the layer measures them per frame (the GL
+    /// shim); `None` when not measured or not trustworthy for this frame.
+    pub stats: Option<crate::sample::PipelineStats>,
 }
 
 /// Name of a `VkFormat` commonly used for swapchains, if it is one.

@@ -326,6 +326,33 @@ fn samples_go_into_their_own_frame_line() {
 }
 
 #[test]
+fn frame_stats_are_written_when_measured_and_layer_drops_are_counted() {
+    use framescope_core::sample::PipelineStats;
+    let path = temp_path("framestats");
+    let w = DumpWriter::start(DumpOptions::new(path.to_str().unwrap()), header());
+    let origin = w.origin_ns();
+    for f in 0..2u64 {
+        w.push(FrameRecord {
+            frame: f,
+            t_ns: origin + f * MS,
+            stats: (f == 1).then(|| PipelineStats::from_array([1, 2, 3, 4, 5, 6, 7])),
+            ..FrameRecord::default()
+        });
+    }
+    w.add_dropped_samples(3);
+    w.add_dropped_samples(0);
+    w.finish();
+    let c = check_structure(&read_lines(&path));
+    assert!(c.frames[0].get("stats").is_none(), "{}", c.frames[0]);
+    let st = &c.frames[1]["stats"];
+    for (i, name) in PipelineStats::NAMES.iter().enumerate() {
+        assert_eq!(st[name], i as u64 + 1, "{name}: {st}");
+    }
+    assert_eq!(c.summary.as_ref().unwrap()["dropped_samples"], 3);
+    std::fs::remove_file(&path).unwrap();
+}
+
+#[test]
 fn a_second_writer_on_the_same_path_backs_off_and_the_first_file_stays_intact() {
     let path = temp_path("twice");
     let first = DumpWriter::start(DumpOptions::new(path.to_str().unwrap()), header());

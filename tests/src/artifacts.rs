@@ -10,6 +10,8 @@ pub struct Artifacts {
     pub gl_shim: PathBuf,
     pub testapp: PathBuf,
     pub gdpa_probe: PathBuf,
+    /// Our GL test app (`tests/glapp`).
+    pub glapp: PathBuf,
 }
 
 impl Artifacts {
@@ -27,9 +29,17 @@ impl Artifacts {
             gl_shim: bin_dir.join("libframescope_gl.so"),
             testapp: bin_dir.join("framescope-testapp"),
             gdpa_probe: bin_dir.join("gdpa_probe"),
+            glapp: bin_dir.join("framescope-glapp"),
             bin_dir,
         };
-        for p in [&a.framescope, &a.vk_layer, &a.gl_shim, &a.testapp, &a.gdpa_probe] {
+        for p in [
+            &a.framescope,
+            &a.vk_layer,
+            &a.gl_shim,
+            &a.testapp,
+            &a.gdpa_probe,
+            &a.glapp,
+        ] {
             assert!(
                 p.is_file(),
                 "{} is missing: run `cargo build --workspace` first (`cargo xtask test` does)",

@@ -14,6 +14,21 @@ pub struct Dump {
 /// or breaks the order header, frames..., summary.
 pub fn read(path: &Path) -> Dump {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+    parse(&text)
+}
+
+/// Like [`read`], for the dump of a process that was killed: a last line without its newline
+/// (the kill landed in the middle of a write, as docs/dump-schema.md allows) is ignored.
+pub fn read_killed(path: &Path) -> Dump {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+    let whole = match text.rfind('\n') {
+        Some(i) => &text[..=i],
+        None => "",
+    };
+    parse(whole)
+}
+
+fn parse(text: &str) -> Dump {
     let schema: Value = serde_json::from_str(framescope_core::dump::SCHEMA_JSON).expect("schema is JSON");
     let mut schemas = boon::Schemas::new();
     let mut compiler = boon::Compiler::new();

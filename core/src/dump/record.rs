@@ -376,6 +376,9 @@ impl Serialize for FrameLine<'_> {
         m.serialize_entry("swapchain", &r.swapchain.as_ref().map(Swapchain))?;
         m.serialize_entry("counters", &Counters(self))?;
         m.serialize_entry("samples", &Samples(self.samples))?;
+        if let Some(st) = &r.stats {
+            m.serialize_entry("stats", &StatsMap(st))?;
+        }
         m.end()
     }
 }

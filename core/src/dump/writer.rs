@@ -158,6 +158,14 @@ impl DumpWriter {
         }
     }
 
+    /// Counts samples the layer had to drop before they reached the queue (its own bounded
+    /// rings were full); they appear in the summary's `dropped_samples`. Never blocks.
+    pub fn add_dropped_samples(&self, n: u64) {
+        if n > 0 {
+            self.shared.dropped_samples.fetch_add(n, Ordering::Relaxed);
+        }
+    }
+
     /// Frames dropped so far because the queue was full.
     pub fn dropped(&self) -> u64 {
         self.shared.dropped.load(Ordering::Relaxed)

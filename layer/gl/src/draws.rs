@@ -7,8 +7,15 @@
 //!
 //! The counter is per thread (a GL context is current on one thread at a time and the frame
 //! ends on the thread that swaps); the swap hook takes and resets it.
+//!
+//! With `samples=draw` each wrapper also puts the draw between two timestamps (see `samples`),
+//! with its parameters as the app passed them: `vertex_count` for array draws, `index_count`
+//! for element draws, `instance_count` (1 for non-instanced draws), all 0 for indirect and
+//! multi draws (their counts are in GPU or array memory), as the Vulkan layer reports them.
+//! Below `draw` level a wrapper reads one thread-local flag and takes no lock.
 
 use crate::hooks::{Family, Real};
+use crate::samples;
 use framescope_core::frame::{DrawCounts, DrawKind};
 use libc::c_void;
 use std::cell::Cell;
@@ -41,18 +48,37 @@ type I = i32; // GLint / GLsizei
 type U = u32; // GLuint
 type P = *const c_void;
 
+/// Draw parameters from GL's signed counts (a negative count is an error the draw reports; it
+/// draws nothing).
+#[inline]
+fn params(vertices: I, indices: I, instances: I, indirect: bool) -> (u32, u32, u32, bool) {
+    (
+        vertices.max(0) as u32,
+        indices.max(0) as u32,
+        instances.max(0) as u32,
+        indirect,
+    )
+}
+
 macro_rules! draw_wrappers {
-    ($( $name:literal => $slot:ident, $wrapper:ident, $kind:ident, ( $($arg:ident : $ty:ty),* ); )*) => {
+    ($( $name:literal => $slot:ident, $wrapper:ident, $kind:ident, ( $($arg:ident : $ty:ty),* )
+        [$v:expr, $ix:expr, $inst:expr, $ind:expr]; )*) => {
         $(
             static $slot: Real = Real::new($name, Family::Gl);
 
             unsafe extern "C" fn $wrapper($($arg: $ty),*) {
                 count(DrawKind::$kind);
                 let p = $slot.get();
-                if p != 0 {
-                    // SAFETY: p is the real GL function of this name (never one of ours, see
-                    // `Real::offer`), with the signature from the GL registry.
-                    unsafe { std::mem::transmute::<usize, unsafe extern "C" fn($($ty),*)>(p)($($arg),*) }
+                if p == 0 {
+                    return;
+                }
+                // SAFETY: p is the real GL function of this name (never one of ours, see
+                // `Real::offer`), with the signature from the GL registry.
+                let real = || unsafe { std::mem::transmute::<usize, unsafe extern "C" fn($($ty),*)>(p)($($arg),*) };
+                if samples::draws_sampled() {
+                    samples::around_draw(DrawKind::$kind, || params($v, $ix, $inst, $ind), real);
+                } else {
+                    real();
                 }
             }
         )*
@@ -70,57 +96,57 @@ macro_rules! draw_wrappers {
 }
 
 draw_wrappers! {
-    c"glDrawArrays" => DRAW_ARRAYS, draw_arrays, Draw, (m: E, f: I, n: I);
-    c"glDrawArraysEXT" => DRAW_ARRAYS_EXT, draw_arrays_ext, Draw, (m: E, f: I, n: I);
-    c"glDrawArraysInstanced" => DRAW_ARRAYS_INST, draw_arrays_inst, Draw, (m: E, f: I, n: I, k: I);
-    c"glDrawArraysInstancedARB" => DRAW_ARRAYS_INST_ARB, draw_arrays_inst_arb, Draw, (m: E, f: I, n: I, k: I);
-    c"glDrawArraysInstancedEXT" => DRAW_ARRAYS_INST_EXT, draw_arrays_inst_ext, Draw, (m: E, f: I, n: I, k: I);
+    c"glDrawArrays" => DRAW_ARRAYS, draw_arrays, Draw, (m: E, f: I, n: I) [n, 0, 1, false];
+    c"glDrawArraysEXT" => DRAW_ARRAYS_EXT, draw_arrays_ext, Draw, (m: E, f: I, n: I) [n, 0, 1, false];
+    c"glDrawArraysInstanced" => DRAW_ARRAYS_INST, draw_arrays_inst, Draw, (m: E, f: I, n: I, k: I) [n, 0, k, false];
+    c"glDrawArraysInstancedARB" => DRAW_ARRAYS_INST_ARB, draw_arrays_inst_arb, Draw, (m: E, f: I, n: I, k: I) [n, 0, k, false];
+    c"glDrawArraysInstancedEXT" => DRAW_ARRAYS_INST_EXT, draw_arrays_inst_ext, Draw, (m: E, f: I, n: I, k: I) [n, 0, k, false];
     c"glDrawArraysInstancedBaseInstance" => DRAW_ARRAYS_INST_BI, draw_arrays_inst_bi, Draw,
-        (m: E, f: I, n: I, k: I, b: U);
-    c"glDrawElements" => DRAW_ELEMENTS, draw_elements, DrawIndexed, (m: E, n: I, t: E, x: P);
+        (m: E, f: I, n: I, k: I, b: U) [n, 0, k, false];
+    c"glDrawElements" => DRAW_ELEMENTS, draw_elements, DrawIndexed, (m: E, n: I, t: E, x: P) [0, n, 1, false];
     c"glDrawRangeElements" => DRAW_RANGE_ELEMENTS, draw_range_elements, DrawIndexed,
-        (m: E, s: U, e: U, n: I, t: E, x: P);
+        (m: E, s: U, e: U, n: I, t: E, x: P) [0, n, 1, false];
     c"glDrawRangeElementsEXT" => DRAW_RANGE_ELEMENTS_EXT, draw_range_elements_ext, DrawIndexed,
-        (m: E, s: U, e: U, n: I, t: E, x: P);
+        (m: E, s: U, e: U, n: I, t: E, x: P) [0, n, 1, false];
     c"glDrawElementsInstanced" => DRAW_ELEMENTS_INST, draw_elements_inst, DrawIndexed,
-        (m: E, n: I, t: E, x: P, k: I);
+        (m: E, n: I, t: E, x: P, k: I) [0, n, k, false];
     c"glDrawElementsInstancedARB" => DRAW_ELEMENTS_INST_ARB, draw_elements_inst_arb, DrawIndexed,
-        (m: E, n: I, t: E, x: P, k: I);
+        (m: E, n: I, t: E, x: P, k: I) [0, n, k, false];
     c"glDrawElementsInstancedEXT" => DRAW_ELEMENTS_INST_EXT, draw_elements_inst_ext, DrawIndexed,
-        (m: E, n: I, t: E, x: P, k: I);
+        (m: E, n: I, t: E, x: P, k: I) [0, n, k, false];
     c"glDrawElementsBaseVertex" => DRAW_ELEMENTS_BV, draw_elements_bv, DrawIndexed,
-        (m: E, n: I, t: E, x: P, v: I);
+        (m: E, n: I, t: E, x: P, v: I) [0, n, 1, false];
     c"glDrawRangeElementsBaseVertex" => DRAW_RANGE_ELEMENTS_BV, draw_range_elements_bv, DrawIndexed,
-        (m: E, s: U, e: U, n: I, t: E, x: P, v: I);
+        (m: E, s: U, e: U, n: I, t: E, x: P, v: I) [0, n, 1, false];
     c"glDrawElementsInstancedBaseVertex" => DRAW_ELEMENTS_INST_BV, draw_elements_inst_bv, DrawIndexed,
-        (m: E, n: I, t: E, x: P, k: I, v: I);
+        (m: E, n: I, t: E, x: P, k: I, v: I) [0, n, k, false];
     c"glDrawElementsInstancedBaseInstance" => DRAW_ELEMENTS_INST_BI, draw_elements_inst_bi, DrawIndexed,
-        (m: E, n: I, t: E, x: P, k: I, b: U);
+        (m: E, n: I, t: E, x: P, k: I, b: U) [0, n, k, false];
     c"glDrawElementsInstancedBaseVertexBaseInstance" => DRAW_ELEMENTS_INST_BV_BI, draw_elements_inst_bv_bi,
-        DrawIndexed, (m: E, n: I, t: E, x: P, k: I, v: I, b: U);
-    c"glDrawArraysIndirect" => DRAW_ARRAYS_INDIRECT, draw_arrays_indirect, DrawIndirect, (m: E, x: P);
+        DrawIndexed, (m: E, n: I, t: E, x: P, k: I, v: I, b: U) [0, n, k, false];
+    c"glDrawArraysIndirect" => DRAW_ARRAYS_INDIRECT, draw_arrays_indirect, DrawIndirect, (m: E, x: P) [0, 0, 0, true];
     c"glDrawElementsIndirect" => DRAW_ELEMENTS_INDIRECT, draw_elements_indirect, DrawIndexedIndirect,
-        (m: E, t: E, x: P);
+        (m: E, t: E, x: P) [0, 0, 0, true];
     c"glMultiDrawArraysIndirect" => MULTI_DRAW_ARRAYS_INDIRECT, multi_draw_arrays_indirect, DrawIndirect,
-        (m: E, x: P, n: I, s: I);
+        (m: E, x: P, n: I, s: I) [0, 0, 0, true];
     c"glMultiDrawElementsIndirect" => MULTI_DRAW_ELEMENTS_INDIRECT, multi_draw_elements_indirect,
-        DrawIndexedIndirect, (m: E, t: E, x: P, n: I, s: I);
+        DrawIndexedIndirect, (m: E, t: E, x: P, n: I, s: I) [0, 0, 0, true];
     c"glMultiDrawArraysIndirectCount" => MULTI_DRAW_ARRAYS_INDIRECT_COUNT, multi_draw_arrays_indirect_count,
-        DrawIndirectCount, (m: E, x: P, c: isize, n: I, s: I);
+        DrawIndirectCount, (m: E, x: P, c: isize, n: I, s: I) [0, 0, 0, true];
     c"glMultiDrawArraysIndirectCountARB" => MULTI_DRAW_ARRAYS_INDIRECT_COUNT_ARB,
-        multi_draw_arrays_indirect_count_arb, DrawIndirectCount, (m: E, x: P, c: isize, n: I, s: I);
+        multi_draw_arrays_indirect_count_arb, DrawIndirectCount, (m: E, x: P, c: isize, n: I, s: I) [0, 0, 0, true];
     c"glMultiDrawElementsIndirectCount" => MULTI_DRAW_ELEMENTS_INDIRECT_COUNT,
-        multi_draw_elements_indirect_count, DrawIndexedIndirectCount, (m: E, t: E, x: P, c: isize, n: I, s: I);
+        multi_draw_elements_indirect_count, DrawIndexedIndirectCount, (m: E, t: E, x: P, c: isize, n: I, s: I) [0, 0, 0, true];
     c"glMultiDrawElementsIndirectCountARB" => MULTI_DRAW_ELEMENTS_INDIRECT_COUNT_ARB,
-        multi_draw_elements_indirect_count_arb, DrawIndexedIndirectCount, (m: E, t: E, x: P, c: isize, n: I, s: I);
+        multi_draw_elements_indirect_count_arb, DrawIndexedIndirectCount, (m: E, t: E, x: P, c: isize, n: I, s: I) [0, 0, 0, true];
     c"glMultiDrawArrays" => MULTI_DRAW_ARRAYS, multi_draw_arrays, DrawMulti,
-        (m: E, f: *const I, n: *const I, d: I);
+        (m: E, f: *const I, n: *const I, d: I) [0, 0, 0, false];
     c"glMultiDrawArraysEXT" => MULTI_DRAW_ARRAYS_EXT, multi_draw_arrays_ext, DrawMulti,
-        (m: E, f: *const I, n: *const I, d: I);
+        (m: E, f: *const I, n: *const I, d: I) [0, 0, 0, false];
     c"glMultiDrawElements" => MULTI_DRAW_ELEMENTS, multi_draw_elements, DrawMultiIndexed,
-        (m: E, n: *const I, t: E, x: *const P, d: I);
+        (m: E, n: *const I, t: E, x: *const P, d: I) [0, 0, 0, false];
     c"glMultiDrawElementsEXT" => MULTI_DRAW_ELEMENTS_EXT, multi_draw_elements_ext, DrawMultiIndexed,
-        (m: E, n: *const I, t: E, x: *const P, d: I);
+        (m: E, n: *const I, t: E, x: *const P, d: I) [0, 0, 0, false];
     c"glMultiDrawElementsBaseVertex" => MULTI_DRAW_ELEMENTS_BV, multi_draw_elements_bv, DrawMultiIndexed,
-        (m: E, n: *const I, t: E, x: *const P, d: I, v: *const I);
+        (m: E, n: *const I, t: E, x: *const P, d: I, v: *const I) [0, 0, 0, false];
 }

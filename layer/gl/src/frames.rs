@@ -20,7 +20,7 @@
 //! is keyed by (window system, context handle) and freed at context destruction.
 
 use crate::gl::{GlFns, GlInfo};
-use crate::{draws, hooks, hud, log, settings};
+use crate::{draws, hooks, hud, log, samples, settings};
 use framescope_core::assembly::{AssemblerOptions, FrameAssembler};
 use framescope_core::clock::monotonic_now_ns;
 use framescope_core::dump::{Api, DeviceInfo, DumpWriter, Header, Unavailable};
@@ -80,6 +80,9 @@ struct Ctx {
     /// Pairs abandoned because the ring was full (the GPU was more than RING frames behind).
     abandoned: u64,
     frames: u64,
+    /// Samples and per-frame statistics (`samples` module); `None` with `samples=off` or
+    /// without timer queries.
+    samples: Option<samples::CtxSamples>,
 }
 
 /// The process's frame stream.
@@ -183,6 +186,7 @@ impl Ctx {
             next_calibration_ns: 0,
             abandoned: 0,
             frames: 0,
+            samples: None,
         };
         let Some(mut gl) = GlFns::load_basic(ws) else {
             log::error(format_args!(
@@ -214,6 +218,9 @@ impl Ctx {
                     p.end = names[2 * i + 1];
                 }
             }
+        }
+        if c.timing {
+            c.samples = samples::create(ws, &c.info, cfg.samples);
         }
         c.skip = false;
         c.gl = Some(gl);
@@ -340,10 +347,10 @@ impl Ctx {
                 reason: "the context has no GL_TIMESTAMP queries (GL 3.3, GL_ARB_timer_query or GL_EXT_disjoint_timer_query)".into(),
             });
         }
-        h.unavailable.push(Unavailable {
-            source: "gl_pipeline_statistics".into(),
-            reason: "not collected by the GL shim yet".into(),
-        });
+        h.unavailable
+            .extend(samples::unavailable(self.samples.as_ref(), self.timing, self.info.es));
+        // GL timestamps are mapped onto CLOCK_MONOTONIC from glGetInteger64v(GL_TIMESTAMP).
+        h.extra.insert("calibrated_timestamps".into(), self.timing.into());
         h.extra.insert(
             "gl_draw_counting".into(),
             "draws through entry points the app looked up (GetProcAddress/dlsym); direct imports are not counted"
@@ -368,9 +375,19 @@ fn find_or_create(st: &mut State, ws: WinSys, key: usize) -> usize {
         let a = assembler_of(&mut st.stream.assembler, c.timing);
         c.calibrate(monotonic_now_ns(), a);
         c.begin_frame();
+        if let Some(s) = &c.samples {
+            s.begin_frame();
+        }
     }
     st.contexts.push(c);
     st.contexts.len() - 1
+}
+
+/// [`find_or_create`], and points the calling thread's sample hooks at the context.
+fn find_current(st: &mut State, ws: WinSys, key: usize) -> usize {
+    let i = find_or_create(st, ws, key);
+    samples::set_current(st.contexts[i].samples.as_ref());
+    i
 }
 
 /// Before the real swap: ends the open frame of the current context.
@@ -386,7 +403,7 @@ pub fn before_swap(ws: WinSys) -> Option<SwapToken> {
     };
     let mut guard = STATE.lock();
     let st = &mut *guard;
-    let i = find_or_create(st, ws, key);
+    let i = find_current(st, ws, key);
     if st.contexts[i].skip {
         return None;
     }
@@ -400,6 +417,10 @@ pub fn before_swap(ws: WinSys) -> Option<SwapToken> {
     let stream = &mut st.stream;
     let a = assembler_of(&mut stream.assembler, c.timing);
     c.end_frame(a);
+    // Before close_frame (the frame's samples belong to it) and before the HUD draws.
+    if let Some(s) = &c.samples {
+        s.end_frame(a);
+    }
     c.frames += 1;
     let record = FrameRecord {
         end: FrameEnd::Present,
@@ -434,15 +455,20 @@ pub fn after_swap(t: SwapToken) {
     c.read_available(a);
     c.calibrate(now, a);
     c.begin_frame();
+    if let Some(s) = &c.samples {
+        s.read_available(a, st.stream.dump.as_ref());
+        s.begin_frame();
+    }
     st.stream.poll(now);
 }
 
 /// After a successful make-current: sets the context up on first sight.
 pub fn on_make_current(ws: WinSys, key: usize) {
     if key == 0 {
+        samples::set_current(None);
         return;
     }
-    find_or_create(&mut STATE.lock(), ws, key);
+    find_current(&mut STATE.lock(), ws, key);
 }
 
 /// Before the real destroy: reads what the context has ready, frees its state and, when no
@@ -460,7 +486,12 @@ pub fn on_destroy(ws: WinSys, key: usize) {
     if c.skip {
         return;
     }
-    if hooks::current_context(ws) == key {
+    let current = hooks::current_context(ws) == key;
+    if let Some(s) = &c.samples {
+        let a = assembler_of(&mut st.stream.assembler, c.timing);
+        s.destroy(current, a, st.stream.dump.as_ref());
+    }
+    if current {
         // Current here: collect what is ready and free the query names.
         let a = assembler_of(&mut st.stream.assembler, c.timing);
         c.read_available(a);

@@ -14,6 +14,9 @@
 //! `hooks` (an exported symbol's address taken inside the library would resolve to the first
 //! definition in the process, possibly libGL's own).
 //!
+//! With `samples` on, it also samples the app's debug groups and (with `samples=draw`) draws
+//! between `GL_TIMESTAMP`s, and counts pipeline statistics per frame (`samples`, `stats`).
+//!
 //! Nothing happens at load time: no constructor, no config read, no thread. All work starts
 //! at the first GL call we see. Contexts whose `GL_RENDERER` is Zink are left alone (the
 //! Vulkan layer measures them). No `vk*` symbol is exported. `LD_PRELOAD` is left as it is in
@@ -29,6 +32,9 @@ mod frames;
 mod gl;
 mod hooks;
 mod hud;
+mod sample_hooks;
+mod samples;
+mod stats;
 
 use libc::{c_char, c_int, c_ulong, c_void};
 
@@ -134,4 +140,44 @@ pub unsafe extern "C" fn glXDestroyContext(dpy: *mut c_void, ctx: *mut c_void) {
 pub unsafe extern "C" fn eglDestroyContext(dpy: *mut c_void, ctx: *mut c_void) -> u32 {
     // SAFETY: forwarded unchanged.
     unsafe { hooks::egl_destroy_context(dpy, ctx) }
+}
+
+// The app's own queries, exported as well as handed out by lookups: an app that imports
+// `glBeginQuery` straight from libGL must find our per-frame statistics queries ended before
+// its own query of the same target begins (see `sample_hooks`).
+
+#[no_mangle]
+pub unsafe extern "C" fn glBeginQuery(target: u32, id: u32) {
+    // SAFETY: forwarded unchanged.
+    unsafe { sample_hooks::begin_query(target, id) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn glEndQuery(target: u32) {
+    // SAFETY: forwarded unchanged.
+    unsafe { sample_hooks::end_query(target) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn glBeginQueryIndexed(target: u32, index: u32, id: u32) {
+    // SAFETY: forwarded unchanged.
+    unsafe { sample_hooks::begin_query_indexed(target, index, id) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn glEndQueryIndexed(target: u32, index: u32) {
+    // SAFETY: forwarded unchanged.
+    unsafe { sample_hooks::end_query_indexed(target, index) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn glGetQueryiv(target: u32, pname: u32, params: *mut i32) {
+    // SAFETY: forwarded unchanged.
+    unsafe { sample_hooks::get_queryiv(target, pname, params) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn glGetQueryIndexediv(target: u32, index: u32, pname: u32, params: *mut i32) {
+    // SAFETY: forwarded unchanged.
+    unsafe { sample_hooks::get_query_indexediv(target, index, pname, params) }
 }
