@@ -256,6 +256,19 @@ fn gl_samples_modes_give_their_scopes_and_frame_statistics() {
             assert!(fs.windows(2).all(|w| w[0] == w[1]), "{tag}: {fs:?}");
         }
     }
+    // sample_stats=off: the default's debug-group samples, no frame statistics.
+    let (d, _) = run_glapp(&x, "gl-mode-nostats", Some("sample_stats=off"), &[]);
+    for f in &d.frames {
+        assert_eq!(scopes(f), ["label"], "{f}");
+        assert!(f.get("stats").is_none(), "stats with sample_stats=off: {f}");
+    }
+    let unavailable = d.header["unavailable"].as_array().unwrap();
+    assert!(
+        unavailable
+            .iter()
+            .any(|u| u["source"] == "gl_pipeline_statistics" && u["reason"] == "sample_stats=off"),
+        "{unavailable:?}"
+    );
 }
 
 #[test]

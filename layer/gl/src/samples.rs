@@ -226,7 +226,9 @@ pub fn create(ws: WinSys, info: &GlInfo, config: Samples) -> Option<CtxSamples> 
         info.at_least(4, 3) || has("GL_KHR_debug")
     };
     let no_wait_ok = !info.es && (info.at_least(4, 4) || has("GL_ARB_query_buffer_object"));
+    let stats_off = crate::settings::get().sample_stats == framescope_core::config::SampleStats::Off;
     let (stats, stats_unavailable) = match Stats::detect(ws, info, has) {
+        _ if stats_off => (None, Some("sample_stats=off")),
         Ok(s) => (Some(s), None),
         Err(why) => (None, Some(why)),
     };
