@@ -25,6 +25,8 @@ use framescope_core::assembly::{AssemblerOptions, FrameAssembler};
 use framescope_core::clock::monotonic_now_ns;
 use framescope_core::dump::{Api, DeviceInfo, DumpWriter, Header, Unavailable};
 use framescope_core::frame::{FrameCounts, FrameEnd, FrameRecord, GpuMissing};
+use framescope_core::history::FrameHistory;
+use framescope_overlay::{HudData, HudOptions};
 use parking_lot::Mutex;
 use std::time::Duration;
 
@@ -88,8 +90,9 @@ struct Stream {
     assembler: Option<FrameAssembler>,
     dump: Option<DumpWriter>,
     dump_checked: bool,
-    /// The last frame the assembler emitted (complete with GPU time), for the HUD.
-    last_emitted: Option<FrameRecord>,
+    /// The newest emitted frames (complete with GPU time), for the HUD; created with the first
+    /// measured context when the HUD is on.
+    history: Option<FrameHistory>,
 }
 
 struct State {
@@ -103,7 +106,7 @@ static STATE: Mutex<State> = Mutex::new(State {
         assembler: None,
         dump: None,
         dump_checked: false,
-        last_emitted: None,
+        history: None,
     },
 });
 
@@ -125,25 +128,27 @@ fn assembler_of(slot: &mut Option<FrameAssembler>, timing: bool) -> &mut FrameAs
 }
 
 impl Stream {
-    fn emit(dump: &Option<DumpWriter>, last: &mut Option<FrameRecord>, r: FrameRecord) {
+    fn emit(dump: &Option<DumpWriter>, history: &mut Option<FrameHistory>, r: FrameRecord) {
         if let Some(w) = dump {
             w.push(r);
         }
-        *last = Some(r);
+        if let Some(h) = history {
+            h.push(r);
+        }
     }
 
     fn poll(&mut self, now_ns: u64) {
-        let (dump, last) = (&self.dump, &mut self.last_emitted);
+        let (dump, history) = (&self.dump, &mut self.history);
         if let Some(a) = self.assembler.as_mut() {
-            a.poll(now_ns, |r| Self::emit(dump, last, r));
+            a.poll(now_ns, |r| Self::emit(dump, history, r));
         }
     }
 
     /// Emits every closed frame now (results still missing: `Timeout`).
     fn flush(&mut self) {
-        let (dump, last) = (&self.dump, &mut self.last_emitted);
+        let (dump, history) = (&self.dump, &mut self.history);
         if let Some(a) = self.assembler.as_mut() {
-            a.flush(GpuMissing::Timeout, |r| Self::emit(dump, last, r));
+            a.flush(GpuMissing::Timeout, |r| Self::emit(dump, history, r));
         }
     }
 
@@ -365,6 +370,9 @@ fn find_or_create(st: &mut State, ws: WinSys, key: usize) -> usize {
     }
     let mut c = Ctx::new(ws, key);
     if !c.skip {
+        if settings::get().hud && st.stream.history.is_none() {
+            st.stream.history = Some(FrameHistory::default());
+        }
         let a = assembler_of(&mut st.stream.assembler, c.timing);
         c.calibrate(monotonic_now_ns(), a);
         c.begin_frame();
@@ -373,8 +381,11 @@ fn find_or_create(st: &mut State, ws: WinSys, key: usize) -> usize {
     st.contexts.len() - 1
 }
 
-/// Before the real swap: ends the open frame of the current context.
-pub fn before_swap(ws: WinSys) -> Option<SwapToken> {
+static HUD: crate::guard::Site = crate::guard::Site::new("GL HUD");
+
+/// Before the real swap of `target`: ends the open frame of the current context, then draws the
+/// HUD into it.
+pub fn before_swap(ws: WinSys, target: hud::Target) -> Option<SwapToken> {
     crate::guard::maybe_panic("gl_swap");
     let key = hooks::current_context(ws);
     if key == 0 {
@@ -384,6 +395,24 @@ pub fn before_swap(ws: WinSys) -> Option<SwapToken> {
         draws: draws::take(),
         ..FrameCounts::default()
     };
+    let frame = close_frame(ws, key, counts)?;
+    let cfg = settings::get();
+    if cfg.hud || cfg.screenshot.is_some() {
+        // Outside the frame lock: the HUD takes it itself when it refreshes.
+        crate::guard::guarded(&HUD, || {
+            hud::before_swap(&hud::SwapInfo {
+                ws,
+                context: key,
+                frame,
+                target,
+            })
+        });
+    }
+    Some(SwapToken { ws, key })
+}
+
+/// Closes the open frame of context `key`; its index, or `None` for a context not measured.
+fn close_frame(ws: WinSys, key: usize, counts: FrameCounts) -> Option<u64> {
     let mut guard = STATE.lock();
     let st = &mut *guard;
     let i = find_or_create(st, ws, key);
@@ -407,18 +436,16 @@ pub fn before_swap(ws: WinSys) -> Option<SwapToken> {
         counts,
         ..FrameRecord::default()
     };
-    let (dump, last) = (&stream.dump, &mut stream.last_emitted);
-    let frame = a.close_frame(record, |r| Stream::emit(dump, last, r));
-    if settings::get().hud {
-        hud::before_swap(&hud::SwapInfo {
-            api: c.api(),
-            context: key,
-            frame,
-            record: &record,
-            last_complete: stream.last_emitted.as_ref(),
-        });
+    let (dump, history) = (&stream.dump, &mut stream.history);
+    Some(a.close_frame(record, |r| Stream::emit(dump, history, r)))
+}
+
+/// Refreshes the HUD's numbers from the frames emitted so far.
+pub fn hud_data(data: &mut HudData, opts: &HudOptions) {
+    let st = STATE.lock();
+    if let Some(h) = &st.stream.history {
+        data.update(h, opts, |_| None);
     }
-    Some(SwapToken { ws, key })
 }
 
 /// After the real swap: reads finished timestamps and starts the next frame.
