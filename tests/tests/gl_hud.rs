@@ -432,7 +432,7 @@ fn gles3_and_gles2_contexts_get_the_hud_with_their_state_intact() {
     // pixel is as bright as the HUD's text): the screenshots with and without the HUD must
     // agree outside it. Two scenes, so two contexts are set up and one destroyed.
     let scenes = [
-        "effect2d:kernel=0,0,0;0,0.4,0;0,0,0:normalize=false:duration=0.8",
+        "effect2d:kernel=0,0,0;0,0.4,0;0,0,0:normalize=false:duration=1",
         "texture:duration=0.8",
     ];
     for (tag, env, path) in [
@@ -445,7 +445,7 @@ fn gles3_and_gles2_contexts_get_the_hud_with_their_state_intact() {
             sb.display(&x)
                 .set(
                     "FRAMESCOPE_CONFIG",
-                    format!("{config},log=debug,dump={dir}/es.jsonl,screenshot=60,screenshot_path={dir}/shot-%N.png"),
+                    format!("{config},log=debug,dump={dir}/es.jsonl,screenshot=20,screenshot_path={dir}/shot-%N.png"),
                 )
                 .set(CHECK.0, CHECK.1);
             for (k, v) in env {
@@ -469,13 +469,13 @@ fn gles3_and_gles2_contexts_get_the_hud_with_their_state_intact() {
         );
         let d = dump::read(&on_sb.path("es.jsonl"));
         assert_eq!(d.header["api"], "opengles", "{tag}");
-        assert!(d.frames.len() > 60, "{tag}: {} frames", d.frames.len());
-        let shot_on = Rgb::read(&on_sb.path("shot-60.png"));
-        let shot_off = Rgb::read(&off_sb.path("shot-60.png"));
+        assert!(d.frames.len() > 20, "{tag}: {} frames", d.frames.len());
+        let shot_on = Rgb::read(&on_sb.path("shot-20.png"));
+        let shot_off = Rgb::read(&off_sb.path("shot-20.png"));
         assert_eq!((shot_on.w, shot_on.h), (400, 300), "{tag}");
-        let hud = assert_hud_pair(&shot_on, &shot_off, &format!("glmark2-es2 {tag} effect2d frame 60"));
+        let hud = assert_hud_pair(&shot_on, &shot_off, &format!("glmark2-es2 {tag} effect2d frame 20"));
         println!(
-            "glmark2-es2 {tag}: {} frames, HUD on '{path}', {}x{} at ({}, {}) in screenshot 60",
+            "glmark2-es2 {tag}: {} frames, HUD on '{path}', {}x{} at ({}, {}) in screenshot 20",
             d.frames.len(),
             hud.x1 - hud.x0,
             hud.y1 - hud.y0,

@@ -349,6 +349,7 @@ impl Ctx {
             source: "gl_pipeline_statistics".into(),
             reason: "not collected by the GL shim yet".into(),
         });
+        h.extra.insert("hud_enabled".into(), settings::get().hud.into());
         h.extra.insert(
             "gl_draw_counting".into(),
             "draws through entry points the app looked up (GetProcAddress/dlsym); direct imports are not counted"

@@ -14,8 +14,14 @@ pub struct Caps {
     /// Desktop compatibility profile: fixed-function enables (alpha test, polygon stipple)
     /// exist and still apply to shader draws.
     pub compat: bool,
+    /// Shaders and framebuffer objects (GL 2.0 with GL 3.0 or `GL_ARB_framebuffer_object`, or
+    /// GLES 2): without them there is no HUD, only screenshots.
+    pub drawable: bool,
     /// Our own vertex array objects (else the app's attribute arrays 0..2 are saved instead).
     pub vao: bool,
+    /// Framebuffer objects: the app may have some bound (GL 3.0, `GL_ARB_framebuffer_object`,
+    /// GLES 2).
+    pub fbo: bool,
     /// Separate draw and read framebuffer bindings (GLES 2 has one binding).
     pub split_fb: bool,
     pub sampler_objects: bool,
@@ -123,14 +129,23 @@ impl Caps {
         } else {
             (f.int(gl::MAX_VERTEX_ATTRIBS).max(0) as u32).min(32)
         };
+        // GLX hands out the core names of GL_ARB_framebuffer_object even where only the EXT
+        // version exists; those contexts get no HUD rather than GL errors.
+        let fbo = if es {
+            v(2, 0)
+        } else {
+            v(3, 0) || ext.has("GL_ARB_framebuffer_object")
+        };
         let mut c = Caps {
             es,
             major,
             minor,
             dialect: Dialect::pick(es, (major, minor), glsl),
             compat,
+            drawable: fbo && v(2, 0),
             vao,
-            split_fb: desktop || v(3, 0),
+            fbo,
+            split_fb: fbo && (desktop || v(3, 0)),
             sampler_objects: f.bind_sampler.is_some()
                 && (if es {
                     v(3, 0)

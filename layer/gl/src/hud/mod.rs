@@ -88,9 +88,11 @@ struct ContextHud {
     /// Size of the cached HUD (pixels); 0 until the first refresh.
     hud_size: [u32; 2],
     last_refresh: Option<Instant>,
-    /// The drawable's size, re-read when the app's viewport changes and at every refresh.
+    /// The drawable's size, re-read when the app's viewport or the swapped drawable changes,
+    /// and at every refresh.
     size: [u32; 2],
     last_viewport: [f32; 4],
+    last_drawable: usize,
 }
 
 /// A screenshot read back: RGBA8 rows, bottom-up.
@@ -192,7 +194,16 @@ pub fn context_destroyed(ws: WinSys, key: usize) {
 impl Slot {
     /// Loads the current context's entry points and reads what it supports.
     fn setup(ws: WinSys, key: usize) -> Slot {
-        let (es, major, _) = crate::gl::parse_version(&version_string(ws));
+        let version = version_string(ws);
+        let (es, major, _) = crate::gl::parse_version(&version);
+        if major < 2 {
+            // OpenGL 1.x and OpenGL ES 1.x (fixed function): nothing to draw with.
+            log::error(format_args!(
+                "no HUD on a {} context: it is '{version}', the HUD needs OpenGL 2.0 or OpenGL ES 2.0",
+                ws_name(ws)
+            ));
+            return Slot::Unusable;
+        }
         let es2 = es && major < 3;
         let fns = match Fns::load(ws, es2) {
             Ok(f) => f,
@@ -227,6 +238,7 @@ impl Slot {
             last_refresh: None,
             size: [0, 0],
             last_viewport: [0.0; 4],
+            last_drawable: 0,
         }))
     }
 }
@@ -241,7 +253,15 @@ impl ContextHud {
 
     /// Draws this swap's HUD and/or reads the screenshot.
     fn frame(&mut self, info: &SwapInfo, draw: bool, shot: bool) -> Option<Shot> {
-        let draw = draw && !self.broken && self.caps.double_buffered;
+        if draw && !self.broken && !self.caps.drawable {
+            self.fail(format_args!(
+                "it has no framebuffer objects (OpenGL 3.0 or GL_ARB_framebuffer_object)"
+            ));
+        }
+        if draw && !self.broken && !self.caps.double_buffered {
+            self.fail(format_args!("its window is single-buffered"));
+        }
+        let draw = draw && !self.broken;
         if !draw && !shot {
             return None;
         }
@@ -283,13 +303,15 @@ impl ContextHud {
             .last_refresh
             .is_none_or(|t| now.duration_since(t) >= Duration::from_millis(o.refresh_ms));
         let mut resized = false;
-        if self.size == [0, 0] || due || s.viewport != self.last_viewport {
+        let moved = s.viewport != self.last_viewport || info.target.drawable != self.last_drawable;
+        if self.size == [0, 0] || due || moved {
             if let Some(size) = hooks::drawable_size(info.ws, info.target.dpy, info.target.drawable) {
                 resized = size != self.size;
                 self.size = size;
             }
         }
         self.last_viewport = s.viewport;
+        self.last_drawable = info.target.drawable;
         if self.size[0] == 0 || self.size[1] == 0 {
             return Ok(None);
         }

@@ -133,9 +133,8 @@ fn texture(f: &Fns, c: &Caps, s: &mut Saved, size: [u32; 2], filter: i32, pixels
     f.tex_parameteri(gl::TEXTURE_2D, gl::TEXTURE_WRAP_T, gl::CLAMP_TO_EDGE);
     // GLES 2 has no sized RGBA8 internal format; GL_RGBA/UNSIGNED_BYTE is RGBA8 there.
     let internal = if c.es { gl::RGBA } else { gl::RGBA8 } as i32;
-    if pixels.is_some() {
-        state::unpack_plain(f, c, s);
-    }
+    // Also for storage only: with a pixel unpack buffer bound, a null pointer is an offset.
+    state::unpack_plain(f, c, s);
     f.tex_image_rgba(internal, size[0] as i32, size[1] as i32, pixels);
     t
 }
@@ -410,11 +409,7 @@ impl Renderer {
 /// Reads the default framebuffer's back buffer (`size`, rows bottom-up) as RGBA8. The one
 /// `glReadPixels` of the shim: it waits for the GPU, so only the screenshot frame does it.
 pub fn read_back(f: &Fns, c: &Caps, s: &mut Saved, size: [u32; 2]) -> Option<Vec<u8>> {
-    if c.split_fb {
-        f.bind_framebuffer(gl::READ_FRAMEBUFFER, 0);
-    } else {
-        f.bind_framebuffer(gl::FRAMEBUFFER, 0);
-    }
+    state::bind_read_fb(f, c, 0);
     state::read_from_back(f, c, s);
     state::pack_plain(f, c, s);
     let mut px = vec![0u8; size[0] as usize * size[1] as usize * 4];

@@ -135,7 +135,7 @@ pub fn capture(f: &Fns, c: &Caps) -> Saved {
     if c.split_fb {
         s.draw_fb = f.uint(gl::FRAMEBUFFER_BINDING);
         s.read_fb = f.uint(gl::READ_FRAMEBUFFER_BINDING);
-    } else {
+    } else if c.fbo {
         s.draw_fb = f.uint(gl::FRAMEBUFFER_BINDING);
         s.read_fb = s.draw_fb;
     }
@@ -317,14 +317,30 @@ pub fn set_scissor(f: &Fns, c: &Caps, on: bool, r: [i32; 4]) {
 
 /// Binds `fb` for drawing (and, on GLES 2, reading: it has one binding).
 pub fn bind_draw_fb(f: &Fns, c: &Caps, fb: u32) {
-    f.bind_framebuffer(
-        if c.split_fb {
-            gl::DRAW_FRAMEBUFFER
-        } else {
-            gl::FRAMEBUFFER
-        },
-        fb,
-    );
+    if c.fbo {
+        f.bind_framebuffer(
+            if c.split_fb {
+                gl::DRAW_FRAMEBUFFER
+            } else {
+                gl::FRAMEBUFFER
+            },
+            fb,
+        );
+    }
+}
+
+/// Binds `fb` for reading.
+pub fn bind_read_fb(f: &Fns, c: &Caps, fb: u32) {
+    if c.fbo {
+        f.bind_framebuffer(
+            if c.split_fb {
+                gl::READ_FRAMEBUFFER
+            } else {
+                gl::FRAMEBUFFER
+            },
+            fb,
+        );
+    }
 }
 
 /// With the default framebuffer bound for drawing: makes its back buffer the draw buffer.
@@ -339,9 +355,10 @@ pub fn draw_to_back(f: &Fns, c: &Caps, s: &mut Saved) {
     }
 }
 
-/// With the default framebuffer bound for reading: reads its back buffer.
+/// With the default framebuffer bound for reading: reads its back buffer (single-buffered
+/// windows: the front buffer, their only one).
 pub fn read_from_back(f: &Fns, c: &Caps, s: &mut Saved) {
-    if !c.draw_buffer || s.fb0_read_buffer.is_some() {
+    if !c.draw_buffer || !c.double_buffered || s.fb0_read_buffer.is_some() {
         return;
     }
     let current = f.uint(gl::READ_BUFFER);
@@ -448,12 +465,8 @@ pub fn restore(f: &Fns, c: &Caps, s: &Saved) {
     }
     // The default framebuffer's own draw/read buffer: put back while it is bound.
     if s.fb0_draw_buffer.is_some() || s.fb0_read_buffer.is_some() {
-        if c.split_fb {
-            f.bind_framebuffer(gl::DRAW_FRAMEBUFFER, 0);
-            f.bind_framebuffer(gl::READ_FRAMEBUFFER, 0);
-        } else {
-            f.bind_framebuffer(gl::FRAMEBUFFER, 0);
-        }
+        bind_draw_fb(f, c, 0);
+        bind_read_fb(f, c, 0);
         if let Some(d) = s.fb0_draw_buffer {
             f.set_draw_buffer(c.es, d);
         }
@@ -464,7 +477,7 @@ pub fn restore(f: &Fns, c: &Caps, s: &Saved) {
     if c.split_fb {
         f.bind_framebuffer(gl::DRAW_FRAMEBUFFER, s.draw_fb);
         f.bind_framebuffer(gl::READ_FRAMEBUFFER, s.read_fb);
-    } else {
+    } else if c.fbo {
         f.bind_framebuffer(gl::FRAMEBUFFER, s.draw_fb);
     }
     f.use_program(s.program);
