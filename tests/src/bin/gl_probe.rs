@@ -5,7 +5,8 @@
 //! list of GL state to unusual values, swaps, reads all of it back and checks `glGetError`:
 //! whatever a HUD drawn at the swap changed and did not put back, or any GL error it raised,
 //! is reported. Odd and even frames use different framebuffer set-ups (an FBO of ours bound for
-//! reading, or the default framebuffer with `GL_FRONT` as its read buffer).
+//! reading, or the default framebuffer with `GL_FRONT` as its read buffer). On GL 4.5 the clip
+//! origin is upper-left at the swap, so a HUD that depends on it is drawn flipped.
 //!
 //! `gl_probe --profile core|compat [--frames N] [--size WxH]`: `core` is a 3.3 core profile
 //! context (VAO required), `compat` the default GLX context; with `MESA_GL_VERSION_OVERRIDE=2.1`
@@ -111,6 +112,11 @@ gl_table! { Modern {
     glSampleMaski: fn(U, U);
 } }
 
+// GL 4.5: the clip origin the HUD must not depend on.
+gl_table! { Gl45 {
+    glClipControl: fn(E, E);
+} }
+
 // GL enums.
 const COLOR_BUFFER_BIT: U = 0x4000;
 const DEPTH_BUFFER_BIT: U = 0x0100;
@@ -149,6 +155,12 @@ const FRAGMENT_SHADER: E = 0x8B30;
 const COMPILE_STATUS: E = 0x8B81;
 const LINK_STATUS: E = 0x8B82;
 const VERSION: E = 0x1F02;
+const LOWER_LEFT: E = 0x8CA1;
+const UPPER_LEFT: E = 0x8CA2;
+const NEGATIVE_ONE_TO_ONE: E = 0x935E;
+const ZERO_TO_ONE: E = 0x935F;
+const CLIP_ORIGIN: E = 0x935C;
+const CLIP_DEPTH_MODE: E = 0x935D;
 
 const BLEND: E = 0x0BE2;
 const SCISSOR_TEST: E = 0x0C11;
@@ -286,6 +298,7 @@ struct State {
     draw_buffer: I,
     read_buffer: I,
     sample_mask: I,
+    clip_control: [I; 2],
     unpack: [I; 5],
     pack: [I; 5],
     attribs: Vec<[usize; 7]>,
@@ -296,6 +309,7 @@ struct Probe {
     modern: Option<Modern>,
     core: bool,
     gl43: bool,
+    gl45: Option<Gl45>,
     o: Objects,
     size: [u32; 2],
 }
@@ -362,6 +376,9 @@ impl Probe {
             }
             (g.glDrawBuffer)(BACK);
             (g.glReadBuffer)(BACK);
+            if let Some(x) = &self.gl45 {
+                (x.glClipControl)(LOWER_LEFT, NEGATIVE_ONE_TO_ONE);
+            }
             for t in self.toggles() {
                 (g.glDisable)(t);
             }
@@ -413,6 +430,11 @@ impl Probe {
                 (g.glEnableVertexAttribArray)(2);
                 (g.glEnableVertexAttribArray)(5);
                 (g.glBindBuffer)(ELEMENT_ARRAY_BUFFER, o.spare[1]);
+            }
+            if let Some(x) = &self.gl45 {
+                // Window y flipped: a HUD placed through NDC without knowing would land upside
+                // down at the bottom.
+                (x.glClipControl)(UPPER_LEFT, ZERO_TO_ONE);
             }
             (g.glUseProgram)(o.program);
             (g.glBindBuffer)(ARRAY_BUFFER, o.spare[0]);
@@ -470,6 +492,9 @@ impl Probe {
                 s.sample_mask = v[0];
             }
             (g.glActiveTexture)(s.active_texture as E);
+            if self.gl45.is_some() {
+                s.clip_control = [self.int(CLIP_ORIGIN), self.int(CLIP_DEPTH_MODE)];
+            }
             s.enables = self
                 .toggles()
                 .into_iter()
@@ -789,6 +814,7 @@ unsafe fn run(a: &Args) -> bool {
             modern,
             core: a.core,
             gl43: (major, minor) >= (4, 3),
+            gl45: ((major, minor) >= (4, 5)).then(|| Gl45::load(gpa)),
             o,
             size: a.size,
         };
