@@ -340,19 +340,25 @@ fn glmark2_validate_passes_with_the_hud() {
         require_program(app);
         let args = ["-s", GLMARK_SIZE, "--validate"];
         let mut bare = Sandbox::new("glhud-validate-bare");
-        bare.display(&x);
+        // One Mesa shader cache for both runs: the second does not compile every scene again.
+        let cache = bare.path("mesa-cache").display().to_string();
+        bare.display(&x).set("MESA_SHADER_CACHE_DIR", &cache);
         let b = bare.run(Path::new(app), &args, LIMIT);
         assert_eq!(b.code(), Some(0), "bare {app}: {}", b.describe());
         let mut sb = Sandbox::new("glhud-validate");
-        sb.display(&x).set("FRAMESCOPE_CONFIG", "hud=1");
+        sb.display(&x)
+            .set("FRAMESCOPE_CONFIG", "hud=1")
+            .set("MESA_SHADER_CACHE_DIR", &cache);
         let out = sb.run_under_framescope(&a, app, &args, LIMIT);
         assert_eq!(out.code(), Some(0), "{app}: {}", out.describe());
         assert_no_errors(&out, app);
         let (bare_lines, lines) = (validation_lines(&b), validation_lines(&out));
         let successes = lines.iter().filter(|l| l.ends_with("Validation: Success")).count();
         println!(
-            "{app} --validate with the HUD on: {successes} of {} scenes succeed",
-            lines.len()
+            "{app} --validate with the HUD on: {successes} of {} scenes succeed ({:.1} s; bare {:.1} s)",
+            lines.len(),
+            out.elapsed.as_secs_f64(),
+            b.elapsed.as_secs_f64()
         );
         assert!(successes > 0, "{app}: no scene validated: {}", out.describe());
         assert!(
