@@ -317,6 +317,32 @@ fn gl_state_is_unchanged_by_the_hud_in_core_compat_and_gl2_contexts() {
     }
 }
 
+#[test]
+fn a_panic_inside_the_gl_hud_leaves_the_state_restored_and_logs_once() {
+    let _serial = serial();
+    let a = Artifacts::get();
+    let x = Xvfb::start();
+    // FRAMESCOPE_FAULT=gl_hud panics after the first HUD was drawn, with the app's state
+    // changed: the probe must still read every piece back unchanged, the swaps go on, and the
+    // HUD is off for that context after one line.
+    let (_sb, out) = probe_run(
+        &a,
+        &x,
+        "glhud-fault",
+        "hud=1",
+        &[("FRAMESCOPE_FAULT", "gl_hud")],
+        "core",
+    );
+    assert_eq!(out.code(), Some(0), "{}", out.describe());
+    assert!(
+        out.stdout.contains("probe: 40 frames, state preserved"),
+        "{}",
+        out.describe()
+    );
+    let errors = out.lines_with("framescope: internal error in GL HUD");
+    assert_eq!(errors.len(), 1, "{}", out.describe());
+}
+
 // ---- glmark2 --------------------------------------------------------------------------------
 
 fn validation_lines(out: &Outcome) -> Vec<String> {

@@ -360,6 +360,8 @@ impl ContextHud {
                 }
             }
         }
+        // Tests: a panic with the app's state changed must still leave it restored.
+        crate::guard::maybe_panic("gl_hud");
         if shot {
             return Ok(renderer::read_back(f, c, s, self.size).map(|pixels| Shot {
                 pixels,
