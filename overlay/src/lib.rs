@@ -1,13 +1,15 @@
 //! framescope's HUD: what it shows ([`model`]), where it goes ([`layout`]), its drawing with
-//! Dear ImGui into plain vertex lists ([`ui`]) that a renderer (the Vulkan layer's `hud`
-//! module) draws into a cached image, and PNG screenshots ([`screenshot`]).
+//! Dear ImGui into plain vertex lists ([`ui`]) that a renderer (the Vulkan layer's and the GL
+//! shim's `hud` modules) draws into a cached image, its show/hide key ([`keys`]), and PNG
+//! screenshots ([`screenshot`]).
 //!
 //! Nothing here touches a graphics API: the renderer owns every GPU object.
 
+pub mod keys;
 pub mod layout;
 pub mod model;
 pub mod screenshot;
 pub mod ui;
 
-pub use model::{HudData, HudOptions};
+pub use model::{HudData, HudOptions, SurfaceInfo};
 pub use ui::{DrawCmd, DrawOutput, DrawVert, FontAtlas};

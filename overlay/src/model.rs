@@ -61,6 +61,15 @@ impl Default for HudOptions {
     }
 }
 
+/// The drawable of a GL swap (which has no swapchain): its size and what it is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SurfaceInfo {
+    pub width: u32,
+    pub height: u32,
+    /// e.g. `GLX back buffer`.
+    pub kind: &'static str,
+}
+
 /// The numbers on screen. Buffers keep their capacity, so a refresh allocates nothing once
 /// the graphs are full (counter names aside).
 #[derive(Clone, Debug, Default)]
@@ -84,6 +93,8 @@ pub struct HudData {
     pub device: String,
     pub driver: String,
     pub swapchain: Option<SwapchainInfo>,
+    /// Shown on the swapchain line when there is no swapchain (GL).
+    pub surface: Option<SurfaceInfo>,
     /// `(name, value)` of the newest frame's counters.
     pub counters: Vec<(String, f64)>,
     /// The most expensive regions: (name, smoothed GPU ms per frame), most expensive first.
@@ -137,9 +148,20 @@ impl HudData {
         }
     }
 
-    /// `500x500  B8G8R8A8_UNORM  IMMEDIATE`-style text of the swapchain line.
+    /// Whether the swapchain line has anything to show.
+    pub fn has_swapchain_line(&self) -> bool {
+        self.swapchain.is_some() || self.surface.is_some()
+    }
+
+    /// `500x500  B8G8R8A8_UNORM  IMMEDIATE`-style text of the swapchain line (`300x300  GLX back
+    /// buffer` for a GL surface).
     pub fn swapchain_text(&self, out: &mut String) {
         use std::fmt::Write;
+        if self.swapchain.is_none() {
+            if let Some(s) = &self.surface {
+                let _ = write!(out, "{}x{}  {}", s.width, s.height, s.kind);
+            }
+        }
         if let Some(s) = &self.swapchain {
             let _ = write!(out, "{}x{}  ", s.width, s.height);
             match vk_format_name(s.format) {
@@ -213,5 +235,18 @@ mod tests {
         let mut s = String::new();
         d.swapchain_text(&mut s);
         assert_eq!(s, "640x480  B8G8R8A8_UNORM  IMMEDIATE");
+        let gl = HudData {
+            surface: Some(SurfaceInfo {
+                width: 300,
+                height: 200,
+                kind: "GLX back buffer",
+            }),
+            ..HudData::default()
+        };
+        assert!(gl.has_swapchain_line());
+        let mut s = String::new();
+        gl.swapchain_text(&mut s);
+        assert_eq!(s, "300x200  GLX back buffer");
+        assert!(!HudData::default().has_swapchain_line());
     }
 }

@@ -24,6 +24,18 @@ pub fn expand_path(template: &str, frame: u64, index: usize, pid: u32, exe_name:
     path
 }
 
+/// [`expand_path`] for this process: its pid, its executable's name and the current time.
+pub fn process_path(template: &str, frame: u64, index: usize) -> String {
+    let exe = std::fs::read_link("/proc/self/exe")
+        .ok()
+        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| "app".into());
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    expand_path(template, frame, index, std::process::id(), &exe, now)
+}
+
 /// Pixel layout of the image bytes handed to [`write_png`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PixelOrder {

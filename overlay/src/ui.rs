@@ -248,7 +248,7 @@ fn frame(s: &mut Shared, data: &HudData, opts: &HudOptions, canvas: [u32; 2], ou
                     line(&mut |t| t.push_str(&data.driver));
                 }
             }
-            if opts.swapchain && data.swapchain.is_some() {
+            if opts.swapchain && data.has_swapchain_line() {
                 line(&mut |t| data.swapchain_text(t));
             }
             if opts.counters {

@@ -1,8 +1,10 @@
 //! Integration-test harness: finds the built artifacts, starts a private Xvfb, runs real apps
-//! under framescope in an isolated environment, and scans their output for validation messages.
+//! under framescope in an isolated environment, scans their output for validation messages, and
+//! compares captured images.
 
 pub mod artifacts;
 pub mod dump;
+pub mod image;
 pub mod runner;
 pub mod validation;
 pub mod xvfb;

@@ -25,6 +25,8 @@ use framescope_core::assembly::{AssemblerOptions, FrameAssembler};
 use framescope_core::clock::monotonic_now_ns;
 use framescope_core::dump::{Api, DeviceInfo, DumpWriter, Header, Unavailable};
 use framescope_core::frame::{FrameCounts, FrameEnd, FrameRecord, GpuMissing};
+use framescope_core::history::FrameHistory;
+use framescope_overlay::{HudData, HudOptions};
 use parking_lot::Mutex;
 use std::time::Duration;
 
@@ -91,8 +93,9 @@ struct Stream {
     assembler: Option<FrameAssembler>,
     dump: Option<DumpWriter>,
     dump_checked: bool,
-    /// The last frame the assembler emitted (complete with GPU time), for the HUD.
-    last_emitted: Option<FrameRecord>,
+    /// The newest emitted frames (complete with GPU time), for the HUD; created with the first
+    /// measured context when the HUD is on.
+    history: Option<FrameHistory>,
 }
 
 struct State {
@@ -106,7 +109,7 @@ static STATE: Mutex<State> = Mutex::new(State {
         assembler: None,
         dump: None,
         dump_checked: false,
-        last_emitted: None,
+        history: None,
     },
 });
 
@@ -128,25 +131,27 @@ fn assembler_of(slot: &mut Option<FrameAssembler>, timing: bool) -> &mut FrameAs
 }
 
 impl Stream {
-    fn emit(dump: &Option<DumpWriter>, last: &mut Option<FrameRecord>, r: FrameRecord) {
+    fn emit(dump: &Option<DumpWriter>, history: &mut Option<FrameHistory>, r: FrameRecord) {
         if let Some(w) = dump {
             w.push(r);
         }
-        *last = Some(r);
+        if let Some(h) = history {
+            h.push(r);
+        }
     }
 
     fn poll(&mut self, now_ns: u64) {
-        let (dump, last) = (&self.dump, &mut self.last_emitted);
+        let (dump, history) = (&self.dump, &mut self.history);
         if let Some(a) = self.assembler.as_mut() {
-            a.poll(now_ns, |r| Self::emit(dump, last, r));
+            a.poll(now_ns, |r| Self::emit(dump, history, r));
         }
     }
 
     /// Emits every closed frame now (results still missing: `Timeout`).
     fn flush(&mut self) {
-        let (dump, last) = (&self.dump, &mut self.last_emitted);
+        let (dump, history) = (&self.dump, &mut self.history);
         if let Some(a) = self.assembler.as_mut() {
-            a.flush(GpuMissing::Timeout, |r| Self::emit(dump, last, r));
+            a.flush(GpuMissing::Timeout, |r| Self::emit(dump, history, r));
         }
     }
 
@@ -351,6 +356,7 @@ impl Ctx {
             .extend(samples::unavailable(self.samples.as_ref(), self.timing, self.info.es));
         // GL timestamps are mapped onto CLOCK_MONOTONIC from glGetInteger64v(GL_TIMESTAMP).
         h.extra.insert("calibrated_timestamps".into(), self.timing.into());
+        h.extra.insert("hud_enabled".into(), settings::get().hud.into());
         h.extra.insert(
             "gl_draw_counting".into(),
             "draws through entry points the app looked up (GetProcAddress/dlsym); direct imports are not counted"
@@ -372,6 +378,9 @@ fn find_or_create(st: &mut State, ws: WinSys, key: usize) -> usize {
     }
     let mut c = Ctx::new(ws, key);
     if !c.skip {
+        if settings::get().hud && st.stream.history.is_none() {
+            st.stream.history = Some(FrameHistory::default());
+        }
         let a = assembler_of(&mut st.stream.assembler, c.timing);
         c.calibrate(monotonic_now_ns(), a);
         c.begin_frame();
@@ -390,8 +399,11 @@ fn find_current(st: &mut State, ws: WinSys, key: usize) -> usize {
     i
 }
 
-/// Before the real swap: ends the open frame of the current context.
-pub fn before_swap(ws: WinSys) -> Option<SwapToken> {
+static HUD: crate::guard::Site = crate::guard::Site::new("GL HUD");
+
+/// Before the real swap of `target`: ends the open frame of the current context, then draws the
+/// HUD into it.
+pub fn before_swap(ws: WinSys, target: hud::Target) -> Option<SwapToken> {
     crate::guard::maybe_panic("gl_swap");
     let key = hooks::current_context(ws);
     if key == 0 {
@@ -401,6 +413,24 @@ pub fn before_swap(ws: WinSys) -> Option<SwapToken> {
         draws: draws::take(),
         ..FrameCounts::default()
     };
+    let frame = close_frame(ws, key, counts)?;
+    let cfg = settings::get();
+    if cfg.hud || cfg.screenshot.is_some() {
+        // Outside the frame lock: the HUD takes it itself when it refreshes.
+        crate::guard::guarded(&HUD, || {
+            hud::before_swap(&hud::SwapInfo {
+                ws,
+                context: key,
+                frame,
+                target,
+            })
+        });
+    }
+    Some(SwapToken { ws, key })
+}
+
+/// Closes the open frame of context `key`; its index, or `None` for a context not measured.
+fn close_frame(ws: WinSys, key: usize, counts: FrameCounts) -> Option<u64> {
     let mut guard = STATE.lock();
     let st = &mut *guard;
     let i = find_current(st, ws, key);
@@ -428,18 +458,16 @@ pub fn before_swap(ws: WinSys) -> Option<SwapToken> {
         counts,
         ..FrameRecord::default()
     };
-    let (dump, last) = (&stream.dump, &mut stream.last_emitted);
-    let frame = a.close_frame(record, |r| Stream::emit(dump, last, r));
-    if settings::get().hud {
-        hud::before_swap(&hud::SwapInfo {
-            api: c.api(),
-            context: key,
-            frame,
-            record: &record,
-            last_complete: stream.last_emitted.as_ref(),
-        });
+    let (dump, history) = (&stream.dump, &mut stream.history);
+    Some(a.close_frame(record, |r| Stream::emit(dump, history, r)))
+}
+
+/// Refreshes the HUD's numbers from the frames emitted so far.
+pub fn hud_data(data: &mut HudData, opts: &HudOptions) {
+    let st = STATE.lock();
+    if let Some(h) = &st.stream.history {
+        data.update(h, opts, |_| None);
     }
-    Some(SwapToken { ws, key })
 }
 
 /// After the real swap: reads finished timestamps and starts the next frame.

@@ -106,7 +106,7 @@ pub struct GlFns {
     bind_buffer: Option<BindBufferFn>,
 }
 
-fn load<T: Copy>(ws: WinSys, name: &CStr) -> Option<T> {
+pub(crate) fn load<T: Copy>(ws: WinSys, name: &CStr) -> Option<T> {
     let p = gl_proc(ws, name);
     if p == 0 {
         return None;

@@ -9,6 +9,7 @@
 use crate::dl;
 use crate::frames::{self, WinSys};
 use crate::guard::{guarded, report_once, Site};
+use crate::hud::{self, Target};
 use libc::{c_char, c_int, c_ulong, c_void};
 use std::ffi::CStr;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -80,6 +81,10 @@ type EglMakeCurrentFn = unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_vo
 type GlxDestroyFn = unsafe extern "C" fn(*mut c_void, *mut c_void);
 type EglDestroyFn = unsafe extern "C" fn(*mut c_void, *mut c_void) -> u32;
 type GetCurrentFn = unsafe extern "C" fn() -> *mut c_void;
+type GlxGetCurrentDrawableFn = unsafe extern "C" fn() -> c_ulong;
+type EglGetCurrentSurfaceFn = unsafe extern "C" fn(i32) -> *mut c_void;
+type GlxQueryDrawableFn = unsafe extern "C" fn(*mut c_void, c_ulong, c_int, *mut u32);
+type EglQuerySurfaceFn = unsafe extern "C" fn(*mut c_void, *mut c_void, i32, *mut i32) -> u32;
 
 pub static GLX_SWAP_BUFFERS: Real = Real::new(c"glXSwapBuffers", Family::Glx);
 pub static GLX_SWAP_BUFFERS_MSC_OML: Real = Real::new(c"glXSwapBuffersMscOML", Family::Glx);
@@ -96,6 +101,10 @@ pub static GLX_DESTROY_CONTEXT: Real = Real::new(c"glXDestroyContext", Family::G
 pub static EGL_DESTROY_CONTEXT: Real = Real::new(c"eglDestroyContext", Family::Egl);
 static GLX_GET_CURRENT_CONTEXT: Real = Real::new(c"glXGetCurrentContext", Family::Glx);
 static EGL_GET_CURRENT_CONTEXT: Real = Real::new(c"eglGetCurrentContext", Family::Egl);
+static GLX_GET_CURRENT_DRAWABLE: Real = Real::new(c"glXGetCurrentDrawable", Family::Glx);
+static EGL_GET_CURRENT_SURFACE: Real = Real::new(c"eglGetCurrentSurface", Family::Egl);
+static GLX_QUERY_DRAWABLE: Real = Real::new(c"glXQueryDrawable", Family::Glx);
+static EGL_QUERY_SURFACE: Real = Real::new(c"eglQuerySurface", Family::Egl);
 
 static SWAP: Site = Site::new("swap buffers");
 static PROC: Site = Site::new("get proc address");
@@ -193,6 +202,71 @@ pub fn current_context(ws: WinSys) -> usize {
     unsafe { std::mem::transmute::<usize, GetCurrentFn>(p)() as usize }
 }
 
+/// The calling thread's current draw drawable (`GLXDrawable`) or surface (`EGLSurface`) as a
+/// number (0: none).
+pub fn current_drawable(ws: WinSys) -> usize {
+    const EGL_DRAW: i32 = 0x3059;
+    match ws {
+        WinSys::Glx => {
+            let p = GLX_GET_CURRENT_DRAWABLE.get();
+            if p == 0 {
+                return 0;
+            }
+            // SAFETY: the real glXGetCurrentDrawable takes no arguments.
+            unsafe { std::mem::transmute::<usize, GlxGetCurrentDrawableFn>(p)() as usize }
+        }
+        WinSys::Egl => {
+            let p = EGL_GET_CURRENT_SURFACE.get();
+            if p == 0 {
+                return 0;
+            }
+            // SAFETY: the real eglGetCurrentSurface with a valid readdraw enum.
+            unsafe { std::mem::transmute::<usize, EglGetCurrentSurfaceFn>(p)(EGL_DRAW) as usize }
+        }
+    }
+}
+
+/// Width and height of the drawable a swap presents (`glXQueryDrawable` / `eglQuerySurface`;
+/// may be a round trip to the X server, so the HUD asks rarely).
+pub fn drawable_size(ws: WinSys, dpy: usize, drawable: usize) -> Option<[u32; 2]> {
+    match ws {
+        WinSys::Glx => {
+            const GLX_WIDTH: c_int = 0x801D;
+            const GLX_HEIGHT: c_int = 0x801E;
+            let p = GLX_QUERY_DRAWABLE.get();
+            if p == 0 {
+                return None;
+            }
+            let (mut w, mut h) = (0u32, 0u32);
+            // SAFETY: the real glXQueryDrawable with the display and drawable the app is
+            // swapping; each call writes one unsigned int.
+            unsafe {
+                let f = std::mem::transmute::<usize, GlxQueryDrawableFn>(p);
+                f(dpy as *mut c_void, drawable as c_ulong, GLX_WIDTH, &mut w);
+                f(dpy as *mut c_void, drawable as c_ulong, GLX_HEIGHT, &mut h);
+            }
+            Some([w, h])
+        }
+        WinSys::Egl => {
+            const EGL_WIDTH: i32 = 0x3057;
+            const EGL_HEIGHT: i32 = 0x3056;
+            let p = EGL_QUERY_SURFACE.get();
+            if p == 0 {
+                return None;
+            }
+            let (mut w, mut h) = (0i32, 0i32);
+            // SAFETY: the real eglQuerySurface with the display and surface the app is
+            // swapping; each call writes one EGLint.
+            let ok = unsafe {
+                let f = std::mem::transmute::<usize, EglQuerySurfaceFn>(p);
+                f(dpy as *mut c_void, drawable as *mut c_void, EGL_WIDTH, &mut w) != 0
+                    && f(dpy as *mut c_void, drawable as *mut c_void, EGL_HEIGHT, &mut h) != 0
+            };
+            ok.then_some([w.max(0) as u32, h.max(0) as u32])
+        }
+    }
+}
+
 /// A GL function of the current context, through the real `*GetProcAddress` of `ws`.
 pub fn gl_proc(ws: WinSys, name: &CStr) -> usize {
     let slot = match ws {
@@ -217,9 +291,9 @@ pub fn gl_proc(ws: WinSys, name: &CStr) -> usize {
 
 // ---- swap -----------------------------------------------------------------------------------
 
-/// Runs `real` between the frame bookkeeping before and after it.
-fn around_swap<R>(ws: WinSys, real: impl FnOnce() -> R) -> R {
-    let token = guarded(&SWAP, || frames::before_swap(ws)).flatten();
+/// Runs `real` (the swap of `target`) between the frame bookkeeping before and after it.
+fn around_swap<R>(ws: WinSys, target: Target, real: impl FnOnce() -> R) -> R {
+    let token = guarded(&SWAP, || frames::before_swap(ws, target)).flatten();
     let r = real();
     if let Some(t) = token {
         guarded(&SWAP, || frames::after_swap(t));
@@ -233,7 +307,11 @@ pub unsafe extern "C" fn glx_swap_buffers(dpy: *mut c_void, drawable: c_ulong) {
         return missing(&GLX_SWAP_BUFFERS);
     }
     // SAFETY: p is the real glXSwapBuffers; the arguments are the app's own.
-    around_swap(WinSys::Glx, || unsafe {
+    let target = Target {
+        dpy: dpy as usize,
+        drawable: drawable as usize,
+    };
+    around_swap(WinSys::Glx, target, || unsafe {
         std::mem::transmute::<usize, GlxSwapFn>(p)(dpy, drawable)
     })
 }
@@ -251,7 +329,11 @@ pub unsafe extern "C" fn glx_swap_buffers_msc_oml(
         return -1;
     }
     // SAFETY: p is the real glXSwapBuffersMscOML; the arguments are the app's own.
-    around_swap(WinSys::Glx, || unsafe {
+    let target = Target {
+        dpy: dpy as usize,
+        drawable: drawable as usize,
+    };
+    around_swap(WinSys::Glx, target, || unsafe {
         std::mem::transmute::<usize, GlxSwapOmlFn>(p)(dpy, drawable, target_msc, divisor, remainder)
     })
 }
@@ -263,7 +345,11 @@ pub unsafe extern "C" fn egl_swap_buffers(dpy: *mut c_void, surface: *mut c_void
         return 0;
     }
     // SAFETY: p is the real eglSwapBuffers; the arguments are the app's own.
-    around_swap(WinSys::Egl, || unsafe {
+    let target = Target {
+        dpy: dpy as usize,
+        drawable: surface as usize,
+    };
+    around_swap(WinSys::Egl, target, || unsafe {
         std::mem::transmute::<usize, EglSwapFn>(p)(dpy, surface)
     })
 }
@@ -275,7 +361,11 @@ unsafe fn egl_swap_damage(real: &Real, dpy: *mut c_void, surface: *mut c_void, r
         return 0;
     }
     // SAFETY: p is the real eglSwapBuffersWithDamage*; the arguments are the app's own.
-    around_swap(WinSys::Egl, || unsafe {
+    let target = Target {
+        dpy: dpy as usize,
+        drawable: surface as usize,
+    };
+    around_swap(WinSys::Egl, target, || unsafe {
         std::mem::transmute::<usize, EglSwapDamageFn>(p)(dpy, surface, rects, n)
     })
 }
@@ -399,7 +489,10 @@ pub unsafe extern "C" fn egl_make_current(
 }
 
 pub unsafe extern "C" fn glx_destroy_context(dpy: *mut c_void, ctx: *mut c_void) {
-    guarded(&DESTROY, || frames::on_destroy(WinSys::Glx, ctx as usize));
+    guarded(&DESTROY, || {
+        frames::on_destroy(WinSys::Glx, ctx as usize);
+        hud::context_destroyed(WinSys::Glx, ctx as usize);
+    });
     let p = GLX_DESTROY_CONTEXT.get();
     if p == 0 {
         return missing(&GLX_DESTROY_CONTEXT);
@@ -409,7 +502,10 @@ pub unsafe extern "C" fn glx_destroy_context(dpy: *mut c_void, ctx: *mut c_void)
 }
 
 pub unsafe extern "C" fn egl_destroy_context(dpy: *mut c_void, ctx: *mut c_void) -> u32 {
-    guarded(&DESTROY, || frames::on_destroy(WinSys::Egl, ctx as usize));
+    guarded(&DESTROY, || {
+        frames::on_destroy(WinSys::Egl, ctx as usize);
+        hud::context_destroyed(WinSys::Egl, ctx as usize);
+    });
     let p = EGL_DESTROY_CONTEXT.get();
     if p == 0 {
         missing(&EGL_DESTROY_CONTEXT);

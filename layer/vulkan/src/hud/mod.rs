@@ -14,13 +14,13 @@
 
 mod fences;
 mod gpu;
-mod keys;
 mod swapchain;
 
 use crate::device::Device;
 use ash::vk::{self, Handle};
 use fences::FencePool;
 use framescope_core::dump::Header;
+use framescope_overlay::keys;
 use framescope_overlay::screenshot::PixelOrder;
 use framescope_overlay::HudOptions;
 use gpu::Gpu;
@@ -322,7 +322,7 @@ pub fn present<'a>(
             );
             continue;
         }
-        let path = shot_frame.then(|| screenshot_path(&c.screenshot_path, frame, i));
+        let path = shot_frame.then(|| framescope_overlay::screenshot::process_path(&c.screenshot_path, frame, i));
         let ctx = FrameCtx {
             gpu,
             opts: &hud.opts,
@@ -407,17 +407,6 @@ pub fn present<'a>(
         }
     }
     true
-}
-
-fn screenshot_path(template: &str, frame: u64, index: usize) -> String {
-    let exe = std::fs::read_link("/proc/self/exe")
-        .ok()
-        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
-        .unwrap_or_else(|| "app".into());
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    framescope_overlay::screenshot::expand_path(template, frame, index, std::process::id(), &exe, now)
 }
 
 static PNG_WRITERS: Mutex<Vec<std::thread::JoinHandle<()>>> = Mutex::new(Vec::new());

@@ -1,5 +1,5 @@
 //! The HUD's show/hide key, read from X11 with `XQueryKeymap` on a connection of our own
-//! (libX11 is dlopen'ed, so the layer does not link it). Polling reads the key state without
+//! (libX11 is dlopen'ed, so the layers do not link it). Polling reads the key state without
 //! grabbing anything: the app still gets every key. No X11 means no hotkey (one log line).
 
 use parking_lot::Mutex;
@@ -97,7 +97,7 @@ pub fn poll(combo: &str) {
                 down: false,
             },
             Err(why) => {
-                crate::log::info(format_args!("HUD toggle key {combo} unavailable: {why}"));
+                framescope_core::log::info(format_args!("HUD toggle key {combo} unavailable: {why}"));
                 State::Off
             }
         };
@@ -118,7 +118,7 @@ pub fn poll(combo: &str) {
     if pressed && !*down {
         let v = !VISIBLE.load(Ordering::Relaxed);
         VISIBLE.store(v, Ordering::Relaxed);
-        crate::log::info(format_args!("HUD {}", if v { "shown" } else { "hidden" }));
+        framescope_core::log::info(format_args!("HUD {}", if v { "shown" } else { "hidden" }));
     }
     *down = pressed;
 }

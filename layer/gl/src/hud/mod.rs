@@ -1,0 +1,427 @@
+//! The HUD in GL and GLES windows, drawn at every swap of a measured context, and `screenshot=`.
+//!
+//! [`before_swap`] runs after the frame's end timestamp was written and its CPU part closed,
+//! before the real swap, on the thread that swaps, with the app's context current; what it
+//! draws lands in the frame about to be presented and is not part of the frame's GPU time. As
+//! the Vulkan HUD does, it re-renders the HUD's content (the overlay crate's ImGui lists) into a
+//! cached texture only every `hud_refresh_ms` (or when the window's size changed), and
+//! composites that texture onto the back buffer with one quad at every swap. `state` saves and
+//! restores every piece of GL state touched, so the app cannot tell.
+//!
+//! Per context (keyed by window system and context handle): the entry points and capabilities,
+//! and the GL objects of `renderer`, created on the first swap that draws. At context
+//! destruction (the `glXDestroyContext`/`eglDestroyContext` hooks, before the real call): when
+//! the context is current on the destroying thread, its GL objects are deleted; otherwise they
+//! are left to the driver, which frees them with the context (the textures, buffers and
+//! programs outlive it only when the app shares objects with another context), and only the
+//! CPU side is dropped: making the context current to free them would change the app's
+//! bindings. A failure (no entry point, a shader that does not compile, an incomplete
+//! framebuffer, a panic) means no HUD on that context and one log line; the app's state is
+//! restored either way.
+//!
+//! Steady state allocates nothing on the app's thread and never waits for the GPU: the only
+//! `glReadPixels` is the screenshot frame's.
+//!
+//! `FRAMESCOPE_GL_HUD_CHECK=1` (tests) re-reads the state after each HUD and logs any
+//! difference, checks `glGetError` (consuming the app's pending errors, so only for tests), and
+//! checks with `glIs*` that a destroyed context's objects are gone.
+
+mod caps;
+mod fns;
+mod renderer;
+mod shaders;
+mod state;
+
+use crate::frames::WinSys;
+use crate::guard::{guarded, Site};
+use crate::{frames, hooks, log, settings};
+use caps::Caps;
+use fns::Fns;
+use framescope_overlay::screenshot::{self, PixelOrder};
+use framescope_overlay::{keys, layout, ui, DrawOutput, HudData, HudOptions, SurfaceInfo};
+use parking_lot::Mutex;
+use renderer::{Placement, Renderer};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+/// The window-system surface a swap presents: `Display*` and `GLXDrawable`, or `EGLDisplay`
+/// and `EGLSurface`.
+#[derive(Clone, Copy, Debug)]
+pub struct Target {
+    pub dpy: usize,
+    pub drawable: usize,
+}
+
+/// What the HUD gets at each swap.
+pub struct SwapInfo {
+    pub ws: WinSys,
+    /// The current context's handle (`GLXContext` or `EGLContext`).
+    pub context: usize,
+    /// Index of the frame that this swap ends (the dump's `frame`).
+    pub frame: u64,
+    pub target: Target,
+}
+
+static DRAW: Site = Site::new("GL HUD");
+
+fn opts() -> &'static HudOptions {
+    static OPTS: OnceLock<HudOptions> = OnceLock::new();
+    OPTS.get_or_init(|| HudOptions::from_config(settings::get()))
+}
+
+fn check_mode() -> bool {
+    static CHECK: OnceLock<bool> = OnceLock::new();
+    *CHECK.get_or_init(|| std::env::var("FRAMESCOPE_GL_HUD_CHECK").is_ok_and(|v| v == "1"))
+}
+
+/// One context's HUD.
+struct ContextHud {
+    ws: WinSys,
+    key: usize,
+    fns: Fns,
+    caps: Caps,
+    renderer: Option<Renderer>,
+    /// No HUD drawing here any more (logged once); screenshots still work.
+    broken: bool,
+    data: HudData,
+    draw: DrawOutput,
+    /// Size of the cached HUD (pixels); 0 until the first refresh.
+    hud_size: [u32; 2],
+    last_refresh: Option<Instant>,
+    /// The drawable's size, re-read when the app's viewport or the swapped drawable changes,
+    /// and at every refresh.
+    size: [u32; 2],
+    last_viewport: [f32; 4],
+    last_drawable: usize,
+}
+
+/// A screenshot read back: RGBA8 rows, bottom-up.
+struct Shot {
+    pixels: Vec<u8>,
+    size: [u32; 2],
+}
+
+enum Slot {
+    Ready(Box<ContextHud>),
+    /// The context lacks what the HUD needs (logged once).
+    Unusable,
+}
+
+struct Entry {
+    ws: WinSys,
+    key: usize,
+    slot: Arc<Mutex<Slot>>,
+}
+
+static CONTEXTS: Mutex<Vec<Entry>> = Mutex::new(Vec::new());
+
+fn ws_name(ws: WinSys) -> &'static str {
+    match ws {
+        WinSys::Glx => "glx",
+        WinSys::Egl => "egl",
+    }
+}
+
+/// Draws the HUD into the frame about to be presented, and writes the screenshot of this frame
+/// when `screenshot=` names it.
+pub fn before_swap(info: &SwapInfo) {
+    let cfg = settings::get();
+    if cfg.hud {
+        keys::poll(&cfg.hud_toggle_key);
+    }
+    let draw = cfg.hud && keys::visible();
+    let shot = cfg.screenshot == Some(info.frame);
+    if !draw && !shot {
+        return;
+    }
+    // The HUD goes into the current draw surface; a swap of another one is left alone.
+    if hooks::current_drawable(info.ws) != info.target.drawable {
+        return;
+    }
+    let slot = slot_of(info.ws, info.context);
+    let mut slot = slot.lock();
+    let Slot::Ready(h) = &mut *slot else { return };
+    if let Some(shot) = h.frame(info, draw, shot) {
+        let path = screenshot::process_path(&cfg.screenshot_path, info.frame, 0);
+        write_png(&path, shot.size, &shot.pixels);
+    }
+}
+
+/// The context's slot, set up on first use (the context is current).
+fn slot_of(ws: WinSys, key: usize) -> Arc<Mutex<Slot>> {
+    let mut list = CONTEXTS.lock();
+    if let Some(e) = list.iter().find(|e| e.ws == ws && e.key == key) {
+        return e.slot.clone();
+    }
+    let slot = Arc::new(Mutex::new(Slot::setup(ws, key)));
+    list.push(Entry {
+        ws,
+        key,
+        slot: slot.clone(),
+    });
+    slot
+}
+
+/// The app destroys context `key` (before the real destroy).
+pub fn context_destroyed(ws: WinSys, key: usize) {
+    let entry = {
+        let mut list = CONTEXTS.lock();
+        let i = list.iter().position(|e| e.ws == ws && e.key == key);
+        i.map(|i| (list.swap_remove(i), list.len()))
+    };
+    let Some((entry, live)) = entry else { return };
+    let mut slot = entry.slot.lock();
+    let Slot::Ready(h) = &mut *slot else { return };
+    let Some(r) = h.renderer.as_mut() else { return };
+    if hooks::current_context(ws) == key {
+        let (deleted, left) = r.destroy(&h.fns, check_mode());
+        log::debug(format_args!(
+            "GL HUD freed on {} context {key:#x}: {deleted} GL objects deleted{}; {live} HUD contexts left",
+            ws_name(ws),
+            match left {
+                Some(n) => format!(" ({n} still alive)"),
+                None => String::new(),
+            },
+        ));
+    } else {
+        log::debug(format_args!(
+            "GL HUD freed on {} context {key:#x}: not current, its GL objects go with the context; {live} HUD contexts left",
+            ws_name(ws),
+        ));
+    }
+}
+
+impl Slot {
+    /// Loads the current context's entry points and reads what it supports.
+    fn setup(ws: WinSys, key: usize) -> Slot {
+        let version = version_string(ws);
+        let (es, major, _) = crate::gl::parse_version(&version);
+        if major < 2 {
+            // OpenGL 1.x and OpenGL ES 1.x (fixed function): nothing to draw with.
+            log::error(format_args!(
+                "no HUD on a {} context: it is '{version}', the HUD needs OpenGL 2.0 or OpenGL ES 2.0",
+                ws_name(ws)
+            ));
+            return Slot::Unusable;
+        }
+        let es2 = es && major < 3;
+        let fns = match Fns::load(ws, es2) {
+            Ok(f) => f,
+            Err(name) => {
+                log::error(format_args!(
+                    "no HUD on a {} context: it has no {}",
+                    ws_name(ws),
+                    name.to_string_lossy()
+                ));
+                return Slot::Unusable;
+            }
+        };
+        let caps = Caps::read(&fns);
+        let mut data = HudData {
+            device: fns.string(fns::RENDERER),
+            driver: fns.string(fns::VERSION),
+            ..HudData::default()
+        };
+        // Room for the graphs, so refreshes do not grow them.
+        data.frame_graph.reserve(opts().history);
+        data.gpu_graph.reserve(opts().history);
+        Slot::Ready(Box::new(ContextHud {
+            ws,
+            key,
+            fns,
+            caps,
+            renderer: None,
+            broken: false,
+            data,
+            draw: DrawOutput::default(),
+            hud_size: [0, 0],
+            last_refresh: None,
+            size: [0, 0],
+            last_viewport: [0.0; 4],
+            last_drawable: 0,
+        }))
+    }
+}
+
+impl ContextHud {
+    fn fail(&mut self, why: std::fmt::Arguments<'_>) {
+        if !self.broken {
+            self.broken = true;
+            log::error(format_args!("no HUD on a {} context: {why}", ws_name(self.ws)));
+        }
+    }
+
+    /// Draws this swap's HUD and/or reads the screenshot.
+    fn frame(&mut self, info: &SwapInfo, draw: bool, shot: bool) -> Option<Shot> {
+        if draw && !self.broken && !self.caps.drawable {
+            self.fail(format_args!(
+                "it has no framebuffer objects (OpenGL 3.0 or GL_ARB_framebuffer_object)"
+            ));
+        }
+        if draw && !self.broken && !self.caps.double_buffered {
+            self.fail(format_args!("its window is single-buffered"));
+        }
+        let draw = draw && !self.broken;
+        if !draw && !shot {
+            return None;
+        }
+        let before = check_mode().then(|| {
+            drain_errors(&self.fns);
+            state::snapshot(&self.fns, &self.caps)
+        });
+        let mut saved = state::capture(&self.fns, &self.caps);
+        if state::must_skip(&self.fns, &self.caps, &saved) {
+            state::leave(&self.fns, &saved);
+            return None;
+        }
+        state::prepare(&self.fns, &self.caps, &saved);
+        let out = guarded(&DRAW, || self.draw(info, &mut saved, draw, shot));
+        state::restore(&self.fns, &self.caps, &saved);
+        if let Some(before) = before {
+            self.check(&before);
+        }
+        match out {
+            Some(Ok(px)) => px,
+            Some(Err(e)) => {
+                self.fail(format_args!("{e}"));
+                None
+            }
+            None => {
+                // The panic was logged by the guard; the state is back to the app's.
+                self.broken = true;
+                None
+            }
+        }
+    }
+
+    fn draw(&mut self, info: &SwapInfo, s: &mut state::Saved, draw: bool, shot: bool) -> Result<Option<Shot>, String> {
+        let f = &self.fns;
+        let c = &self.caps;
+        let now = Instant::now();
+        let o = opts();
+        let due = self
+            .last_refresh
+            .is_none_or(|t| now.duration_since(t) >= Duration::from_millis(o.refresh_ms));
+        let mut resized = false;
+        let moved = s.viewport != self.last_viewport || info.target.drawable != self.last_drawable;
+        if self.size == [0, 0] || due || moved {
+            if let Some(size) = hooks::drawable_size(info.ws, info.target.dpy, info.target.drawable) {
+                resized = size != self.size;
+                self.size = size;
+            }
+        }
+        self.last_viewport = s.viewport;
+        self.last_drawable = info.target.drawable;
+        if self.size[0] == 0 || self.size[1] == 0 {
+            return Ok(None);
+        }
+        if draw {
+            if self.renderer.is_none() {
+                let atlas = ui::font_atlas(o).map_err(|_| "the ImGui context is unusable".to_string())?;
+                let r = Renderer::new(f, c, s, &atlas, o.scale)?;
+                log::debug(format_args!(
+                    "GL HUD set up on {} context {:#x}: {}, canvas {}",
+                    ws_name(self.ws),
+                    self.key,
+                    c.describe(),
+                    r.canvas
+                ));
+                self.renderer = Some(r);
+            }
+            let flip = c.clip_control && f.int(fns::CLIP_ORIGIN) == fns::UPPER_LEFT;
+            let r = self.renderer.as_mut().ok_or("no renderer")?;
+            if due || resized {
+                frames::hud_data(&mut self.data, o);
+                self.data.surface = Some(SurfaceInfo {
+                    width: self.size[0],
+                    height: self.size[1],
+                    kind: match info.ws {
+                        WinSys::Glx => "GLX back buffer",
+                        WinSys::Egl => "EGL back buffer",
+                    },
+                });
+                ui::render(&self.data, o, [r.canvas, r.canvas], &mut self.draw)
+                    .map_err(|_| "the ImGui context is unusable".to_string())?;
+                self.hud_size = self.draw.size;
+                self.last_refresh = Some(now);
+                r.refresh(f, c, s, &self.draw, self.hud_size, flip);
+            }
+            if self.hud_size[0] > 0 && self.hud_size[1] > 0 {
+                let margin = (layout::MARGIN as f32 * o.scale) as u32;
+                let origin = layout::place(o.position, self.hud_size, self.size, margin);
+                if layout::visible(origin, self.hud_size, self.size).is_some() {
+                    let at = Placement {
+                        target: self.size,
+                        origin,
+                        size: self.hud_size,
+                        flip,
+                    };
+                    r.composite(f, c, s, &at);
+                }
+            }
+        }
+        // Tests: a panic with the app's state changed must still leave it restored.
+        crate::guard::maybe_panic("gl_hud");
+        if shot {
+            return Ok(renderer::read_back(f, c, s, self.size).map(|pixels| Shot {
+                pixels,
+                size: self.size,
+            }));
+        }
+        Ok(None)
+    }
+
+    /// The self-check: the state after the HUD equals the state before, and GL raised no error.
+    fn check(&self, before: &state::Snapshot) {
+        let err = self.fns.get_error();
+        let after = state::snapshot(&self.fns, &self.caps);
+        if err != fns::NO_ERROR {
+            log::error(format_args!(
+                "GL HUD check: GL error 0x{err:04X} on a {} context",
+                ws_name(self.ws)
+            ));
+        }
+        if after != *before {
+            log::error(format_args!(
+                "GL HUD check: state changed on a {} context:\nbefore {before:?}\nafter  {after:?}",
+                ws_name(self.ws)
+            ));
+        }
+    }
+}
+
+/// Consumes pending GL errors (check mode only).
+fn drain_errors(f: &Fns) {
+    for _ in 0..16 {
+        if f.get_error() == fns::NO_ERROR {
+            break;
+        }
+    }
+}
+
+/// `GL_VERSION` of the current context, through a one-off `glGetString` (setup only).
+fn version_string(ws: WinSys) -> String {
+    crate::gl::GlFns::load_basic(ws)
+        .map(|g| g.string(crate::gl::GL_VERSION))
+        .unwrap_or_default()
+}
+
+/// Writes the screenshot (rows bottom-up from `glReadPixels`) as PNG, top row first.
+fn write_png(path: &str, size: [u32; 2], px: &[u8]) {
+    let row = size[0] as usize * 4;
+    let mut top_down = Vec::with_capacity(px.len());
+    for r in px.chunks_exact(row).rev() {
+        top_down.extend_from_slice(r);
+    }
+    match screenshot::write_png(
+        std::path::Path::new(path),
+        size[0],
+        size[1],
+        row,
+        PixelOrder::Rgba,
+        &top_down,
+    ) {
+        Ok(()) => log::info(format_args!("screenshot written to {path}")),
+        Err(e) => log::error(format_args!("screenshot {path}: {e}")),
+    }
+}

@@ -1,0 +1,154 @@
+//! RGB images read through ImageMagick (`convert ... ppm:-`), so the tests need no image
+//! crate, and the pixel comparisons the HUD tests make.
+
+use std::path::Path;
+use std::process::Command;
+
+/// The HUD's text colour (`framescope_overlay::ui::TEXT_RGB` is pure white), with a little
+/// room for filtering.
+pub const TEXT_MIN: u8 = 245;
+
+pub struct Rgb {
+    pub w: usize,
+    pub h: usize,
+    pub px: Vec<u8>,
+}
+
+impl Rgb {
+    pub fn read(path: &Path) -> Rgb {
+        crate::artifacts::require_program("convert");
+        let out = Command::new("convert")
+            .arg(path)
+            .args(["-depth", "8", "ppm:-"])
+            .output()
+            .expect("run convert");
+        assert!(out.status.success(), "convert {}: {:?}", path.display(), out);
+        let data = out.stdout;
+        // P6\n<w> <h>\n255\n<rgb...>
+        let mut fields = Vec::new();
+        let mut i = 0;
+        while fields.len() < 4 {
+            while data[i].is_ascii_whitespace() {
+                i += 1;
+            }
+            let start = i;
+            while !data[i].is_ascii_whitespace() {
+                i += 1;
+            }
+            fields.push(String::from_utf8_lossy(&data[start..i]).into_owned());
+        }
+        assert_eq!(fields[0], "P6");
+        let (w, h): (usize, usize) = (fields[1].parse().unwrap(), fields[2].parse().unwrap());
+        let px = data[i + 1..].to_vec();
+        assert_eq!(px.len(), w * h * 3, "{}", path.display());
+        Rgb { w, h, px }
+    }
+
+    pub fn at(&self, x: usize, y: usize) -> [u8; 3] {
+        let i = (y * self.w + x) * 3;
+        [self.px[i], self.px[i + 1], self.px[i + 2]]
+    }
+
+    pub fn whole(&self) -> Rect {
+        Rect {
+            x0: 0,
+            y0: 0,
+            x1: self.w,
+            y1: self.h,
+        }
+    }
+}
+
+/// Inclusive-exclusive pixel rectangle.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rect {
+    pub x0: usize,
+    pub y0: usize,
+    pub x1: usize,
+    pub y1: usize,
+}
+
+impl Rect {
+    pub fn contains(&self, x: usize, y: usize) -> bool {
+        x >= self.x0 && x < self.x1 && y >= self.y0 && y < self.y1
+    }
+
+    pub fn offset(&self, dx: usize, dy: usize) -> Rect {
+        Rect {
+            x0: self.x0 + dx,
+            y0: self.y0 + dy,
+            x1: self.x1 + dx,
+            y1: self.y1 + dy,
+        }
+    }
+
+    /// This rectangle cut to `other`.
+    pub fn clip(&self, other: Rect) -> Rect {
+        Rect {
+            x0: self.x0.max(other.x0),
+            y0: self.y0.max(other.y0),
+            x1: self.x1.min(other.x1).max(self.x0.max(other.x0)),
+            y1: self.y1.min(other.y1).max(self.y0.max(other.y0)),
+        }
+    }
+
+    pub fn area(&self) -> usize {
+        (self.x1 - self.x0) * (self.y1 - self.y0)
+    }
+}
+
+pub fn differs(a: [u8; 3], b: [u8; 3], tol: u8) -> bool {
+    a.iter().zip(b).any(|(x, y)| x.abs_diff(y) > tol)
+}
+
+/// Bounding box of the pixels that differ by more than `tol` inside `area`.
+pub fn diff_bbox(a: &Rgb, b: &Rgb, area: Rect, tol: u8) -> Option<Rect> {
+    bbox(area, |x, y| differs(a.at(x, y), b.at(x, y), tol))
+}
+
+/// Bounding box of the pixels of `area` for which `pred(x, y)` holds.
+pub fn bbox(area: Rect, pred: impl Fn(usize, usize) -> bool) -> Option<Rect> {
+    let mut r: Option<Rect> = None;
+    for y in area.y0..area.y1 {
+        for x in area.x0..area.x1 {
+            if pred(x, y) {
+                let e = r.get_or_insert(Rect {
+                    x0: x,
+                    y0: y,
+                    x1: x + 1,
+                    y1: y + 1,
+                });
+                e.x0 = e.x0.min(x);
+                e.y0 = e.y0.min(y);
+                e.x1 = e.x1.max(x + 1);
+                e.y1 = e.y1.max(y + 1);
+            }
+        }
+    }
+    r
+}
+
+pub fn count_in(img: &Rgb, area: Rect, pred: impl Fn([u8; 3]) -> bool) -> usize {
+    let mut n = 0;
+    for y in area.y0..area.y1 {
+        for x in area.x0..area.x1 {
+            n += usize::from(pred(img.at(x, y)));
+        }
+    }
+    n
+}
+
+pub fn is_text(p: [u8; 3]) -> bool {
+    p.iter().all(|&c| c >= TEXT_MIN)
+}
+
+/// Pixels of `area` that differ between `a` and `b` (exactly).
+pub fn count_differing(a: &Rgb, b: &Rgb, area: Rect) -> usize {
+    let mut n = 0;
+    for y in area.y0..area.y1 {
+        for x in area.x0..area.x1 {
+            n += usize::from(differs(a.at(x, y), b.at(x, y), 0));
+        }
+    }
+    n
+}

@@ -1,0 +1,518 @@
+//! The HUD in GL and GLES apps (the GL shim's `hud` module): an Xvfb root capture of glxgears
+//! with and without the HUD and after its toggle key, `screenshot=` PNGs, glxgears' own frame
+//! counts with the HUD on, `glmark2 --validate` and `glmark2-es2 --validate`, GL state read back
+//! after every swap by our probe app (`gl_probe`) in core,
+//! compatibility and GL 2.1 contexts without VAOs, GLES 3 and GLES 2 contexts checked by the
+//! shim's self-check, and the HUD's GL objects deleted with every context.
+//!
+//! Numbers for the report are printed: run with `--nocapture` to see them.
+
+use framescope_tests::artifacts::require_program;
+use framescope_tests::image::{self, Rect, Rgb};
+use framescope_tests::{dump, Artifacts, Outcome, Sandbox, Xvfb};
+use std::path::Path;
+use std::time::Duration;
+
+const LIMIT: Duration = Duration::from_secs(120);
+/// Built with this package (`tests/src/bin/gl_probe.rs`).
+const PROBE: &str = env!("CARGO_BIN_EXE_gl_probe");
+const GLMARK_SIZE: &str = "400x300";
+/// The shim's self-check: state compared before and after each HUD, `glGetError`, `glIs*`
+/// after the objects are deleted. It consumes the app's pending GL errors, so it is only used
+/// where the app does not read them (glmark2's benchmarks, our probe does not run with it).
+const CHECK: (&str, &str) = ("FRAMESCOPE_GL_HUD_CHECK", "1");
+
+/// The glxgears test compares frame rates with the app's own; the others would compete with
+/// it for the 2 cores, so all run one at a time.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn assert_no_errors(out: &Outcome, what: &str) {
+    let bad: Vec<String> = out
+        .lines_with("framescope:")
+        .into_iter()
+        .filter(|l| l.contains("internal error") || l.contains("no HUD") || l.contains("GL HUD check"))
+        .collect();
+    assert!(bad.is_empty(), "{what}: {bad:?}\n{}", out.describe());
+}
+
+fn text_pixels(img: &Rgb, area: Rect) -> usize {
+    image::count_in(img, area.clip(img.whole()), image::is_text)
+}
+
+/// The HUD's region in window coordinates for the default top-left placement (8 px margin),
+/// within a 300x300 window: most of its lines.
+const HUD_REGION: Rect = Rect {
+    x0: 8,
+    y0: 8,
+    x1: 290,
+    y1: 200,
+};
+
+/// Checks a with-HUD vs without-HUD pair of the same, deterministic frame: the difference is one
+/// top-left-anchored block of plausible HUD size holding text-coloured pixels, every pixel
+/// outside it is identical, and nearly every pixel inside changed (a quad of the right size).
+fn assert_hud_pair(on: &Rgb, off: &Rgb, what: &str) -> Rect {
+    assert_eq!((on.w, on.h), (off.w, off.h), "{what}: sizes");
+    let hud = image::diff_bbox(on, off, on.whole(), 0).unwrap_or_else(|| panic!("{what}: identical images, no HUD"));
+    assert!(
+        (8..=12).contains(&hud.x0) && (8..=12).contains(&hud.y0),
+        "{what}: HUD at {hud:?}"
+    );
+    let (w, h) = (hud.x1 - hud.x0, hud.y1 - hud.y0);
+    assert!(w >= 120 && h >= 60, "{what}: HUD size {w}x{h}");
+    let (text_on, text_off) = (text_pixels(on, hud), text_pixels(off, hud));
+    assert!(
+        text_on >= 300 && text_on > 10 * text_off.max(1),
+        "{what}: {text_on} text-coloured pixels with the HUD, {text_off} without"
+    );
+    let outside = image::count_differing(on, off, on.whole()) - image::count_differing(on, off, hud);
+    assert_eq!(outside, 0, "{what}: pixels outside the HUD differ");
+    let changed = image::count_differing(on, off, hud) as f64 / hud.area() as f64;
+    assert!(changed > 0.9, "{what}: only {changed:.2} of the HUD's pixels changed");
+    hud
+}
+
+// ---- glxgears -------------------------------------------------------------------------------
+
+/// `(frames, fps)` of every "N frames in S seconds = F FPS" line glxgears printed.
+fn glxgears_reports(out: &Outcome) -> Vec<(u64, f64)> {
+    out.stdout
+        .lines()
+        .filter_map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            match w.as_slice() {
+                [n, "frames", "in", _, "seconds", "=", fps, "FPS"] => Some((n.parse().ok()?, fps.parse().ok()?)),
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+/// glxgears runs for `$2` seconds; after 3 s the root window is captured, the toggle key is
+/// held for 0.4 s, and the root is captured again.
+const GEARS_SCRIPT: &str = r#"timeout -s INT "$2" glxgears > "$1/gears.txt" 2>&1 & pid=$!
+for i in $(seq 1 100); do xwininfo -name glxgears >/dev/null 2>&1 && break; sleep 0.1; done
+sleep 3
+xwininfo -name glxgears | awk '/Absolute upper-left X/{x=$NF} /Absolute upper-left Y/{y=$NF} END{print "window-at " x " " y}'
+import -window root "$1/root.png"
+xdotool keydown Shift_R; xdotool keydown F12; sleep 0.4; xdotool keyup F12; xdotool keyup Shift_R
+sleep 0.6
+import -window root "$1/root-hidden.png"
+wait $pid; echo "gears-exit $?"
+cat "$1/gears.txt""#;
+
+fn gears_run(a: &Artifacts, x: &Xvfb, name: &str, config: &str, seconds: &str) -> (Sandbox, Outcome) {
+    let mut sb = Sandbox::new(name);
+    let dir = sb.dir.display().to_string();
+    sb.display(x).set(
+        "FRAMESCOPE_CONFIG",
+        format!("{config},dump={dir}/gears.jsonl,screenshot=300,screenshot_path={dir}/shot-%N.png"),
+    );
+    let out = sb.run_under_framescope(a, "sh", &["-c", GEARS_SCRIPT, "sh", &dir, seconds], LIMIT);
+    assert_eq!(out.code(), Some(0), "{name}: {}", out.describe());
+    assert_eq!(
+        out.lines_with("gears-exit ").pop().as_deref(),
+        Some("gears-exit 124"),
+        "{name}: timeout ends glxgears\n{}",
+        out.describe()
+    );
+    assert_no_errors(&out, name);
+    (sb, out)
+}
+
+fn window_at(out: &Outcome) -> (usize, usize) {
+    let l = out
+        .lines_with("window-at ")
+        .pop()
+        .unwrap_or_else(|| panic!("{}", out.describe()));
+    let v: Vec<usize> = l.split_whitespace().skip(1).map(|n| n.parse().unwrap()).collect();
+    (v[0], v[1])
+}
+
+#[test]
+fn glxgears_shows_the_hud_in_a_root_capture_and_a_screenshot_and_keeps_its_frame_count() {
+    let _serial = serial();
+    for p in ["glxgears", "timeout", "import", "xwininfo", "xdotool"] {
+        require_program(p);
+    }
+    let a = Artifacts::get();
+    let x = Xvfb::start();
+    // Two glxgears reports (10 s) with the HUD; one run without for the reference images.
+    let (on_sb, on) = gears_run(&a, &x, "glhud-gears-on", "hud=1", "10.5");
+    let (off_sb, off) = gears_run(&a, &x, "glhud-gears-off", "hud=0", "4.5");
+    let (wx, wy) = window_at(&on);
+    assert_eq!(window_at(&off), (wx, wy), "window moved between runs");
+
+    // Root captures: the HUD's text in the window's top-left corner, nothing outside the window
+    // changed, and the toggle key hides it.
+    let root_on = Rgb::read(&on_sb.path("root.png"));
+    let root_off = Rgb::read(&off_sb.path("root.png"));
+    let root_hidden = Rgb::read(&on_sb.path("root-hidden.png"));
+    let region = HUD_REGION.offset(wx, wy);
+    let (t_on, t_off, t_hidden) = (
+        text_pixels(&root_on, region),
+        text_pixels(&root_off, region),
+        text_pixels(&root_hidden, region),
+    );
+    println!("glxgears root capture: {t_on} text pixels in the HUD region with the HUD, {t_off} with hud=0, {t_hidden} after the toggle key");
+    assert!(t_on >= 300 && t_on > 10 * t_off.max(1), "{t_on} vs {t_off}");
+    assert!(t_hidden * 10 < t_on, "the toggle key left {t_hidden} text pixels");
+    assert_eq!(on.lines_with("framescope: HUD hidden").len(), 1, "{}", on.describe());
+    let window = Rect {
+        x0: wx,
+        y0: wy,
+        x1: wx + 300,
+        y1: wy + 300,
+    };
+    let outside = image::count_differing(&root_on, &root_off, root_on.whole())
+        - image::count_differing(&root_on, &root_off, window.clip(root_on.whole()));
+    assert_eq!(outside, 0, "pixels outside glxgears' window differ");
+
+    // screenshot=300: the presented frame with the HUD, the same frame number without.
+    let shot_on = Rgb::read(&on_sb.path("shot-300.png"));
+    let shot_off = Rgb::read(&off_sb.path("shot-300.png"));
+    assert_eq!((shot_on.w, shot_on.h), (300, 300), "screenshot size = window size");
+    let (s_on, s_off) = (text_pixels(&shot_on, HUD_REGION), text_pixels(&shot_off, HUD_REGION));
+    println!("glxgears screenshot=300: {s_on} text pixels with the HUD, {s_off} without");
+    assert!(s_on >= 300 && s_on > 10 * s_off.max(1), "{s_on} vs {s_off}");
+    let text = image::bbox(shot_on.whole(), |x, y| image::is_text(shot_on.at(x, y))).expect("text");
+    assert!(
+        (8..=30).contains(&text.x0) && (8..=30).contains(&text.y0),
+        "HUD text starts at {text:?}: not anchored top-left"
+    );
+
+    // glxgears' own frame counts against the dump, as gl_shim.rs checks them (windows after the
+    // first, whose start no swap marks). Window k covers glxgears' frames S(k-1)..S(k)-1, from
+    // the start of frame S(k-1) (the end of swap S(k-1)-1: dump frame S(k-1)-2) for n/fps
+    // seconds. A swap descheduled for tens of ms on a loaded machine shifts the boundary it sits
+    // on, so the window is anchored at its start and, separately, at its end (dump frame
+    // S(k)-2); one of the two must agree within 1%.
+    let reports = glxgears_reports(&on);
+    assert!(
+        reports.len() >= 2,
+        "{} glxgears reports: {}",
+        reports.len(),
+        on.describe()
+    );
+    let d = dump::read(&on_sb.path("gears.jsonl"));
+    assert_eq!(d.header["api"], "opengl");
+    let idx = d.u64s("frame");
+    assert_eq!(
+        idx,
+        (0..idx.len() as u64).collect::<Vec<_>>(),
+        "frames 0..n without gaps (dropped: {})",
+        d.summary
+            .as_ref()
+            .map_or("no summary".into(), |s| s["dropped_frames"].to_string())
+    );
+    let t = d.u64s("t_ns");
+    let total: u64 = reports.iter().map(|r| r.0).sum();
+    assert!(
+        t.len() as f64 >= total as f64 * 0.99,
+        "dump has {} frames, glxgears reported {total}",
+        t.len()
+    );
+    let mut cumulative = reports[0].0 as usize;
+    for (k, &(n, fps)) in reports.iter().enumerate().skip(1) {
+        let first = cumulative.checked_sub(2).expect("reports start after frame 2");
+        let last = first + n as usize;
+        assert!(last < t.len(), "the dump ends before report {}", k + 1);
+        let len_ns = (n as f64 / fps * 1e9) as u64;
+        let from_start = t[first + 1..].iter().take_while(|&&ti| ti <= t[first] + len_ns).count() as u64;
+        let from_end = t[..last].iter().rev().take_while(|&&ti| ti + len_ns >= t[last]).count() as u64;
+        let diff = from_start.abs_diff(n).min(from_end.abs_diff(n)) as f64 / n as f64;
+        println!(
+            "glxgears with the HUD, report {}: glxgears {n} frames ({fps} fps), dump {from_start} (window from its start) / {from_end} (from its end), {:.3}% off",
+            k + 1,
+            diff * 100.0
+        );
+        assert!(
+            diff <= 0.01,
+            "window {}: dump {from_start}/{from_end} frames vs glxgears {n}",
+            k + 1
+        );
+        cumulative += n as usize;
+    }
+}
+
+// ---- our probe: every piece of state read back ------------------------------------------------
+
+fn probe_run(
+    a: &Artifacts,
+    x: &Xvfb,
+    name: &str,
+    config: &str,
+    env: &[(&str, &str)],
+    profile: &str,
+) -> (Sandbox, Outcome) {
+    let mut sb = Sandbox::new(name);
+    let shots = sb.path("shot-%N.png").display().to_string();
+    sb.display(x).set(
+        "FRAMESCOPE_CONFIG",
+        format!("log=debug,{config},screenshot=30,screenshot_path={shots}"),
+    );
+    for (k, v) in env {
+        sb.set(k, v);
+    }
+    let out = sb.run_under_framescope(a, PROBE, &["--profile", profile, "--frames", "40"], LIMIT);
+    (sb, out)
+}
+
+#[test]
+fn gl_state_is_unchanged_by_the_hud_in_core_compat_and_gl2_contexts() {
+    let _serial = serial();
+    let a = Artifacts::get();
+    let x = Xvfb::start();
+    let gl21: &[(&str, &str)] = &[
+        ("MESA_GL_VERSION_OVERRIDE", "2.1"),
+        ("MESA_GLSL_VERSION_OVERRIDE", "120"),
+        ("MESA_EXTENSION_OVERRIDE", "-GL_ARB_vertex_array_object"),
+    ];
+    for (tag, profile, env, path) in [
+        ("core", "core", &[][..], "GLSL 1.50, VAO, canvas"),
+        ("compat", "compat", &[][..], "GLSL 1.50, VAO, compatibility profile"),
+        (
+            "gl21",
+            "compat",
+            gl21,
+            "GL 2.1, GLSL 1.10, no VAO, compatibility profile",
+        ),
+    ] {
+        let (on_sb, on) = probe_run(&a, &x, &format!("glhud-probe-{tag}"), "hud=1", env, profile);
+        assert_eq!(on.code(), Some(0), "{tag}: {}", on.describe());
+        assert!(
+            on.stdout.contains("probe: 40 frames, state preserved"),
+            "{tag}: {}",
+            on.describe()
+        );
+        assert_no_errors(&on, tag);
+        let setup = on.lines_with("framescope: GL HUD set up on glx context");
+        assert!(
+            setup.len() == 1 && setup[0].contains(path),
+            "{tag}: expected one set-up on the '{path}' path: {setup:?}"
+        );
+        // The probe destroys its context while current: the HUD's objects go with it.
+        let freed = on.lines_with("framescope: GL HUD freed on glx context");
+        assert!(
+            freed.len() == 1 && freed[0].contains("GL objects deleted;"),
+            "{tag}: {freed:?}"
+        );
+        let (off_sb, off) = probe_run(&a, &x, &format!("glhud-probe-{tag}-off"), "hud=0", env, profile);
+        assert_eq!(off.code(), Some(0), "{tag} hud=0: {}", off.describe());
+        let shot_on = Rgb::read(&on_sb.path("shot-30.png"));
+        let shot_off = Rgb::read(&off_sb.path("shot-30.png"));
+        assert_eq!((shot_on.w, shot_on.h), (320, 240), "{tag}");
+        let hud = assert_hud_pair(&shot_on, &shot_off, &format!("probe {tag} frame 30"));
+        println!(
+            "probe {tag}: state preserved over 40 swaps; HUD {}x{} at ({}, {})",
+            hud.x1 - hud.x0,
+            hud.y1 - hud.y0,
+            hud.x0,
+            hud.y0
+        );
+    }
+}
+
+#[test]
+fn a_panic_inside_the_gl_hud_leaves_the_state_restored_and_logs_once() {
+    let _serial = serial();
+    let a = Artifacts::get();
+    let x = Xvfb::start();
+    // FRAMESCOPE_FAULT=gl_hud panics after the first HUD was drawn, with the app's state
+    // changed: the probe must still read every piece back unchanged, the swaps go on, and the
+    // HUD is off for that context after one line.
+    let (_sb, out) = probe_run(
+        &a,
+        &x,
+        "glhud-fault",
+        "hud=1",
+        &[("FRAMESCOPE_FAULT", "gl_hud")],
+        "core",
+    );
+    assert_eq!(out.code(), Some(0), "{}", out.describe());
+    assert!(
+        out.stdout.contains("probe: 40 frames, state preserved"),
+        "{}",
+        out.describe()
+    );
+    let errors = out.lines_with("framescope: internal error in GL HUD");
+    assert_eq!(errors.len(), 1, "{}", out.describe());
+}
+
+// ---- glmark2 --------------------------------------------------------------------------------
+
+fn validation_lines(out: &Outcome) -> Vec<String> {
+    out.stdout
+        .lines()
+        .filter(|l| l.contains("Validation: "))
+        .map(str::to_string)
+        .collect()
+}
+
+/// `glmark2 --validate` draws one frame per scene and reads it back without ever swapping, so
+/// the HUD (drawn at swaps) never runs there: this checks that the shim with the HUD on leaves
+/// validation as it is. The HUD's own state handling is checked by `gl_probe` (every piece of
+/// state read back after each swap) and by the shim's self-check in the glmark2 benchmark runs.
+#[test]
+fn glmark2_validate_passes_with_the_hud() {
+    let _serial = serial();
+    let a = Artifacts::get();
+    let x = Xvfb::start();
+    for app in ["glmark2", "glmark2-es2"] {
+        require_program(app);
+        let args = ["-s", GLMARK_SIZE, "--validate"];
+        let mut bare = Sandbox::new("glhud-validate-bare");
+        // One Mesa shader cache for both runs: the second does not compile every scene again.
+        let cache = bare.path("mesa-cache").display().to_string();
+        bare.display(&x).set("MESA_SHADER_CACHE_DIR", &cache);
+        let b = bare.run(Path::new(app), &args, LIMIT);
+        assert_eq!(b.code(), Some(0), "bare {app}: {}", b.describe());
+        let mut sb = Sandbox::new("glhud-validate");
+        sb.display(&x)
+            .set("FRAMESCOPE_CONFIG", "hud=1")
+            .set("MESA_SHADER_CACHE_DIR", &cache);
+        let out = sb.run_under_framescope(&a, app, &args, LIMIT);
+        assert_eq!(out.code(), Some(0), "{app}: {}", out.describe());
+        assert_no_errors(&out, app);
+        let (bare_lines, lines) = (validation_lines(&b), validation_lines(&out));
+        let successes = lines.iter().filter(|l| l.ends_with("Validation: Success")).count();
+        println!(
+            "{app} --validate with the HUD on: {successes} of {} scenes succeed ({:.1} s; bare {:.1} s)",
+            lines.len(),
+            out.elapsed.as_secs_f64(),
+            b.elapsed.as_secs_f64()
+        );
+        assert!(successes > 0, "{app}: no scene validated: {}", out.describe());
+        assert!(
+            lines.iter().all(|l| !l.contains("Failure")),
+            "{app}: {}",
+            out.describe()
+        );
+        assert_eq!(lines, bare_lines, "{app}: same validation results as bare");
+    }
+}
+
+/// Every context that swapped and was destroyed had its HUD freed while current, with every
+/// object gone (`glIs*`, self-check) and no HUD state left behind; returns the set-ups.
+fn assert_freed(out: &Outcome, what: &str) -> Vec<String> {
+    let destroyed = out
+        .lines_with("framescope: ")
+        .into_iter()
+        .filter(|l| {
+            l.split(" destroyed after ")
+                .nth(1)
+                .and_then(|r| r.split_whitespace().next())
+                .and_then(|n| n.parse::<u64>().ok())
+                .is_some_and(|n| n > 0)
+        })
+        .count();
+    let freed = out.lines_with("framescope: GL HUD freed on ");
+    let setups = out.lines_with("framescope: GL HUD set up on ");
+    println!(
+        "{what}: {} HUD set-ups, {destroyed} contexts destroyed after frames, {} HUDs freed",
+        setups.len(),
+        freed.len()
+    );
+    assert!(destroyed >= 1, "{what}: no context was destroyed\n{}", out.describe());
+    assert_eq!(freed.len(), destroyed, "{what}: {freed:?}\n{}", out.describe());
+    for l in &freed {
+        assert!(
+            l.contains("GL objects deleted (0 still alive); 0 HUD contexts left"),
+            "{what}: {l}"
+        );
+    }
+    setups
+}
+
+#[test]
+fn each_glmark2_context_deletes_its_hud_objects() {
+    let _serial = serial();
+    require_program("glmark2");
+    let a = Artifacts::get();
+    let x = Xvfb::start();
+    let scenes = ["build:duration=0.6", "texture:duration=0.6", "shading:duration=0.6"];
+    let mut args = vec!["-s", GLMARK_SIZE];
+    for s in &scenes {
+        args.extend(["-b", s]);
+    }
+    let mut sb = Sandbox::new("glhud-free");
+    sb.display(&x)
+        .set("FRAMESCOPE_CONFIG", "hud=1,log=debug")
+        .set(CHECK.0, CHECK.1);
+    let out = sb.run_under_framescope(&a, "glmark2", &args, LIMIT);
+    assert_eq!(out.code(), Some(0), "{}", out.describe());
+    assert_no_errors(&out, "glmark2");
+    let setups = assert_freed(&out, "glmark2, one context per scene");
+    assert_eq!(setups.len(), scenes.len(), "one HUD per scene's context: {setups:?}");
+}
+
+#[test]
+fn gles3_and_gles2_contexts_get_the_hud_with_their_state_intact() {
+    let _serial = serial();
+    require_program("glmark2-es2");
+    let a = Artifacts::get();
+    let x = Xvfb::start();
+    let gles2: &[(&str, &str)] = &[
+        ("MESA_GLES_VERSION_OVERRIDE", "2.0"),
+        ("MESA_EXTENSION_OVERRIDE", "-GL_OES_vertex_array_object"),
+    ];
+    // effect2d draws the same image every frame (here its texture at 40% brightness, so no
+    // pixel is as bright as the HUD's text): the screenshots with and without the HUD must
+    // agree outside it. Two scenes, so two contexts are set up and one destroyed.
+    let scenes = [
+        "effect2d:kernel=0,0,0;0,0.4,0;0,0,0:normalize=false:duration=1",
+        "texture:duration=0.8",
+    ];
+    for (tag, env, path) in [
+        ("gles3", &[][..], "GLSL ES 3.00, VAO"),
+        ("gles2", gles2, "GLES 2.0, GLSL ES 1.00, no VAO"),
+    ] {
+        let run = |name: &str, config: &str, scenes: &[&str]| {
+            let mut sb = Sandbox::new(name);
+            let dir = sb.dir.display().to_string();
+            sb.display(&x)
+                .set(
+                    "FRAMESCOPE_CONFIG",
+                    format!("{config},log=debug,dump={dir}/es.jsonl,screenshot=20,screenshot_path={dir}/shot-%N.png"),
+                )
+                .set(CHECK.0, CHECK.1);
+            for (k, v) in env {
+                sb.set(k, v);
+            }
+            let mut args = vec!["-s", GLMARK_SIZE];
+            for s in scenes {
+                args.extend(["-b", s]);
+            }
+            let out = sb.run_under_framescope(&a, "glmark2-es2", &args, LIMIT);
+            assert_eq!(out.code(), Some(0), "{name}: {}", out.describe());
+            assert_no_errors(&out, name);
+            (sb, out)
+        };
+        let (on_sb, on) = run(&format!("glhud-{tag}"), "hud=1", &scenes);
+        let (off_sb, _) = run(&format!("glhud-{tag}-off"), "hud=0", &scenes[..1]);
+        let setups = assert_freed(&on, &format!("glmark2-es2 {tag}"));
+        assert!(
+            setups.len() == 2 && setups.iter().all(|l| l.contains("egl context") && l.contains(path)),
+            "{tag}: expected two set-ups on the '{path}' path: {setups:?}"
+        );
+        let d = dump::read(&on_sb.path("es.jsonl"));
+        assert_eq!(d.header["api"], "opengles", "{tag}");
+        assert!(d.frames.len() > 20, "{tag}: {} frames", d.frames.len());
+        let shot_on = Rgb::read(&on_sb.path("shot-20.png"));
+        let shot_off = Rgb::read(&off_sb.path("shot-20.png"));
+        assert_eq!((shot_on.w, shot_on.h), (400, 300), "{tag}");
+        let hud = assert_hud_pair(&shot_on, &shot_off, &format!("glmark2-es2 {tag} effect2d frame 20"));
+        println!(
+            "glmark2-es2 {tag}: {} frames, HUD on '{path}', {}x{} at ({}, {}) in screenshot 20",
+            d.frames.len(),
+            hud.x1 - hud.x0,
+            hud.y1 - hud.y0,
+            hud.x0,
+            hud.y0
+        );
+    }
+}
