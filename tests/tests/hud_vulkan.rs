@@ -3,136 +3,17 @@
 //! runs, and the HUD on both swapchains of a two-window app; validation layer on throughout.
 
 use framescope_tests::artifacts::require_program;
+use framescope_tests::image::{count_in, diff_bbox, differs, is_text, Rect, Rgb};
 use framescope_tests::{dump, validation, Artifacts, Outcome, Sandbox, Xvfb};
-use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
 const LIMIT: Duration = Duration::from_secs(240);
-/// The HUD's text colour (framescope_overlay::ui::TEXT_RGB is pure white).
-const TEXT_MIN: u8 = 245;
-
-/// An RGB image read through ImageMagick (PPM), so the tests need no image crate.
-struct Rgb {
-    w: usize,
-    h: usize,
-    px: Vec<u8>,
-}
-
-impl Rgb {
-    fn read(path: &Path) -> Rgb {
-        require_program("convert");
-        let out = Command::new("convert")
-            .arg(path)
-            .args(["-depth", "8", "ppm:-"])
-            .output()
-            .expect("run convert");
-        assert!(out.status.success(), "convert {}: {:?}", path.display(), out);
-        let data = out.stdout;
-        // P6\n<w> <h>\n255\n<rgb...>
-        let mut fields = Vec::new();
-        let mut i = 0;
-        while fields.len() < 4 {
-            while data[i].is_ascii_whitespace() {
-                i += 1;
-            }
-            let start = i;
-            while !data[i].is_ascii_whitespace() {
-                i += 1;
-            }
-            fields.push(String::from_utf8_lossy(&data[start..i]).into_owned());
-        }
-        assert_eq!(fields[0], "P6");
-        let (w, h): (usize, usize) = (fields[1].parse().unwrap(), fields[2].parse().unwrap());
-        let px = data[i + 1..].to_vec();
-        assert_eq!(px.len(), w * h * 3, "{}", path.display());
-        Rgb { w, h, px }
-    }
-
-    fn at(&self, x: usize, y: usize) -> [u8; 3] {
-        let i = (y * self.w + x) * 3;
-        [self.px[i], self.px[i + 1], self.px[i + 2]]
-    }
-}
-
-/// Inclusive-exclusive pixel rectangle.
-#[derive(Clone, Copy, Debug)]
-struct Rect {
-    x0: usize,
-    y0: usize,
-    x1: usize,
-    y1: usize,
-}
-
-impl Rect {
-    fn contains(&self, x: usize, y: usize) -> bool {
-        x >= self.x0 && x < self.x1 && y >= self.y0 && y < self.y1
-    }
-    fn offset(&self, dx: usize, dy: usize) -> Rect {
-        Rect {
-            x0: self.x0 + dx,
-            y0: self.y0 + dy,
-            x1: self.x1 + dx,
-            y1: self.y1 + dy,
-        }
-    }
-}
-
-fn differs(a: [u8; 3], b: [u8; 3], tol: u8) -> bool {
-    a.iter().zip(b).any(|(x, y)| x.abs_diff(y) > tol)
-}
-
-/// Bounding box of the pixels that differ by more than `tol` inside `area`.
-fn diff_bbox(a: &Rgb, b: &Rgb, area: Rect, tol: u8) -> Option<Rect> {
-    let mut r: Option<Rect> = None;
-    for y in area.y0..area.y1 {
-        for x in area.x0..area.x1 {
-            if differs(a.at(x, y), b.at(x, y), tol) {
-                let e = r.get_or_insert(Rect {
-                    x0: x,
-                    y0: y,
-                    x1: x + 1,
-                    y1: y + 1,
-                });
-                e.x0 = e.x0.min(x);
-                e.y0 = e.y0.min(y);
-                e.x1 = e.x1.max(x + 1);
-                e.y1 = e.y1.max(y + 1);
-            }
-        }
-    }
-    r
-}
-
-fn count_in(img: &Rgb, area: Rect, pred: impl Fn([u8; 3]) -> bool) -> usize {
-    let mut n = 0;
-    for y in area.y0..area.y1 {
-        for x in area.x0..area.x1 {
-            n += usize::from(pred(img.at(x, y)));
-        }
-    }
-    n
-}
-
-fn is_text(p: [u8; 3]) -> bool {
-    p.iter().all(|&c| c >= TEXT_MIN)
-}
-
-fn whole(img: &Rgb) -> Rect {
-    Rect {
-        x0: 0,
-        y0: 0,
-        x1: img.w,
-        y1: img.h,
-    }
-}
-
 /// Checks a with-HUD vs without-HUD pair of the same frame: the difference is one
 /// top-left-anchored block of plausible HUD size holding text-coloured pixels, and every
 /// pixel outside it is identical. Returns the HUD's rectangle.
 fn assert_hud_pair(on: &Rgb, off: &Rgb, what: &str) -> Rect {
     assert_eq!((on.w, on.h), (off.w, off.h), "{what}: sizes");
-    let hud = diff_bbox(on, off, whole(on), 0).unwrap_or_else(|| panic!("{what}: identical images, no HUD"));
+    let hud = diff_bbox(on, off, on.whole(), 0).unwrap_or_else(|| panic!("{what}: identical images, no HUD"));
     // Default position: top-left, 8 px margin.
     assert!(
         hud.x0 >= 8 && hud.y0 >= 8 && hud.x0 <= 12 && hud.y0 <= 12,
