@@ -26,6 +26,7 @@ use framescope_core::clock::monotonic_now_ns;
 use framescope_core::dump::{Api, DeviceInfo, DumpWriter, Header, Unavailable};
 use framescope_core::frame::{FrameCounts, FrameEnd, FrameRecord, GpuMissing};
 use framescope_core::history::FrameHistory;
+use framescope_core::regions::RegionTable;
 use framescope_overlay::{HudData, HudOptions};
 use parking_lot::Mutex;
 use std::time::Duration;
@@ -96,6 +97,8 @@ struct Stream {
     /// The newest emitted frames (complete with GPU time), for the HUD; created with the first
     /// measured context when the HUD is on.
     history: Option<FrameHistory>,
+    /// The most expensive debug groups, for the HUD (with `history`, only when the HUD is on).
+    regions: Option<RegionTable>,
 }
 
 struct State {
@@ -110,6 +113,7 @@ static STATE: Mutex<State> = Mutex::new(State {
         dump: None,
         dump_checked: false,
         history: None,
+        regions: None,
     },
 });
 
@@ -380,6 +384,7 @@ fn find_or_create(st: &mut State, ws: WinSys, key: usize) -> usize {
     if !c.skip {
         if settings::get().hud && st.stream.history.is_none() {
             st.stream.history = Some(FrameHistory::default());
+            st.stream.regions = Some(RegionTable::default());
         }
         let a = assembler_of(&mut st.stream.assembler, c.timing);
         c.calibrate(monotonic_now_ns(), a);
@@ -468,6 +473,9 @@ pub fn hud_data(data: &mut HudData, opts: &HudOptions) {
     if let Some(h) = &st.stream.history {
         data.update(h, opts, |_| None);
     }
+    if let Some(r) = &st.stream.regions {
+        data.update_regions(r, opts);
+    }
 }
 
 /// After the real swap: reads finished timestamps and starts the next frame.
@@ -484,7 +492,11 @@ pub fn after_swap(t: SwapToken) {
     c.calibrate(now, a);
     c.begin_frame();
     if let Some(s) = &c.samples {
-        s.read_available(a, st.stream.dump.as_ref());
+        let mut out = samples::Out {
+            dump: st.stream.dump.as_ref(),
+            regions: st.stream.regions.as_mut(),
+        };
+        s.read_available(a, &mut out);
         s.begin_frame();
     }
     st.stream.poll(now);
@@ -517,7 +529,11 @@ pub fn on_destroy(ws: WinSys, key: usize) {
     let current = hooks::current_context(ws) == key;
     if let Some(s) = &c.samples {
         let a = assembler_of(&mut st.stream.assembler, c.timing);
-        s.destroy(current, a, st.stream.dump.as_ref());
+        let mut out = samples::Out {
+            dump: st.stream.dump.as_ref(),
+            regions: st.stream.regions.as_mut(),
+        };
+        s.destroy(current, a, &mut out);
     }
     if current {
         // Current here: collect what is ready and free the query names.

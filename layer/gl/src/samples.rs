@@ -39,6 +39,7 @@ use framescope_core::config::Samples;
 use framescope_core::dump::{DumpWriter, Unavailable};
 use framescope_core::frame::DrawKind;
 use framescope_core::labels;
+use framescope_core::regions::RegionTable;
 use framescope_core::sample::{DrawParams, LabelPath, PipelineStats, SampleRecord, Scope, MAX_LABEL_DEPTH};
 use parking_lot::Mutex;
 use std::cell::{Cell, RefCell};
@@ -287,6 +288,12 @@ pub fn create(ws: WinSys, info: &GlInfo, config: Samples) -> Option<CtxSamples> 
     }))
 }
 
+/// Where finished samples go: the dump, and the HUD's top-regions table when the HUD is on.
+pub struct Out<'a> {
+    pub dump: Option<&'a DumpWriter>,
+    pub regions: Option<&'a mut RegionTable>,
+}
+
 /// What the dump header says about samples and statistics of a context: the `unavailable`
 /// entries (none when everything works).
 pub fn unavailable(samples: Option<&CtxSamples>, timing: bool, es: bool) -> Vec<Unavailable> {
@@ -436,14 +443,14 @@ impl Shared {
 
     /// Reads every finished frame whose results are available (never waits); samples go to
     /// the dump ahead of their frame.
-    pub fn read_available(&self, a: &mut FrameAssembler, dump: Option<&DumpWriter>) {
-        self.sampler.lock().read_available(a, dump);
+    pub fn read_available(&self, a: &mut FrameAssembler, out: &mut Out<'_>) {
+        self.sampler.lock().read_available(a, out);
     }
 
     /// The context is being destroyed: reads what is ready (`current`: the context is current
     /// on this thread, so GL may be called), frees the queries, and releases the frames still
     /// waiting so their GPU times are not held back. Later hooks on it do nothing.
-    pub fn destroy(&self, current: bool, a: &mut FrameAssembler, dump: Option<&DumpWriter>) {
+    pub fn destroy(&self, current: bool, a: &mut FrameAssembler, out: &mut Out<'_>) {
         let mut s = self.sampler.lock();
         if !s.alive {
             return;
@@ -455,7 +462,7 @@ impl Shared {
                 }
                 s.open.stats_active = false;
             }
-            s.read_available(a, dump);
+            s.read_available(a, out);
             let mut names: Vec<u32> = s.ts_names.to_vec();
             if s.stats.is_some() {
                 names.extend(s.frames.iter().flat_map(|f| f.stats_names));
@@ -471,7 +478,7 @@ impl Shared {
             s.f_head = (s.f_head + 1) % FRAMES;
             s.f_len -= 1;
         }
-        if let Some(d) = dump {
+        if let Some(d) = out.dump {
             d.add_dropped_samples(s.dropped);
         }
         s.dropped = 0;
@@ -598,7 +605,7 @@ impl Sampler {
         }
     }
 
-    fn read_available(&mut self, a: &mut FrameAssembler, dump: Option<&DumpWriter>) {
+    fn read_available(&mut self, a: &mut FrameAssembler, out: &mut Out<'_>) {
         if !self.alive {
             return;
         }
@@ -612,7 +619,7 @@ impl Sampler {
             self.gl.bind_query_buffer(0);
         }
         while self.f_len > 0 {
-            if !self.read_frame(self.f_head, a, dump) {
+            if !self.read_frame(self.f_head, a, out) {
                 break;
             }
             self.f_head = (self.f_head + 1) % FRAMES;
@@ -623,14 +630,14 @@ impl Sampler {
             self.gl.bind_query_buffer(saved);
         }
         self.release();
-        if let Some(d) = dump {
+        if let Some(d) = out.dump {
             d.add_dropped_samples(self.dropped);
         }
         self.dropped = 0;
     }
 
     /// Reads and emits closed frame `i`; false when one of its results is not available yet.
-    fn read_frame(&mut self, i: usize, a: &mut FrameAssembler, dump: Option<&DumpWriter>) -> bool {
+    fn read_frame(&mut self, i: usize, a: &mut FrameAssembler, out: &mut Out<'_>) -> bool {
         let f = self.frames[i];
         if !f.submitted {
             return true;
@@ -647,19 +654,23 @@ impl Sampler {
             for (k, pos) in (f.s_start..f.s_end).enumerate() {
                 let s = self.samples[(pos % cap) as usize];
                 let (b, e) = (vals[2 * k], vals[2 * k + 1]);
-                if let Some(d) = dump {
-                    d.push_sample(SampleRecord {
-                        frame: f.frame,
-                        scope: s.scope,
-                        label: s.label,
-                        cmdbuf: 0,
-                        draw: s.draw,
-                        gpu_begin_ns: Some(map(b)),
-                        gpu_end_ns: Some(map(e.max(b))),
-                        stats: None,
-                        params: s.params,
-                        overwritten: false,
-                    });
+                let r = SampleRecord {
+                    frame: f.frame,
+                    scope: s.scope,
+                    label: s.label,
+                    cmdbuf: 0,
+                    draw: s.draw,
+                    gpu_begin_ns: Some(map(b)),
+                    gpu_end_ns: Some(map(e.max(b))),
+                    stats: None,
+                    params: s.params,
+                    overwritten: false,
+                };
+                if let Some(t) = out.regions.as_deref_mut() {
+                    t.add(&r);
+                }
+                if let Some(d) = out.dump {
+                    d.push_sample(r);
                 }
             }
             if f.has_stats {
