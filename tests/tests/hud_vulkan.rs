@@ -359,3 +359,73 @@ fn top_regions_table_adds_rows_to_the_hud() {
     let text = count_in(&table, extra, is_text);
     assert!(text >= 200, "only {text} text-coloured pixels in the table rows");
 }
+
+/// The most frequent colour of the HUD's background pixels.
+fn dominant_background(on: &Rgb, hud: Rect) -> [u8; 3] {
+    let mut counts = std::collections::HashMap::new();
+    for y in hud.y0..hud.y1 {
+        for x in hud.x0..hud.x1 {
+            let p = on.at(x, y);
+            if !is_text(p) {
+                *counts.entry(p).or_insert(0usize) += 1;
+            }
+        }
+    }
+    counts
+        .into_iter()
+        .max_by_key(|&(_, n)| n)
+        .map(|(p, _)| p)
+        .expect("HUD pixels")
+}
+
+/// B8G8R8A8_SRGB swapchains: the opaque HUD (copied) stores the same bytes as on a UNORM
+/// swapchain, and the translucent one (blended after decoding to linear) shows the app through.
+#[test]
+fn srgb_swapchains_show_the_same_hud() {
+    let a = Artifacts::get();
+    let x = Xvfb::start();
+    let app = a.testapp.display().to_string();
+    let shot = |name: &str, config: &str, srgb: bool| {
+        let mut args = vec!["--frames", "40", "--draws", "40"];
+        if srgb {
+            args.push("--srgb");
+        }
+        let (sb, out) = screenshot_run(&a, &x, name, &format!("screenshot=30,{config}"), &app, &args);
+        let png = sb.path("shot-30.png");
+        assert!(png.is_file(), "{name}: no screenshot\n{}", out.describe());
+        Rgb::read(&png)
+    };
+    let unorm_off = shot("unorm-off", "hud=0", false);
+    let unorm_opaque = shot("unorm-opaque", "hud=1", false);
+    let srgb_off = shot("srgb-off", "hud=0", true);
+    let srgb_opaque = shot("srgb-opaque", "hud=1", true);
+    let srgb_translucent = shot("srgb-translucent", "hud_alpha=0.6", true);
+    let unorm_hud = assert_hud_pair(&unorm_opaque, &unorm_off, "UNORM opaque");
+    let srgb_hud = assert_hud_pair(&srgb_opaque, &srgb_off, "SRGB opaque");
+    let (u, s) = (
+        dominant_background(&unorm_opaque, unorm_hud),
+        dominant_background(&srgb_opaque, srgb_hud),
+    );
+    assert_eq!(u, s, "opaque HUD background on UNORM vs SRGB");
+    // Translucent: every background pixel lies between the opaque background and the app's
+    // pixel under it (a blend), and is neither of them where those differ.
+    let hud = assert_hud_pair(&srgb_translucent, &srgb_off, "SRGB translucent");
+    let (mut blended, mut total) = (0, 0);
+    for y in hud.y0..hud.y1 {
+        for x in hud.x0..hud.x1 {
+            let (t, app) = (srgb_translucent.at(x, y), srgb_off.at(x, y));
+            if is_text(t) || app == s || srgb_opaque.at(x, y) != s {
+                continue;
+            }
+            total += 1;
+            let between = (0..3)
+                .all(|c| t[c] >= app[c].min(s[c]).saturating_sub(1) && t[c] <= app[c].max(s[c]).saturating_add(1));
+            blended += usize::from(between && t != app && t != s);
+        }
+    }
+    assert!(total > 1000, "only {total} background pixels to compare");
+    assert!(
+        blended * 10 >= total * 9,
+        "SRGB translucent: only {blended} of {total} background pixels are a blend of the HUD and the app"
+    );
+}

@@ -102,7 +102,10 @@ impl App {
         let mut swapchains: Vec<Swapchain> = Vec::new();
         if let Some(w) = &windows {
             for &handle in w.handles() {
-                let format = swapchains.first().map(|s| s.format);
+                let format = swapchains
+                    .first()
+                    .map(|s| s.format)
+                    .or(args.srgb.then_some(vk::Format::B8G8R8A8_SRGB));
                 match Swapchain::new(&gpu, w.display(), handle, size, args.present_mode, format) {
                     Ok(s) => swapchains.push(s),
                     Err(e) => {

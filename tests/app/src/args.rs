@@ -39,6 +39,7 @@ OPTIONS:
   --submit2             use vkQueueSubmit2 instead of vkQueueSubmit
   --headless            no window or swapchain: render into an offscreen image;
                         a frame is one loop iteration, nothing is presented
+  --srgb                swapchains in B8G8R8A8_SRGB (default: B8G8R8A8_UNORM)
   --frame-boundary      enable VK_EXT_frame_boundary and mark each frame's last
                         submit with VkFrameBoundaryEXT(FRAME_END)
   -h, --help            print this help
@@ -101,6 +102,8 @@ pub struct Args {
     pub submit2: bool,
     pub frame_boundary: bool,
     pub headless: bool,
+    /// Swapchains in B8G8R8A8_SRGB (else B8G8R8A8_UNORM where offered).
+    pub srgb: bool,
 }
 
 impl Default for Args {
@@ -123,6 +126,7 @@ impl Default for Args {
             submit2: false,
             frame_boundary: false,
             headless: false,
+            srgb: false,
         }
     }
 }
@@ -201,6 +205,7 @@ pub fn parse<I: IntoIterator<Item = String>>(argv: I) -> Result<ParseOutcome, Ar
             "--resubmit-twice" => args.resubmit_twice = true,
             "--submit2" => args.submit2 = true,
             "--headless" => args.headless = true,
+            "--srgb" => args.srgb = true,
             "--frame-boundary" => args.frame_boundary = true,
             _ => return Err(ArgError(format!("unknown argument `{arg}`"))),
         }
