@@ -224,6 +224,8 @@ fn machine_facts() -> Vec<(String, String)> {
     ]
 }
 
+const GL_BEGIN: &str = "<!-- gl:begin -->\n";
+const GL_END: &str = "<!-- gl:end -->\n";
 const SAMPLES_BEGIN: &str = "<!-- samples:begin -->\n";
 const SAMPLES_END: &str = "<!-- samples:end -->\n";
 
@@ -242,19 +244,40 @@ fn build_release() -> Result<(), String> {
     ])
 }
 
-/// `cargo xtask bench samples`: only the samples section, replaced in docs/performance.md.
-pub fn bench_samples_only() -> Result<(), String> {
-    build_release()?;
-    let section = super::bench_samples::section(&target_dir().join("release"))?;
+/// Replaces the section between `begin` and `end` in docs/performance.md (appends it if absent).
+fn replace_section(begin: &str, end: &str, section: &str) -> Result<(), String> {
     let path = super::root().join("docs/performance.md");
     let md = std::fs::read_to_string(&path).unwrap_or_default();
-    let new = match (md.find(SAMPLES_BEGIN), md.find(SAMPLES_END)) {
-        (Some(b), Some(e)) if b < e => format!("{}{SAMPLES_BEGIN}{section}{}", &md[..b], &md[e..]),
-        _ => format!("{md}\n{SAMPLES_BEGIN}{section}{SAMPLES_END}"),
+    let new = match (md.find(begin), md.find(end)) {
+        (Some(b), Some(e)) if b < e => format!("{}{begin}{section}{}", &md[..b], &md[e..]),
+        _ => format!("{md}\n{begin}{section}{end}"),
     };
     std::fs::write(&path, new).map_err(|e| format!("{}: {e}", path.display()))?;
     print!("{section}");
     Ok(())
+}
+
+/// `cargo xtask bench samples`: only the samples section, replaced in docs/performance.md.
+pub fn bench_samples_only() -> Result<(), String> {
+    build_release()?;
+    let section = super::bench_samples::section(&target_dir().join("release"))?;
+    replace_section(SAMPLES_BEGIN, SAMPLES_END, &section)
+}
+
+/// `cargo xtask bench gl`: only the glxgears section, replaced in docs/performance.md.
+pub fn bench_gl_only() -> Result<(), String> {
+    install_packages()?;
+    build_release()?;
+    let framescope = target_dir().join("release/framescope");
+    let x = framescope_tests::Xvfb::start();
+    std::env::set_var("DISPLAY", &x.display);
+    let runtime = std::env::temp_dir().join(format!("framescope-bench-gl-{}", std::process::id()));
+    std::fs::create_dir_all(&runtime).map_err(|e| e.to_string())?;
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&runtime, std::fs::Permissions::from_mode(0o700)).map_err(|e| e.to_string())?;
+    let section = super::bench_gl::section(&framescope, &runtime);
+    let _ = std::fs::remove_dir_all(&runtime);
+    replace_section(GL_BEGIN, GL_END, &section?)
 }
 
 pub fn bench() -> Result<(), String> {
@@ -409,7 +432,9 @@ pub fn bench() -> Result<(), String> {
     md.push_str(SAMPLES_BEGIN);
     md.push_str(&super::bench_samples::section(&target_dir().join("release"))?);
     md.push_str(SAMPLES_END);
+    md.push_str(GL_BEGIN);
     md.push_str(&gl);
+    md.push_str(GL_END);
     let path = super::root().join("docs/performance.md");
     std::fs::write(&path, md).map_err(|e| format!("{}: {e}", path.display()))?;
     println!("{}", rows.join("\n"));
