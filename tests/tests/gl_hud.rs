@@ -3,7 +3,10 @@
 //! counts with the HUD on, `glmark2 --validate` and `glmark2-es2 --validate`, GL state read back
 //! after every swap by our probe app (`gl_probe`) in core,
 //! compatibility and GL 2.1 contexts without VAOs, GLES 3 and GLES 2 contexts checked by the
-//! shim's self-check, and the HUD's GL objects deleted with every context.
+//! shim's self-check, and the HUD's GL objects deleted with every context. Both composite
+//! paths are covered: the default opaque HUD copied in (`glBlitFramebuffer`) and a translucent
+//! one (`hud_alpha=0.6`) blended with a quad; the opaque one must hide the app, the translucent
+//! one show it, and both show the same text at the same places.
 //!
 //! Numbers for the report are printed: run with `--nocapture` to see them.
 
@@ -76,6 +79,74 @@ fn assert_hud_pair(on: &Rgb, off: &Rgb, what: &str) -> Rect {
     hud
 }
 
+/// Distinct colours of the HUD's background (neither text nor graph) in `area`: 1 for an opaque
+/// HUD (black), many for a translucent one over a varied app.
+fn background_colours(img: &Rgb, area: Rect) -> usize {
+    let mut seen = std::collections::HashSet::new();
+    for y in area.y0..area.y1 {
+        for x in area.x0..area.x1 {
+            let p = img.at(x, y);
+            if !image::is_text(p) && !is_graph(p) {
+                seen.insert(p);
+            }
+        }
+    }
+    seen.len()
+}
+
+/// The overlay's graph colour (80, 230, 120), also blended.
+fn is_graph(p: [u8; 3]) -> bool {
+    p[1] > p[0].saturating_add(60) && p[1] > p[2].saturating_add(40)
+}
+
+/// The HUD's background over the app's colours, `on` and `off` being the same frame with and
+/// without the HUD: for each app colour under at least 100 background pixels of `area`, the
+/// most common HUD colour over it. Returns (app colours, distinct HUD colours over them): an
+/// opaque HUD has one colour whatever lies below, a translucent one as many as the app has.
+fn background_over(on: &Rgb, off: &Rgb, area: Rect) -> (usize, usize) {
+    use std::collections::HashMap;
+    let mut by_app: HashMap<[u8; 3], HashMap<[u8; 3], usize>> = HashMap::new();
+    for y in area.y0..area.y1 {
+        for x in area.x0..area.x1 {
+            let p = on.at(x, y);
+            if !image::is_text(p) && !is_graph(p) {
+                *by_app.entry(off.at(x, y)).or_default().entry(p).or_default() += 1;
+            }
+        }
+    }
+    let modal: std::collections::HashSet<[u8; 3]> = by_app
+        .values()
+        .filter(|hud| hud.values().sum::<usize>() >= 100)
+        .filter_map(|hud| hud.iter().max_by_key(|(_, &n)| n).map(|(&c, _)| c))
+        .collect();
+    let apps = by_app.values().filter(|hud| hud.values().sum::<usize>() >= 100).count();
+    (apps, modal.len())
+}
+
+/// Intersection over union of the text pixels of `a` and `b` in `area`: near 1 for two HUDs
+/// with the same lines at the same places (only changing numbers differ), low when one is
+/// flipped or moved.
+fn text_overlap(a: &Rgb, b: &Rgb, area: Rect) -> f64 {
+    let (mut both, mut any) = (0usize, 0usize);
+    for y in area.y0..area.y1 {
+        for x in area.x0..area.x1 {
+            let (ta, tb) = (image::is_text(a.at(x, y)), image::is_text(b.at(x, y)));
+            both += usize::from(ta && tb);
+            any += usize::from(ta || tb);
+        }
+    }
+    both as f64 / any.max(1) as f64
+}
+
+/// The one `GL HUD set up` line names the composite path.
+fn assert_composite(out: &Outcome, what: &str, path: &str) {
+    let setup = out.lines_with("framescope: GL HUD set up on ");
+    assert!(
+        !setup.is_empty() && setup.iter().all(|l| l.ends_with(&format!("composited with a {path}"))),
+        "{what}: expected the {path} path: {setup:?}"
+    );
+}
+
 // ---- glxgears -------------------------------------------------------------------------------
 
 /// `(frames, fps)` of every "N frames in S seconds = F FPS" line glxgears printed.
@@ -141,48 +212,96 @@ fn glxgears_shows_the_hud_in_a_root_capture_and_a_screenshot_and_keeps_its_frame
     }
     let a = Artifacts::get();
     let x = Xvfb::start();
-    // Two glxgears reports (10 s) with the HUD; one run without for the reference images.
-    let (on_sb, on) = gears_run(&a, &x, "glhud-gears-on", "hud=1", "10.5");
+    // Two glxgears reports (10 s) with the default, opaque HUD (copied in); a shorter run with a
+    // translucent one (blended quad); one run without for the reference images.
+    let (on_sb, on) = gears_run(&a, &x, "glhud-gears-on", "hud=1,log=debug", "10.5");
+    let (tr_sb, tr) = gears_run(
+        &a,
+        &x,
+        "glhud-gears-translucent",
+        "hud=1,hud_alpha=0.6,log=debug",
+        "4.5",
+    );
     let (off_sb, off) = gears_run(&a, &x, "glhud-gears-off", "hud=0", "4.5");
+    assert_composite(&on, "glxgears", "copy");
+    assert_composite(&tr, "glxgears hud_alpha=0.6", "quad");
     let (wx, wy) = window_at(&on);
     assert_eq!(window_at(&off), (wx, wy), "window moved between runs");
+    assert_eq!(window_at(&tr), (wx, wy), "window moved between runs");
 
     // Root captures: the HUD's text in the window's top-left corner, nothing outside the window
     // changed, and the toggle key hides it.
-    let root_on = Rgb::read(&on_sb.path("root.png"));
     let root_off = Rgb::read(&off_sb.path("root.png"));
-    let root_hidden = Rgb::read(&on_sb.path("root-hidden.png"));
     let region = HUD_REGION.offset(wx, wy);
-    let (t_on, t_off, t_hidden) = (
-        text_pixels(&root_on, region),
-        text_pixels(&root_off, region),
-        text_pixels(&root_hidden, region),
-    );
-    println!("glxgears root capture: {t_on} text pixels in the HUD region with the HUD, {t_off} with hud=0, {t_hidden} after the toggle key");
-    assert!(t_on >= 300 && t_on > 10 * t_off.max(1), "{t_on} vs {t_off}");
-    assert!(t_hidden * 10 < t_on, "the toggle key left {t_hidden} text pixels");
-    assert_eq!(on.lines_with("framescope: HUD hidden").len(), 1, "{}", on.describe());
+    let t_off = text_pixels(&root_off, region);
     let window = Rect {
         x0: wx,
         y0: wy,
         x1: wx + 300,
         y1: wy + 300,
     };
-    let outside = image::count_differing(&root_on, &root_off, root_on.whole())
-        - image::count_differing(&root_on, &root_off, window.clip(root_on.whole()));
-    assert_eq!(outside, 0, "pixels outside glxgears' window differ");
+    for (name, sb, out) in [("opaque", &on_sb, &on), ("translucent", &tr_sb, &tr)] {
+        let root_on = Rgb::read(&sb.path("root.png"));
+        let root_hidden = Rgb::read(&sb.path("root-hidden.png"));
+        let (t_on, t_hidden) = (text_pixels(&root_on, region), text_pixels(&root_hidden, region));
+        println!("glxgears root capture ({name}): {t_on} text pixels in the HUD region with the HUD, {t_off} with hud=0, {t_hidden} after the toggle key");
+        assert!(t_on >= 300 && t_on > 10 * t_off.max(1), "{name}: {t_on} vs {t_off}");
+        assert!(
+            t_hidden * 10 < t_on,
+            "{name}: the toggle key left {t_hidden} text pixels"
+        );
+        assert_eq!(out.lines_with("framescope: HUD hidden").len(), 1, "{}", out.describe());
+        let outside = image::count_differing(&root_on, &root_off, root_on.whole())
+            - image::count_differing(&root_on, &root_off, window.clip(root_on.whole()));
+        assert_eq!(outside, 0, "{name}: pixels outside glxgears' window differ");
+    }
 
-    // screenshot=300: the presented frame with the HUD, the same frame number without.
+    // screenshot=300: the presented frame with the HUD, the same frame number without. The
+    // opaque HUD's background is plain black over the gears, the translucent one shows them;
+    // both have the same lines at the same places (a copy flipped upside down would not).
     let shot_on = Rgb::read(&on_sb.path("shot-300.png"));
+    let shot_tr = Rgb::read(&tr_sb.path("shot-300.png"));
     let shot_off = Rgb::read(&off_sb.path("shot-300.png"));
     assert_eq!((shot_on.w, shot_on.h), (300, 300), "screenshot size = window size");
-    let (s_on, s_off) = (text_pixels(&shot_on, HUD_REGION), text_pixels(&shot_off, HUD_REGION));
-    println!("glxgears screenshot=300: {s_on} text pixels with the HUD, {s_off} without");
-    assert!(s_on >= 300 && s_on > 10 * s_off.max(1), "{s_on} vs {s_off}");
-    let text = image::bbox(shot_on.whole(), |x, y| image::is_text(shot_on.at(x, y))).expect("text");
+    let s_off = text_pixels(&shot_off, HUD_REGION);
+    let mut texts = Vec::new();
+    for (name, shot) in [("opaque", &shot_on), ("translucent", &shot_tr)] {
+        let s_on = text_pixels(shot, HUD_REGION);
+        let text = image::bbox(shot.whole(), |x, y| image::is_text(shot.at(x, y))).expect("text");
+        let colours = background_colours(shot, text);
+        println!("glxgears screenshot=300 ({name}): {s_on} text pixels with the HUD, {s_off} without; {colours} background colours in the text's box {text:?}");
+        assert!(s_on >= 300 && s_on > 10 * s_off.max(1), "{name}: {s_on} vs {s_off}");
+        assert!(
+            (8..=30).contains(&text.x0) && (8..=30).contains(&text.y0),
+            "{name}: HUD text starts at {text:?}: not anchored top-left"
+        );
+        if name == "opaque" {
+            assert!(
+                colours <= 4,
+                "{name}: {colours} background colours: the gears show through"
+            );
+        } else {
+            assert!(
+                colours >= 16,
+                "{name}: {colours} background colours: the gears do not show through"
+            );
+        }
+        texts.push(text);
+    }
+    // The two runs may show different values (and graphs) at frame 300 (refreshes follow the
+    // clock), but both start with the labels "FPS" and "Frame": a HUD flipped upside down would
+    // have other lines, mirrored, there.
+    let labels = Rect {
+        x0: texts[0].x0,
+        y0: texts[0].y0,
+        x1: texts[0].x0 + 40,
+        y1: texts[0].y0 + 30,
+    };
+    let overlap = text_overlap(&shot_on, &shot_tr, labels);
+    println!("glxgears screenshot=300: text overlap opaque/translucent in the first two labels {overlap:.2}");
     assert!(
-        (8..=30).contains(&text.x0) && (8..=30).contains(&text.y0),
-        "HUD text starts at {text:?}: not anchored top-left"
+        overlap > 0.6,
+        "opaque and translucent HUD text overlap only {overlap:.2}"
     );
 
     // glxgears' own frame counts against the dump, as gl_shim.rs checks them (windows after the
@@ -282,37 +401,67 @@ fn gl_state_is_unchanged_by_the_hud_in_core_compat_and_gl2_contexts() {
             "GL 2.1, GLSL 1.10, no VAO, compatibility profile",
         ),
     ] {
-        let (on_sb, on) = probe_run(&a, &x, &format!("glhud-probe-{tag}"), "hud=1", env, profile);
-        assert_eq!(on.code(), Some(0), "{tag}: {}", on.describe());
-        assert!(
-            on.stdout.contains("probe: 40 frames, state preserved"),
-            "{tag}: {}",
-            on.describe()
-        );
-        assert_no_errors(&on, tag);
-        let setup = on.lines_with("framescope: GL HUD set up on glx context");
-        assert!(
-            setup.len() == 1 && setup[0].contains(path),
-            "{tag}: expected one set-up on the '{path}' path: {setup:?}"
-        );
-        // The probe destroys its context while current: the HUD's objects go with it.
-        let freed = on.lines_with("framescope: GL HUD freed on glx context");
-        assert!(
-            freed.len() == 1 && freed[0].contains("GL objects deleted;"),
-            "{tag}: {freed:?}"
-        );
         let (off_sb, off) = probe_run(&a, &x, &format!("glhud-probe-{tag}-off"), "hud=0", env, profile);
         assert_eq!(off.code(), Some(0), "{tag} hud=0: {}", off.describe());
-        let shot_on = Rgb::read(&on_sb.path("shot-30.png"));
         let shot_off = Rgb::read(&off_sb.path("shot-30.png"));
-        assert_eq!((shot_on.w, shot_on.h), (320, 240), "{tag}");
-        let hud = assert_hud_pair(&shot_on, &shot_off, &format!("probe {tag} frame 30"));
-        println!(
-            "probe {tag}: state preserved over 40 swaps; HUD {}x{} at ({}, {})",
-            hud.x1 - hud.x0,
-            hud.y1 - hud.y0,
-            hud.x0,
-            hud.y0
+        // The default opaque HUD is copied in, a translucent one blended with a quad (every
+        // context here has glBlitFramebuffer: GL_ARB_framebuffer_object on GL 2.1).
+        let mut shots = Vec::new();
+        for (alpha, composite) in [("1", "copy"), ("0.6", "quad")] {
+            let name = format!("{tag} hud_alpha={alpha}");
+            let (on_sb, on) = probe_run(
+                &a,
+                &x,
+                &format!("glhud-probe-{tag}-{composite}"),
+                // One refresh (the first frame): both screenshots show the same text.
+                &format!("hud=1,hud_alpha={alpha},hud_refresh_ms=10000"),
+                env,
+                profile,
+            );
+            assert_eq!(on.code(), Some(0), "{name}: {}", on.describe());
+            assert!(
+                on.stdout.contains("probe: 40 frames, state preserved"),
+                "{name}: {}",
+                on.describe()
+            );
+            assert_no_errors(&on, &name);
+            let setup = on.lines_with("framescope: GL HUD set up on glx context");
+            assert!(
+                setup.len() == 1 && setup[0].contains(path),
+                "{name}: expected one set-up on the '{path}' path: {setup:?}"
+            );
+            assert_composite(&on, &name, composite);
+            // The probe destroys its context while current: the HUD's objects go with it.
+            let freed = on.lines_with("framescope: GL HUD freed on glx context");
+            assert!(
+                freed.len() == 1 && freed[0].contains("GL objects deleted;"),
+                "{name}: {freed:?}"
+            );
+            let shot_on = Rgb::read(&on_sb.path("shot-30.png"));
+            assert_eq!((shot_on.w, shot_on.h), (320, 240), "{name}");
+            let hud = assert_hud_pair(&shot_on, &shot_off, &format!("probe {name} frame 30"));
+            // Under the HUD: the probe's clear colour and its orange triangle.
+            let (apps, huds) = background_over(&shot_on, &shot_off, hud);
+            println!(
+                "probe {name}: state preserved over 40 swaps; HUD {}x{} at ({}, {}), {huds} background colour(s) over {apps} app colours",
+                hud.x1 - hud.x0,
+                hud.y1 - hud.y0,
+                hud.x0,
+                hud.y0
+            );
+            assert!(apps >= 2, "{name}: {apps} app colours under the HUD");
+            if composite == "copy" {
+                assert_eq!(huds, 1, "{name}: the app shows through the opaque HUD");
+            } else {
+                assert_eq!(huds, apps, "{name}: the app does not show through");
+            }
+            shots.push((shot_on, hud));
+        }
+        let overlap = text_overlap(&shots[0].0, &shots[1].0, shots[0].1);
+        println!("probe {tag}: text overlap opaque/translucent {overlap:.2}");
+        assert!(
+            overlap > 0.6,
+            "{tag}: opaque and translucent HUD text overlap only {overlap:.2}"
         );
     }
 }
@@ -467,9 +616,10 @@ fn gles3_and_gles2_contexts_get_the_hud_with_their_state_intact() {
         "effect2d:kernel=0,0,0;0,0.4,0;0,0,0:normalize=false:duration=1",
         "texture:duration=0.8",
     ];
-    for (tag, env, path) in [
-        ("gles3", &[][..], "GLSL ES 3.00, VAO"),
-        ("gles2", gles2, "GLES 2.0, GLSL ES 1.00, no VAO"),
+    // GLES 3 has glBlitFramebuffer: the opaque HUD is copied in; GLES 2 gets the quad.
+    for (tag, env, path, composite) in [
+        ("gles3", &[][..], "GLSL ES 3.00, VAO", "copy"),
+        ("gles2", gles2, "GLES 2.0, GLSL ES 1.00, no VAO", "quad"),
     ] {
         let run = |name: &str, config: &str, scenes: &[&str]| {
             let mut sb = Sandbox::new(name);
@@ -499,6 +649,7 @@ fn gles3_and_gles2_contexts_get_the_hud_with_their_state_intact() {
             setups.len() == 2 && setups.iter().all(|l| l.contains("egl context") && l.contains(path)),
             "{tag}: expected two set-ups on the '{path}' path: {setups:?}"
         );
+        assert_composite(&on, tag, composite);
         let d = dump::read(&on_sb.path("es.jsonl"));
         assert_eq!(d.header["api"], "opengles", "{tag}");
         assert!(d.frames.len() > 20, "{tag}: {} frames", d.frames.len());
@@ -506,13 +657,19 @@ fn gles3_and_gles2_contexts_get_the_hud_with_their_state_intact() {
         let shot_off = Rgb::read(&off_sb.path("shot-20.png"));
         assert_eq!((shot_on.w, shot_on.h), (400, 300), "{tag}");
         let hud = assert_hud_pair(&shot_on, &shot_off, &format!("glmark2-es2 {tag} effect2d frame 20"));
+        // Opaque either way: plain black over effect2d's image.
+        let colours = background_colours(&shot_on, hud);
         println!(
-            "glmark2-es2 {tag}: {} frames, HUD on '{path}', {}x{} at ({}, {}) in screenshot 20",
+            "glmark2-es2 {tag}: {} frames, HUD on '{path}' ({composite}), {}x{} at ({}, {}) in screenshot 20, {colours} background colour(s)",
             d.frames.len(),
             hud.x1 - hud.x0,
             hud.y1 - hud.y0,
             hud.x0,
             hud.y0
+        );
+        assert!(
+            colours <= 4,
+            "{tag}: {colours} background colours: the app shows through"
         );
     }
 }

@@ -24,6 +24,12 @@ pub struct Caps {
     pub fbo: bool,
     /// Separate draw and read framebuffer bindings (GLES 2 has one binding).
     pub split_fb: bool,
+    /// `glBlitFramebuffer` (GL 3.0, `GL_ARB_framebuffer_object`, GLES 3.0): an opaque HUD can be
+    /// composited with a copy.
+    pub blit: bool,
+    /// Textures can be stored as B8G8R8A8 (desktop: pixel format `GL_BGRA` with an unsized
+    /// `GL_RGBA`; GLES: `GL_EXT_texture_format_BGRA8888`), the layout of window-system buffers.
+    pub bgra: bool,
     pub sampler_objects: bool,
     /// `GL_FRAMEBUFFER_SRGB` exists (desktop, or `GL_EXT_sRGB_write_control`).
     pub srgb_toggle: bool,
@@ -146,6 +152,10 @@ impl Caps {
             vao,
             fbo,
             split_fb: fbo && (desktop || v(3, 0)),
+            // Desktop contexts with framebuffer objects have it (GL 3.0 or the ARB extension,
+            // which both include it).
+            blit: fbo && (desktop || v(3, 0)) && f.blit_framebuffer.is_some(),
+            bgra: desktop || ext.has("GL_EXT_texture_format_BGRA8888"),
             sampler_objects: f.bind_sampler.is_some()
                 && (if es {
                     v(3, 0)

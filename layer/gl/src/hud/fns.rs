@@ -22,6 +22,9 @@ pub const TRIANGLES: u32 = 0x0004;
 pub const TRIANGLE_STRIP: u32 = 0x0005;
 pub const RGBA: u32 = 0x1908;
 pub const RGBA8: u32 = 0x8058;
+/// `GL_BGRA` (desktop pixel format) and `GL_BGRA_EXT` (GLES `GL_EXT_texture_format_BGRA8888`
+/// internal and pixel format): the same value.
+pub const BGRA: u32 = 0x80E1;
 pub const BACK: u32 = 0x0405;
 pub const FILL: u32 = 0x1B02;
 pub const FRONT: u32 = 0x0404;
@@ -40,6 +43,7 @@ pub const MAX_VIEWPORT_DIMS: u32 = 0x0D3A;
 pub const MAX_CLIP_PLANES: u32 = 0x0D32;
 pub const MAX_VERTEX_ATTRIBS: u32 = 0x8869;
 pub const DOUBLEBUFFER: u32 = 0x0C32;
+pub const SAMPLE_BUFFERS: u32 = 0x80A8;
 
 pub const FRAMEBUFFER: u32 = 0x8D40;
 pub const READ_FRAMEBUFFER: u32 = 0x8CA8;
@@ -257,6 +261,7 @@ gl_fns! {
     bind_framebuffer = c"glBindFramebuffer": fn(E, U), required;
     framebuffer_texture_2d = c"glFramebufferTexture2D": fn(E, E, E, U, I), required;
     check_framebuffer_status = c"glCheckFramebufferStatus": fn(E) -> E, required;
+    blit_framebuffer = c"glBlitFramebuffer": fn(I, I, I, I, I, I, I, I, U, E);
     get_framebuffer_attachment_parameteriv = c"glGetFramebufferAttachmentParameteriv": fn(E, E, E, *mut I);
     draw_buffer = c"glDrawBuffer": fn(E);
     draw_buffers = c"glDrawBuffers": fn(I, *const E);
@@ -626,9 +631,10 @@ impl Fns {
         Self::delete_one(self.delete_vertex_arrays, v)
     }
 
-    /// `glTexImage2D` of an RGBA8 image; `pixels` must hold `w * h * 4` bytes (rows tightly
-    /// packed: the caller has set the unpack state and unbound any unpack buffer).
-    pub fn tex_image_rgba(&self, internal: I, w: I, h: I, pixels: Option<&[u8]>) {
+    /// `glTexImage2D` of an 8-bit, 4-channel image in pixel `format` (`GL_RGBA` or `GL_BGRA`);
+    /// `pixels` must hold `w * h * 4` bytes (rows tightly packed: the caller has set the unpack
+    /// state and unbound any unpack buffer).
+    pub fn tex_image_8888(&self, internal: I, w: I, h: I, format: E, pixels: Option<&[u8]>) {
         let need = (w.max(0) as usize) * (h.max(0) as usize) * 4;
         let ptr = match pixels {
             Some(p) if p.len() >= need => p.as_ptr() as *const c_void,
@@ -638,7 +644,7 @@ impl Fns {
         if let Some(f) = self.tex_image_2d {
             // SAFETY: null (storage only) or a buffer of at least w*h*4 bytes read with
             // alignment 4 and no row length/skips.
-            unsafe { f(TEXTURE_2D, 0, internal, w, h, 0, RGBA, UNSIGNED_BYTE, ptr) };
+            unsafe { f(TEXTURE_2D, 0, internal, w, h, 0, format, UNSIGNED_BYTE, ptr) };
         }
     }
 
@@ -689,6 +695,20 @@ impl Fns {
         if let Some(f) = self.draw_arrays {
             // SAFETY: the only enabled array is ours, a buffer of 4 vertices.
             unsafe { f(TRIANGLE_STRIP, 0, 4) };
+        }
+    }
+
+    /// `glBlitFramebuffer` of rectangle `src` (x0, y0, x1, y1) of the read framebuffer onto
+    /// rectangle `dst` of the draw framebuffer.
+    pub fn blit(&self, src: [I; 4], dst: [I; 4], mask: U, filter: E) {
+        if let Some(f) = self.blit_framebuffer {
+            // SAFETY: loaded from the context current on this thread with the registry's
+            // signature; every argument is a plain value that GL checks.
+            unsafe {
+                f(
+                    src[0], src[1], src[2], src[3], dst[0], dst[1], dst[2], dst[3], mask, filter,
+                )
+            };
         }
     }
 

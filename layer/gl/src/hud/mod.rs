@@ -5,8 +5,11 @@
 //! draws lands in the frame about to be presented and is not part of the frame's GPU time. As
 //! the Vulkan HUD does, it re-renders the HUD's content (the overlay crate's ImGui lists) into a
 //! cached texture only every `hud_refresh_ms` (or when the window's size changed), and
-//! composites that texture onto the back buffer with one quad at every swap. `state` saves and
-//! restores every piece of GL state touched, so the app cannot tell.
+//! composites that texture onto the back buffer at every swap: an opaque HUD (`hud_alpha=1`,
+//! the default) with one `glBlitFramebuffer` where the context has it (GL 3.0,
+//! `GL_ARB_framebuffer_object`, GLES 3.0), the back buffer is single-sampled and does not
+//! encode sRGB on every write; otherwise (translucent HUDs, GLES 2, ...) with one blended quad.
+//! `state` saves and restores every piece of GL state touched, so the app cannot tell.
 //!
 //! Per context (keyed by window system and context handle): the entry points and capabilities,
 //! and the GL objects of `renderer`, created on the first swap that draws. At context
@@ -93,6 +96,17 @@ struct ContextHud {
     size: [u32; 2],
     last_viewport: [f32; 4],
     last_drawable: usize,
+    /// Composite with a copy (opaque HUD, see [`copy_path`]).
+    copy: bool,
+    /// A copy was refused (multisampled window) and the quad used instead (logged once).
+    copy_refused: bool,
+}
+
+/// Whether an opaque HUD is composited with a copy on this context: it has `glBlitFramebuffer`,
+/// and its back buffer does not encode sRGB on every write (a blit would encode the cached,
+/// already encoded values again; the quad decodes them first).
+fn copy_path(o: &HudOptions, c: &Caps) -> bool {
+    o.alpha >= 1.0 && c.blit && !c.srgb_target
 }
 
 /// A screenshot read back: RGBA8 rows, bottom-up.
@@ -229,7 +243,6 @@ impl Slot {
             ws,
             key,
             fns,
-            caps,
             renderer: None,
             broken: false,
             data,
@@ -239,6 +252,9 @@ impl Slot {
             size: [0, 0],
             last_viewport: [0.0; 4],
             last_drawable: 0,
+            copy: copy_path(opts(), &caps),
+            copy_refused: false,
+            caps,
         }))
     }
 }
@@ -320,11 +336,13 @@ impl ContextHud {
                 let atlas = ui::font_atlas(o).map_err(|_| "the ImGui context is unusable".to_string())?;
                 let r = Renderer::new(f, c, s, &atlas, o.scale)?;
                 log::debug(format_args!(
-                    "GL HUD set up on {} context {:#x}: {}, canvas {}",
+                    "GL HUD set up on {} context {:#x}: {}, canvas {} {}, composited with a {}",
                     ws_name(self.ws),
                     self.key,
                     c.describe(),
-                    r.canvas
+                    r.canvas,
+                    if r.bgra { "BGRA" } else { "RGBA" },
+                    if self.copy { "copy" } else { "quad" },
                 ));
                 self.renderer = Some(r);
             }
@@ -356,7 +374,18 @@ impl ContextHud {
                         size: self.hud_size,
                         flip,
                     };
-                    r.composite(f, c, s, &at);
+                    let copied = self.copy && r.composite_copy(f, c, s, &at, info.target.drawable);
+                    if !copied {
+                        if self.copy && !self.copy_refused {
+                            self.copy_refused = true;
+                            log::debug(format_args!(
+                                "GL HUD on {} context {:#x}: the window is multisampled, composited with a quad",
+                                ws_name(self.ws),
+                                self.key
+                            ));
+                        }
+                        r.composite(f, c, s, &at);
+                    }
                 }
             }
         }

@@ -1,21 +1,32 @@
-//! The GL objects of one context's HUD and its two passes, as in the Vulkan HUD: ImGui's lists
-//! are drawn into a cached RGBA8 texture (through a framebuffer object) only when the content
-//! is refreshed, and every swap composites that texture onto the back buffer with one quad.
+//! The GL objects of one context's HUD and its passes, as in the Vulkan HUD: ImGui's lists
+//! are drawn into a cached texture (through a framebuffer object) only when the content is
+//! refreshed, and every swap composites that texture onto the back buffer: with a copy
+//! ([`Renderer::composite_copy`], `glBlitFramebuffer`) when the HUD is opaque, else with one
+//! blended quad ([`Renderer::composite`]).
 //!
 //! Blending matches the Vulkan pipelines: the content pass blends ImGui's straight-alpha
 //! colours over a transparent clear (`SRC_ALPHA, ONE_MINUS_SRC_ALPHA` for colour, `ONE,
-//! ONE_MINUS_SRC_ALPHA` for alpha), which leaves premultiplied values; the composite blends
-//! those with `ONE, ONE_MINUS_SRC_ALPHA` and keeps the window's alpha (`ZERO, ONE`).
+//! ONE_MINUS_SRC_ALPHA` for alpha), which leaves premultiplied values; the composite quad blends
+//! those with `ONE, ONE_MINUS_SRC_ALPHA` and keeps the window's alpha (`ZERO, ONE`). With an
+//! opaque background (`hud_alpha=1`) every cached pixel has alpha 1, so the blend gives the
+//! cached bytes themselves and the copy is exact (it also writes alpha 1 there).
 //!
 //! The cached texture's row 0 holds the HUD's top row (ImGui's y is used as window y in the
-//! content pass); the composite maps it back so the HUD appears upright. Every function here
-//! runs between `state::prepare` and `state::restore`, with texture unit 0 active.
+//! content pass): the layout of the window's buffers in memory on Mesa, whose window-system
+//! buffers are stored top row first, while texture row 0 is GL's bottom row. The composite quad
+//! maps it back so the HUD appears upright, and the copy is a blit flipped in GL coordinates,
+//! which is a straight row copy in memory. On llvmpipe (Mesa 22.3) that blit, from a B8G8R8A8
+//! texture with `GL_FRAMEBUFFER_SRGB` off, becomes `resource_copy_region`, one `memcpy` per row:
+//! measured ~40k instructions for a 280x200 HUD, against ~1.2M for an unflipped blit or from
+//! R8G8B8A8 storage (llvmpipe then draws a textured quad) and ~2.3M with `GL_FRAMEBUFFER_SRGB`
+//! on (a quad that converts); the blended quad costs ~2.5M per glxgears frame. Every function
+//! here runs between `state::prepare` and `state::restore`, with texture unit 0 active.
 
 use super::caps::Caps;
 use super::fns::{self as gl, Fns};
 use super::shaders;
 use super::state::{self, Saved};
-use framescope_overlay::{DrawOutput, DrawVert, FontAtlas};
+use framescope_overlay::{layout, DrawOutput, DrawVert, FontAtlas};
 
 /// One compiled and linked program with its uniform locations.
 #[derive(Default)]
@@ -31,6 +42,12 @@ struct Program {
 pub struct Renderer {
     /// Side of the square cached texture, in pixels.
     pub canvas: u32,
+    /// The cached texture is stored as B8G8R8A8 (see [`Caps::bgra`]).
+    pub bgra: bool,
+    /// The window-system drawable whose multisampling was last read, and whether it is
+    /// multisampled (a blit into it is an error: it gets the quad).
+    fb0_checked: usize,
+    fb0_multisampled: bool,
     font: u32,
     content: u32,
     fbo: u32,
@@ -131,12 +148,25 @@ fn texture(f: &Fns, c: &Caps, s: &mut Saved, size: [u32; 2], filter: i32, pixels
     f.tex_parameteri(gl::TEXTURE_2D, gl::TEXTURE_MAG_FILTER, filter);
     f.tex_parameteri(gl::TEXTURE_2D, gl::TEXTURE_WRAP_S, gl::CLAMP_TO_EDGE);
     f.tex_parameteri(gl::TEXTURE_2D, gl::TEXTURE_WRAP_T, gl::CLAMP_TO_EDGE);
-    // GLES 2 has no sized RGBA8 internal format; GL_RGBA/UNSIGNED_BYTE is RGBA8 there.
-    let internal = if c.es { gl::RGBA } else { gl::RGBA8 } as i32;
+    storage(f, c, s, size, false, pixels);
+    t
+}
+
+/// (Re)specifies the bound 2D texture's level 0: RGBA8, or with `bgra` B8G8R8A8 (storage
+/// only). On desktop GL an unsized `GL_RGBA` with `GL_BGRA`/`GL_UNSIGNED_BYTE` data is what
+/// makes Mesa pick the format that matches the data, B8G8R8A8 (a sized `GL_RGBA8` gives
+/// R8G8B8A8 whatever the data); GLES names it `GL_BGRA_EXT` for both.
+fn storage(f: &Fns, c: &Caps, s: &mut Saved, size: [u32; 2], bgra: bool, pixels: Option<&[u8]>) {
+    let (internal, format) = match (bgra, c.es) {
+        (true, false) => (gl::RGBA, gl::BGRA),
+        (true, true) => (gl::BGRA, gl::BGRA),
+        // GLES 2 has no sized RGBA8 internal format; GL_RGBA/UNSIGNED_BYTE is RGBA8 there.
+        (false, true) => (gl::RGBA, gl::RGBA),
+        (false, false) => (gl::RGBA8, gl::RGBA),
+    };
     // Also for storage only: with a pixel unpack buffer bound, a null pointer is an offset.
     state::unpack_plain(f, c, s);
-    f.tex_image_rgba(internal, size[0] as i32, size[1] as i32, pixels);
-    t
+    f.tex_image_8888(internal as i32, size[0] as i32, size[1] as i32, format, pixels);
 }
 
 /// Sets attributes 0..2 to ImGui vertices starting at vertex `base` of the bound array buffer.
@@ -194,7 +224,20 @@ impl Renderer {
         };
         f.bind_framebuffer(target, self.fbo);
         f.framebuffer_texture_2d(target, gl::COLOR_ATTACHMENT0, gl::TEXTURE_2D, self.content, 0);
-        let status = f.check_framebuffer_status(target);
+        // B8G8R8A8 where it can be rendered to, else RGBA8 (the texture is still bound).
+        let size = [self.canvas, self.canvas];
+        let mut status = gl::FRAMEBUFFER_COMPLETE;
+        for bgra in [true, false] {
+            if bgra && !c.bgra {
+                continue;
+            }
+            storage(f, c, s, size, bgra, None);
+            status = f.check_framebuffer_status(target);
+            if status == gl::FRAMEBUFFER_COMPLETE {
+                self.bgra = bgra;
+                break;
+            }
+        }
         if status != gl::FRAMEBUFFER_COMPLETE {
             return Err(format!("the HUD's framebuffer is incomplete (0x{status:04X})"));
         }
@@ -346,6 +389,53 @@ impl Renderer {
         f.draw_quad();
     }
 
+    /// Copies the cached HUD onto the back buffer of the default framebuffer with one
+    /// `glBlitFramebuffer` (opaque HUDs: see the module comment), clipped to the drawable.
+    /// Returns false, having drawn nothing, where the blit is not possible (a multisampled
+    /// window, read once per `drawable`): the caller composites with the quad instead.
+    ///
+    /// The blit honours the scissor test and, with `GL_FRAMEBUFFER_SRGB` on, would encode the
+    /// values into an sRGB back buffer: the scissor test is switched off here and
+    /// `state::prepare` has switched `GL_FRAMEBUFFER_SRGB` off, so the cached bytes (sRGB-encoded
+    /// values, as ImGui's colours are) land unchanged, as the Vulkan HUD's copy does. Contexts
+    /// whose back buffer encodes without that switch (`Caps::srgb_target`) never get here.
+    pub fn composite_copy(&mut self, f: &Fns, c: &Caps, s: &mut Saved, at: &Placement, drawable: usize) -> bool {
+        let Placement {
+            target,
+            origin,
+            size,
+            flip: _,
+        } = *at;
+        let Some((x, y, w, h)) = layout::visible(origin, size, target) else {
+            return true;
+        };
+        state::bind_draw_fb(f, c, 0);
+        if self.fb0_checked != drawable {
+            self.fb0_checked = drawable;
+            self.fb0_multisampled = f.int(gl::SAMPLE_BUFFERS) > 0;
+        }
+        if self.fb0_multisampled {
+            return false;
+        }
+        state::bind_read_fb(f, c, self.fbo);
+        state::draw_to_back(f, c, s);
+        state::set_scissor(f, c, false, [0; 4]);
+        // Source: texture rows count from the HUD's top (y down), so the visible rows
+        // sy..sy+h are texture rows sy..sy+h, given top row first (srcY0 > srcY1: a flip in GL
+        // terms, a straight copy in memory). Destination: window rows count from the bottom.
+        let sx = (x as i64 - origin[0] as i64) as i32;
+        let sy = (y as i64 - origin[1] as i64) as i32;
+        let (x, w, h) = (x as i32, w as i32, h as i32);
+        let top = target[1] as i32 - y as i32;
+        f.blit(
+            [sx, sy + h, sx + w, sy],
+            [x, top - h, x + w, top],
+            gl::COLOR_BUFFER_BIT,
+            gl::NEAREST as u32,
+        );
+        true
+    }
+
     /// How many of our objects exist (the self-check after deleting them).
     fn alive(&self, f: &Fns) -> usize {
         let textures = [self.font, self.content]
@@ -397,9 +487,10 @@ impl Renderer {
         f.delete_buffer(self.vbuf);
         f.delete_buffer(self.ibuf);
         let left = verify.then(|| self.alive(f));
-        let canvas = self.canvas;
+        let (canvas, bgra) = (self.canvas, self.bgra);
         *self = Renderer {
             canvas,
+            bgra,
             ..Renderer::default()
         };
         (n, left)
