@@ -98,33 +98,33 @@ pub unsafe extern "system" fn begin_command_buffer(
     r
 }
 
-/// SIMULTANEOUS_USE, and for a secondary that continues a render pass, whether that pass is
-/// multiview.
+/// SIMULTANEOUS_USE, and for a secondary that continues a render pass, the views of the
+/// subpass it continues (its queries take one slot per view).
 ///
 /// # Safety
 /// `info` must be the app's valid begin info.
-unsafe fn begin_flags(
-    d: &device::Device,
-    info: &vk::CommandBufferBeginInfo<'_>,
-    primary: bool,
-) -> (bool, Option<(bool,)>) {
+unsafe fn begin_flags(d: &device::Device, info: &vk::CommandBufferBeginInfo<'_>, primary: bool) -> (bool, Option<u8>) {
     let simultaneous = info.flags.contains(vk::CommandBufferUsageFlags::SIMULTANEOUS_USE);
     if primary || !info.flags.contains(vk::CommandBufferUsageFlags::RENDER_PASS_CONTINUE) {
         return (simultaneous, None);
     }
     // SAFETY: caller's contract; secondaries continuing a pass must pass inheritance info.
     let Some(inh) = (unsafe { info.p_inheritance_info.as_ref() }) else {
-        return (simultaneous, Some((true,)));
+        return (simultaneous, Some(1));
     };
     // SAFETY: the inheritance info's chain is valid.
     let rendering = unsafe {
         crate::chain::find(inh.p_next, vk::StructureType::COMMAND_BUFFER_INHERITANCE_RENDERING_INFO)
             as *const vk::CommandBufferInheritanceRenderingInfo<'static>
     };
-    // SAFETY: found by its sType.
-    let dyn_multiview = !rendering.is_null() && unsafe { (*rendering).view_mask } != 0;
-    let multiview = dyn_multiview || crate::samples::hooks::multiview_pass(d, inh.render_pass);
-    (simultaneous, Some((multiview,)))
+    // The rendering info counts only for dynamic rendering (no render pass object).
+    let views = if rendering.is_null() || inh.render_pass != vk::RenderPass::null() {
+        crate::samples::hooks::subpass_views(d, inh.render_pass.as_raw(), inh.subpass)
+    } else {
+        // SAFETY: found by its sType.
+        crate::samples::hooks::views_of_mask(unsafe { (*rendering).view_mask })
+    };
+    (simultaneous, Some(views))
 }
 
 pub unsafe extern "system" fn end_command_buffer(cb: vk::CommandBuffer) -> vk::Result {

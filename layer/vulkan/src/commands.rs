@@ -6,7 +6,7 @@
 use crate::device::{self, Device};
 use crate::recording_cache;
 use crate::samples::hooks::{self as sample_hooks, Sampled};
-use crate::samples::recording::Event;
+use crate::samples::recording::{Event, PassStart};
 use ash::vk::{self, Handle};
 use framescope_core::frame::{DispatchKind, DrawKind, FrameCounts};
 use framescope_core::sample::DrawParams;
@@ -120,10 +120,11 @@ fn dispatch() -> Sampled {
 }
 
 fn pass(d: &Device, rp: vk::RenderPass, contents: vk::SubpassContents) -> Sampled {
-    Sampled::PassBegin {
+    Sampled::PassBegin(PassStart {
         secondary_contents: contents == vk::SubpassContents::SECONDARY_COMMAND_BUFFERS,
-        multiview: sample_hooks::multiview_pass(d, rp),
-    }
+        views: sample_hooks::subpass_views(d, rp.as_raw(), 0),
+        render_pass: rp.as_raw(),
+    })
 }
 
 /// # Safety
@@ -146,11 +147,12 @@ unsafe fn rendering(i: *const vk::RenderingInfo<'_>) -> Sampled {
     // SAFETY: caller's contract.
     let i = unsafe { &*i };
     let split = vk::RenderingFlags::SUSPENDING | vk::RenderingFlags::RESUMING;
-    Sampled::PassBegin {
+    Sampled::PassBegin(PassStart {
         secondary_contents: i.flags.contains(vk::RenderingFlags::CONTENTS_SECONDARY_COMMAND_BUFFERS)
             || i.flags.intersects(split),
-        multiview: i.view_mask != 0,
-    }
+        views: sample_hooks::views_of_mask(i.view_mask),
+        render_pass: 0,
+    })
 }
 
 /// Defines a hook that counts `$what` and forwards to the next layer's `$slot` pointer.

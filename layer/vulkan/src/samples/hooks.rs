@@ -1,6 +1,7 @@
 //! Recording hooks that only matter for sampling: pass ends, subpass changes, debug labels,
 //! the app's own queries, and the objects whose properties decide where our queries may go.
 
+use super::recording::PassStart;
 use super::Level;
 use crate::device::{self, CmdBufState, Device};
 use crate::guard::{guarded, Site};
@@ -15,7 +16,7 @@ static SAMPLE: Site = Site::new("sample recording");
 pub enum Sampled {
     None,
     Draw(DrawParams),
-    PassBegin { secondary_contents: bool, multiview: bool },
+    PassBegin(PassStart),
 }
 
 /// The state of a command buffer being recorded, when the device samples at all.
@@ -38,23 +39,31 @@ pub fn around(d: &Device, st: &CmdBufState, cb: vk::CommandBuffer, sampled: Samp
     let mut rec = st.rec.lock();
     match sampled {
         Sampled::Draw(params) if level >= Level::Draw => rec.around_draw(d, cb, params, forward),
-        Sampled::PassBegin {
-            secondary_contents,
-            multiview,
-        } => {
+        Sampled::PassBegin(start) => {
             rec.before_pass(d, cb, level);
             forward();
-            rec.after_pass_begin(d, cb, level, secondary_contents, multiview);
+            rec.after_pass_begin(d, cb, level, start);
         }
         _ => forward(),
     }
 }
 
-/// Whether `rp` has multiview subpasses (queries there take one slot per view).
-pub fn multiview_pass(d: &Device, rp: vk::RenderPass) -> bool {
-    d.samples
-        .as_ref()
-        .is_some_and(|s| s.multiview_passes.read().contains(&rp.as_raw()))
+/// Views of subpass `subpass` of render pass `rp` (raw handle): a query there takes one slot
+/// per view. 1 outside multiview.
+pub fn subpass_views(d: &Device, rp: u64, subpass: u32) -> u8 {
+    let Some(s) = d.samples.as_ref() else { return 1 };
+    let passes = s.multiview_passes.read();
+    let mask = passes
+        .get(&rp)
+        .and_then(|masks| masks.get(subpass as usize))
+        .copied()
+        .unwrap_or(0);
+    views_of_mask(mask)
+}
+
+/// Views a view mask renders (1 for a mask of 0: no multiview).
+pub fn views_of_mask(mask: u32) -> u8 {
+    mask.count_ones().max(1) as u8
 }
 
 macro_rules! end_pass_hook {
@@ -98,7 +107,7 @@ fn next_subpass(cb: vk::CommandBuffer, secondary_contents: bool, forward: impl F
             let mut rec = st.rec.lock();
             guarded(&SAMPLE, || rec.before_next_subpass(&d, cb));
             forward();
-            rec.after_next_subpass(secondary_contents);
+            guarded(&SAMPLE, || rec.after_next_subpass(&d, cb, secondary_contents));
         }
         None => forward(),
     }
@@ -242,9 +251,10 @@ pub unsafe extern "system" fn destroy_query_pool(
     unsafe { (d.fns.fp_v1_0().destroy_query_pool)(device, pool, alloc) };
 }
 
-fn note_render_pass(d: &Device, rp: vk::RenderPass, multiview: bool) {
-    if let (Some(s), true) = (d.samples.as_ref(), multiview) {
-        s.multiview_passes.write().insert(rp.as_raw());
+/// Remembers the per-subpass view masks of a multiview render pass.
+fn note_render_pass(d: &Device, rp: vk::RenderPass, view_masks: impl Iterator<Item = u32> + Clone) {
+    if let (Some(s), true) = (d.samples.as_ref(), view_masks.clone().any(|m| m != 0)) {
+        s.multiview_passes.write().insert(rp.as_raw(), view_masks.collect());
     }
 }
 
@@ -264,12 +274,12 @@ pub unsafe extern "system" fn create_render_pass(
         unsafe {
             let mv = crate::chain::find((*ci).p_next, vk::StructureType::RENDER_PASS_MULTIVIEW_CREATE_INFO)
                 as *const vk::RenderPassMultiviewCreateInfo<'static>;
-            let multiview = !mv.is_null()
-                && (*mv).subpass_count > 0
-                && std::slice::from_raw_parts((*mv).p_view_masks, (*mv).subpass_count as usize)
-                    .iter()
-                    .any(|m| *m != 0);
-            note_render_pass(&d, *out, multiview);
+            let masks = if mv.is_null() || (*mv).subpass_count == 0 {
+                &[][..]
+            } else {
+                std::slice::from_raw_parts((*mv).p_view_masks, (*mv).subpass_count as usize)
+            };
+            note_render_pass(&d, *out, masks.iter().copied());
         }
     }
     r
@@ -304,7 +314,7 @@ fn create_render_pass2_impl(
             } else {
                 std::slice::from_raw_parts(c.p_subpasses, c.subpass_count as usize)
             };
-            note_render_pass(&d, *out, subpasses.iter().any(|s| s.view_mask != 0));
+            note_render_pass(&d, *out, subpasses.iter().map(|s| s.view_mask));
         }
     }
     r

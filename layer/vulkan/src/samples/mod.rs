@@ -7,8 +7,10 @@
 //!
 //! Rules (vendor-counter-backends.md pitfalls 3, 4, 11): never two active statistics queries
 //! in a command buffer, and none of ours while the app has one; queries begun in a render
-//! pass end in its subpass; no queries of ours in multiview passes or in subpasses whose
-//! contents are secondary command buffers (their samples come from inside the secondaries);
+//! pass end in its subpass (pass statistics are summed over one query per subpass); in a
+//! multiview subpass a query takes one slot per view (timestamps read from the first,
+//! statistics summed over all); no queries of ours in subpasses whose contents are secondary
+//! command buffers (their samples come from inside the secondaries);
 //! query slots belong to one recording and are reset by our own command buffers at the start
 //! of each submission; a command buffer submitted again before its results were read reports
 //! `overwritten` samples instead of numbers.
@@ -21,7 +23,7 @@ pub mod resolve;
 use blocks::{BlockPool, Kind, ResetPools};
 use framescope_core::config::{SampleStats, Samples};
 use parking_lot::RwLock;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Level {
@@ -53,8 +55,8 @@ pub struct SampleState {
     /// `None` when the device has no `pipelineStatisticsQuery`.
     pub stats: Option<BlockPool>,
     pub reset_pools: ResetPools,
-    /// Render passes with multiview subpasses.
-    pub multiview_passes: RwLock<HashSet<u64>>,
+    /// View masks per subpass of the render passes that use multiview.
+    pub multiview_passes: RwLock<HashMap<u64, Box<[u32]>>>,
     /// The app's pipeline-statistics query pools.
     pub app_stats_pools: RwLock<HashSet<u64>>,
 }
@@ -78,7 +80,7 @@ impl SampleState {
             ts,
             stats,
             reset_pools: ResetPools::default(),
-            multiview_passes: RwLock::new(HashSet::new()),
+            multiview_passes: RwLock::new(HashMap::new()),
             app_stats_pools: RwLock::new(HashSet::new()),
         })
     }

@@ -10,17 +10,23 @@ use ash::vk;
 use framescope_core::sample::DrawParams;
 use std::sync::Arc;
 
-/// A query slot: block index in the recording's list of that kind, index in the block.
+/// A query slot: block index in the recording's list of that kind, index in the block, and
+/// how many consecutive slots the query spans: in a multiview subpass a query takes one slot
+/// per view (a timestamp is in the first, statistics are spread over all of them).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SlotRef {
     pub block: u16,
     pub index: u8,
+    pub views: u8,
 }
 
 pub enum Event {
     CmdBufBegin(SlotRef),
     CmdBufEnd(SlotRef),
     PassBegin(SlotRef),
+    /// Statistics of one subpass of a pass with several, ended at the subpass change; the
+    /// pass's statistics are the sum of its parts and the statistics at `PassEnd`.
+    PassStatsPart(SlotRef),
     PassEnd {
         ts: SlotRef,
         stats: Option<SlotRef>,
@@ -47,10 +53,24 @@ pub enum Event {
 struct Pass {
     /// Only vkCmdExecuteCommands may be recorded in it: no timestamps or queries of ours.
     secondary_contents: bool,
-    /// Queries in multiview passes take one slot per view; we take none there.
-    multiview: bool,
-    /// Our statistics query for the pass is valid (not cut by a subpass change or an app query).
+    /// Views of the current subpass (1 without multiview): each query takes that many slots.
+    views: u8,
+    /// The `VkRenderPass` (0 for dynamic rendering) and the current subpass, to find the views
+    /// of the next subpass.
+    render_pass: u64,
+    subpass: u32,
+    /// Our statistics queries cover every subpass so far (none was cut by an app query or
+    /// missed in a subpass whose contents are secondaries).
     stats_ok: bool,
+}
+
+/// Where a pass begins: whether its first subpass holds only secondaries, its views there,
+/// and its `VkRenderPass` (0 for dynamic rendering).
+#[derive(Clone, Copy, Debug)]
+pub struct PassStart {
+    pub secondary_contents: bool,
+    pub views: u8,
+    pub render_pass: u64,
 }
 
 #[derive(Default)]
@@ -71,14 +91,14 @@ pub struct Recording {
     app_stats_active: u32,
     our_stats: Option<SlotRef>,
     draws: u32,
-    /// Samples not taken (no free block, multiview, app query in the way).
+    /// Samples not taken (no free block, app query in the way).
     pub skipped: u32,
 }
 
 impl Recording {
-    /// Starts a new recording (vkBeginCommandBuffer); `inherited` is the render pass state of
-    /// a secondary that continues one.
-    pub fn restart(&mut self, primary: bool, simultaneous: bool, inherited: Option<(bool,)>) {
+    /// Starts a new recording (vkBeginCommandBuffer); `inherited_views` is the view count of
+    /// the subpass a secondary continues.
+    pub fn restart(&mut self, primary: bool, simultaneous: bool, inherited_views: Option<u8>) {
         self.events.clear();
         self.ts_blocks.clear();
         self.stats_blocks.clear();
@@ -89,10 +109,9 @@ impl Recording {
         self.read = 0;
         self.primary = primary;
         self.simultaneous = simultaneous;
-        self.pass = inherited.map(|(multiview,)| Pass {
-            secondary_contents: false,
-            multiview,
-            stats_ok: false,
+        self.pass = inherited_views.map(|views| Pass {
+            views,
+            ..Pass::default()
         });
         self.app_stats_active = 0;
         self.our_stats = None;
@@ -100,13 +119,18 @@ impl Recording {
         self.skipped = 0;
     }
 
+    /// Slots for one query here: one per view of the current subpass, consecutive in a block.
     fn alloc(&mut self, d: &Device, kind: Kind) -> Option<SlotRef> {
         let s = d.samples.as_ref()?;
+        let views = self.pass.map_or(1, |p| p.views.max(1));
         let (blocks, used, pool) = match kind {
             Kind::Timestamp => (&mut self.ts_blocks, &mut self.ts_used, Some(&s.ts)),
             Kind::Stats => (&mut self.stats_blocks, &mut self.stats_used, s.stats.as_ref()),
         };
-        if blocks.is_empty() || *used == BLOCK {
+        if u32::from(views) > BLOCK {
+            return None;
+        }
+        if blocks.is_empty() || *used + u32::from(views) > BLOCK {
             if blocks.len() >= u16::MAX as usize {
                 return None;
             }
@@ -116,8 +140,9 @@ impl Recording {
         let slot = SlotRef {
             block: (blocks.len() - 1) as u16,
             index: *used as u8,
+            views,
         };
-        *used += 1;
+        *used += u32::from(views);
         Some(slot)
     }
 
@@ -129,9 +154,9 @@ impl Recording {
         (b.pool, b.first + u32::from(s.index))
     }
 
-    /// Whether our queries may be recorded here (not in a secondary-contents or multiview pass).
+    /// Whether our queries may be recorded here (not in a subpass that holds only secondaries).
     fn can_query(&self) -> bool {
-        !self.pass.is_some_and(|p| p.secondary_contents || p.multiview)
+        !self.pass.is_some_and(|p| p.secondary_contents)
     }
 
     fn timestamp(&mut self, d: &Device, cb: vk::CommandBuffer, stage: vk::PipelineStageFlags) -> Option<SlotRef> {
@@ -145,7 +170,8 @@ impl Recording {
         };
         let (pool, q) = self.query(Kind::Timestamp, s);
         // SAFETY: recording into the app's command buffer, which is in the recording state;
-        // the query was reset by the reset buffer that precedes it in every submission.
+        // the query (one slot per view in a multiview subpass, all in one block) was reset by
+        // the reset buffer that precedes it in every submission.
         unsafe { (d.fns.fp_v1_0().cmd_write_timestamp)(cb, stage, pool, q) };
         Some(s)
     }
@@ -198,39 +224,47 @@ impl Recording {
     }
 
     /// After the app's begin-render-pass: pass-level statistics unless draws carry them.
-    pub fn after_pass_begin(
-        &mut self,
-        d: &Device,
-        cb: vk::CommandBuffer,
-        level: Level,
-        secondary_contents: bool,
-        multiview: bool,
-    ) {
+    pub fn after_pass_begin(&mut self, d: &Device, cb: vk::CommandBuffer, level: Level, start: PassStart) {
         self.pass = Some(Pass {
-            secondary_contents,
-            multiview,
+            secondary_contents: start.secondary_contents,
+            views: start.views,
+            render_pass: start.render_pass,
+            subpass: 0,
             stats_ok: false,
         });
-        let draw_stats = d.samples.as_ref().is_some_and(|s| s.draw_stats);
-        if level >= Level::RenderPass && !draw_stats && self.begin_stats(d, cb).is_some() {
+        if level >= Level::RenderPass && !Self::draw_stats(d) && self.begin_stats(d, cb).is_some() {
             if let Some(p) = self.pass.as_mut() {
                 p.stats_ok = true;
             }
         }
     }
 
-    /// A subpass change ends our pass statistics (queries must end in the subpass they began in).
+    fn draw_stats(d: &Device) -> bool {
+        d.samples.as_ref().is_some_and(|s| s.draw_stats)
+    }
+
+    /// Before a subpass change: our pass statistics end here (a query ends in the subpass it
+    /// began in) and become one part of the pass's sum.
     pub fn before_next_subpass(&mut self, d: &Device, cb: vk::CommandBuffer) {
-        if self.end_stats(d, cb).is_some() {
-            if let Some(p) = self.pass.as_mut() {
-                p.stats_ok = false;
+        if let Some(s) = self.end_stats(d, cb) {
+            if self.pass.is_some_and(|p| p.stats_ok) {
+                self.events.push(Event::PassStatsPart(s));
             }
         }
     }
 
-    pub fn after_next_subpass(&mut self, secondary_contents: bool) {
-        if let Some(p) = self.pass.as_mut() {
-            p.secondary_contents = secondary_contents;
+    /// After a subpass change: the new subpass's views, and its own pass-statistics query.
+    pub fn after_next_subpass(&mut self, d: &Device, cb: vk::CommandBuffer, secondary_contents: bool) {
+        let Some(p) = self.pass.as_mut() else { return };
+        p.secondary_contents = secondary_contents;
+        p.subpass += 1;
+        if p.render_pass != 0 {
+            p.views = super::hooks::subpass_views(d, p.render_pass, p.subpass);
+        }
+        if p.stats_ok && self.begin_stats(d, cb).is_none() {
+            if let Some(p) = self.pass.as_mut() {
+                p.stats_ok = false;
+            }
         }
     }
 

@@ -16,6 +16,23 @@ pub const MAX_OPEN_LABELS: usize = 16;
 /// A query slot of a pinned block: (pin index, query index in the block).
 type Pin = (u16, u8);
 
+/// A statistics query of a pinned block: its pin, first query, and the slots it spans (one
+/// per view in a multiview subpass; the statistics are their sum).
+#[derive(Clone, Copy)]
+struct StatsSlot {
+    pin: u16,
+    q: u8,
+    views: u8,
+}
+
+/// A sample's statistics: `count` queries from `start` in `Pending::stats_slots`, summed (a
+/// pass with several subpasses has one query per subpass).
+#[derive(Clone, Copy)]
+struct StatsRange {
+    start: u32,
+    count: u16,
+}
+
 #[derive(Clone, Copy)]
 pub struct PendingSample {
     scope: Scope,
@@ -24,7 +41,7 @@ pub struct PendingSample {
     draw: Option<u32>,
     begin: Option<Pin>,
     end: Option<Pin>,
-    stats: Option<Pin>,
+    stats: Option<StatsRange>,
     params: Option<DrawParams>,
     /// Recordings whose slots this sample reads (index into `Pending::recs`).
     recs: [u16; 2],
@@ -46,6 +63,7 @@ pub struct Pending {
     ts_pins: Vec<Arc<Block>>,
     stats_pins: Vec<Arc<Block>>,
     samples: Vec<PendingSample>,
+    stats_slots: Vec<StatsSlot>,
     /// (command buffer, generation, submit serial) of each recording read.
     recs: Vec<(Arc<CmdBufState>, u64, u64)>,
     /// Per `recs` entry: submitted while an earlier use of the same slots was still unread, so
@@ -72,6 +90,7 @@ impl Pending {
         self.ts_pins.clear();
         self.stats_pins.clear();
         self.samples.clear();
+        self.stats_slots.clear();
         self.recs.clear();
         self.overlapped.clear();
     }
@@ -104,9 +123,15 @@ impl Pending {
         self.resets
             .extend(rec.ts_blocks.iter().chain(&rec.stats_blocks).cloned());
         let ts = |_: &mut Self, x: SlotRef| -> Pin { (ts_base + x.block, x.index) };
-        let st = |_: &mut Self, x: SlotRef| -> Pin { (st_base + x.block, x.index) };
+        let st = |x: SlotRef| StatsSlot {
+            pin: st_base + x.block,
+            q: x.index,
+            views: x.views,
+        };
         let mut open_cb: Option<Pin> = None;
         let mut open_pass: Option<Pin> = None;
+        // Where the statistics parts of the pass being walked start in `stats_slots`.
+        let mut pass_parts: Option<usize> = None;
         let path = |labels: &Vec<OpenLabel>| {
             let mut p = LabelPath::default();
             for l in labels.iter().take(MAX_LABEL_DEPTH) {
@@ -138,9 +163,26 @@ impl Pending {
                     });
                 }
                 Event::PassBegin(x) => open_pass = Some(ts(self, *x)),
+                Event::PassStatsPart(x) => {
+                    pass_parts.get_or_insert(self.stats_slots.len());
+                    self.stats_slots.push(st(*x));
+                }
                 Event::PassEnd { ts: x, stats } => {
                     let end = Some(ts(self, *x));
-                    let stats = stats.map(|s| st(self, s));
+                    let start = pass_parts.take().unwrap_or(self.stats_slots.len());
+                    let stats = match stats {
+                        Some(last) => {
+                            self.stats_slots.push(st(*last));
+                            Some(StatsRange {
+                                start: start as u32,
+                                count: (self.stats_slots.len() - start) as u16,
+                            })
+                        }
+                        None => {
+                            self.stats_slots.truncate(start);
+                            None
+                        }
+                    };
                     let s = PendingSample {
                         scope: Scope::RenderPass,
                         label: path(labels),
@@ -187,7 +229,13 @@ impl Pending {
                     index,
                 } => {
                     let (b, e) = (ts(self, *begin), ts(self, *end));
-                    let stats = stats.map(|s| st(self, s));
+                    let stats = stats.map(|s| {
+                        self.stats_slots.push(st(s));
+                        StatsRange {
+                            start: (self.stats_slots.len() - 1) as u32,
+                            count: 1,
+                        }
+                    });
                     let s = PendingSample {
                         scope: Scope::Draw,
                         label: path(labels),
@@ -259,15 +307,30 @@ impl Pending {
         let ts_ok = |p: Option<Pin>| {
             p.is_none_or(|(pin, q)| self.ts_values[(pin as usize * BLOCK as usize + q as usize) * 2 + 1] != 0)
         };
-        let w = STATS_COUNT + 1;
-        let st_ok = |p: Option<Pin>| {
-            p.is_none_or(|(pin, q)| {
-                self.stats_values[(pin as usize * BLOCK as usize + q as usize) * w + STATS_COUNT] != 0
-            })
-        };
         self.samples
             .iter()
-            .all(|s| ts_ok(s.begin) && ts_ok(s.end) && st_ok(s.stats))
+            .all(|s| ts_ok(s.begin) && ts_ok(s.end) && s.stats.is_none_or(|r| self.stats_sum(r).is_some()))
+    }
+
+    /// The statistics of `r` summed over its queries and their views; `None` until every one
+    /// of them is available.
+    fn stats_sum(&self, r: StatsRange) -> Option<PipelineStats> {
+        let w = STATS_COUNT + 1;
+        let mut sum = [0u64; STATS_COUNT];
+        let slots = &self.stats_slots[r.start as usize..r.start as usize + r.count as usize];
+        for s in slots {
+            for view in 0..usize::from(s.views) {
+                let i = (s.pin as usize * BLOCK as usize + s.q as usize + view) * w;
+                let v = &self.stats_values[i..i + w];
+                if v[STATS_COUNT] == 0 {
+                    return None;
+                }
+                for (acc, x) in sum.iter_mut().zip(v) {
+                    *acc = acc.saturating_add(*x);
+                }
+            }
+        }
+        Some(PipelineStats::from_array(sum))
     }
 
     /// The submission retired: emits its samples from the values `ready` read, marks its
@@ -302,12 +365,7 @@ impl Pending {
         };
         for s in &self.samples {
             let over = s.recs.iter().any(|&r| overwritten[r as usize]);
-            let stats = s.stats.and_then(|(pin, q)| {
-                let w = STATS_COUNT + 1;
-                let i = (pin as usize * BLOCK as usize + q as usize) * w;
-                let v = &self.stats_values[i..i + w];
-                (v[STATS_COUNT] != 0).then(|| PipelineStats::from_array(std::array::from_fn(|k| v[k])))
-            });
+            let stats = s.stats.and_then(|r| self.stats_sum(r));
             out(SampleRecord {
                 frame,
                 scope: s.scope,
