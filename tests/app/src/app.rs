@@ -7,13 +7,15 @@ use ash::vk;
 
 use crate::args::Args;
 use crate::context::Gpu;
-use crate::headless::{self, Offscreen};
-use crate::pipeline::Pipeline;
+use crate::headless;
+use crate::pipeline::{Pipeline, Rendering};
 use crate::record::{Pool, Recorder};
+use crate::renderpass::RenderPass;
 use crate::report::{monotonic_ns, Report};
 use crate::scene::{self, Chunk, Region};
 use crate::submit::{submit_frame, SubmitSync};
 use crate::swapchain::{Swapchain, Target};
+use crate::targets::{TargetSet, MULTIVIEW_MASK};
 use crate::window::Windows;
 
 const FRAMES_IN_FLIGHT: usize = 2;
@@ -79,9 +81,12 @@ pub struct App {
     /// [frame in flight][thread]
     pools: Vec<Vec<Pool>>,
     sync: FrameSync,
-    offscreen: Option<Offscreen>,
+    /// One per window, or one headless. Emptied before the swapchains go.
+    targets: Vec<TargetSet>,
     swapchains: Vec<Swapchain>,
     pipeline: Pipeline,
+    /// With `--render-pass`; dropped after the pipelines and framebuffers made from it.
+    render_pass: Option<RenderPass>,
     gpu: Gpu,
     windows: Option<Windows>,
     report: Report,
@@ -94,19 +99,25 @@ impl App {
         } else {
             Some(Windows::open(args.windows, args.width, args.height)?)
         };
-        let gpu = Gpu::new(windows.is_some(), args.labels, args.frame_boundary)?;
+        let gpu = Gpu::new(windows.is_some(), args.labels, args.frame_boundary, args.multiview)?;
         let size = vk::Extent2D {
             width: args.width,
             height: args.height,
         };
         let mut swapchains: Vec<Swapchain> = Vec::new();
+        // With multiview the swapchain images only receive a copy.
+        let usage = if args.multiview {
+            vk::ImageUsageFlags::COLOR_ATTACHMENT | vk::ImageUsageFlags::TRANSFER_DST
+        } else {
+            vk::ImageUsageFlags::COLOR_ATTACHMENT
+        };
         if let Some(w) = &windows {
             for &handle in w.handles() {
                 let format = swapchains
                     .first()
                     .map(|s| s.format)
                     .or(args.srgb.then_some(vk::Format::B8G8R8A8_SRGB));
-                match Swapchain::new(&gpu, w.display(), handle, size, args.present_mode, format) {
+                match Swapchain::new(&gpu, w.display(), handle, size, args.present_mode, format, usage) {
                     Ok(s) => swapchains.push(s),
                     Err(e) => {
                         for s in &mut swapchains {
@@ -119,7 +130,8 @@ impl App {
         }
         // From here on App's Drop (which needs swapchains inside App) cleans up.
         let format = swapchains.first().map_or(headless::FORMAT, |s| s.format);
-        let pipeline = match Pipeline::new(&gpu.device, format) {
+        let regions = scene::regions(args);
+        let (render_pass, pipeline) = match Self::make_pipeline(&gpu.device, format, args, regions.len()) {
             Ok(p) => p,
             Err(e) => {
                 for s in &mut swapchains {
@@ -129,11 +141,6 @@ impl App {
             }
         };
         let sync = FrameSync::new(&gpu.device, swapchains.len());
-        let offscreen = if args.headless {
-            Some(Offscreen::new(&gpu, FRAMES_IN_FLIGHT, size))
-        } else {
-            None
-        };
         let mut pools = Vec::new();
         for _ in 0..FRAMES_IN_FLIGHT {
             let per_thread: Result<Vec<Pool>, vk::Result> = (0..args.threads)
@@ -141,7 +148,6 @@ impl App {
                 .collect();
             pools.push(per_thread);
         }
-        let regions = scene::regions(args);
         let targets = swapchains.len().max(1);
         let chunks = args.threads.max(args.submits) as usize;
         let plan = scene::plan(&regions, targets, chunks, args.threads as usize);
@@ -158,6 +164,8 @@ impl App {
             threads: args.threads,
             submits_per_frame: args.submits * passes as u32,
             headless: args.headless,
+            multiview: args.multiview,
+            render_pass: args.render_pass,
             ..Report::default()
         };
         // Assemble first so that any later error drops a complete App.
@@ -172,19 +180,49 @@ impl App {
                 fences: Vec::new(),
                 acquired: Vec::new(),
             },
-            offscreen: None,
+            targets: Vec::new(),
             swapchains,
             pipeline,
+            render_pass,
             gpu,
             windows,
             report,
         };
         app.sync = sync?;
-        app.offscreen = offscreen.transpose()?;
+        let pass = app.render_pass.as_ref();
+        if args.headless {
+            let set = TargetSet::headless(&app.gpu, FRAMES_IN_FLIGHT, size, args.multiview, pass)?;
+            app.targets.push(set);
+        }
+        for s in &app.swapchains {
+            let set = TargetSet::window(&app.gpu, s, args.multiview, pass)?;
+            app.targets.push(set);
+        }
         for p in pools {
             app.pools.push(p?);
         }
         Ok(app)
+    }
+
+    /// The render pass (with `--render-pass`) and the pipelines drawing in it.
+    fn make_pipeline(
+        device: &ash::Device,
+        format: vk::Format,
+        args: &Args,
+        regions: usize,
+    ) -> Result<(Option<RenderPass>, Pipeline), Box<dyn Error>> {
+        let view_mask = if args.multiview { MULTIVIEW_MASK } else { 0 };
+        if !args.render_pass {
+            let pipeline = Pipeline::new(device, format, Rendering::Dynamic { view_mask })?;
+            return Ok((None, pipeline));
+        }
+        let pass = RenderPass::new(device, format, regions, view_mask)?;
+        let rendering = Rendering::Pass {
+            pass: pass.pass,
+            subpasses: regions as u32,
+        };
+        let pipeline = Pipeline::new(device, format, rendering)?;
+        Ok((Some(pass), pipeline))
     }
 
     pub fn run(mut self) -> Result<Report, Box<dyn Error>> {
@@ -217,14 +255,14 @@ impl App {
             }
         }
         let indices = self.acquire(fif)?;
-        let targets: Vec<Target> = match &self.offscreen {
-            Some(o) => vec![o.target(fif)],
-            None => self
-                .swapchains
+        let targets: Vec<Target> = if self.args.headless {
+            vec![self.targets[0].target(fif)]
+        } else {
+            self.targets
                 .iter()
                 .zip(&indices)
-                .map(|(s, &i)| s.target(i))
-                .collect(),
+                .map(|(t, &i)| t.target(i as usize))
+                .collect()
         };
         let record_start = monotonic_ns();
         let cbs = self.command_buffers(fif, &indices, &targets)?;
@@ -271,9 +309,17 @@ impl App {
         // SAFETY: live device. Idle is required before retiring swapchain
         // images that recorded command buffers still reference.
         unsafe { self.gpu.device.device_wait_idle()? };
-        for s in self.swapchains.iter_mut().filter(|s| s.needs_rebuild) {
+        for (s, t) in self.swapchains.iter_mut().zip(&mut self.targets) {
+            if !s.needs_rebuild {
+                continue;
+            }
+            // Framebuffers and multiview images follow the old images: free them first.
+            *t = TargetSet::none(&self.gpu.device);
             s.rebuild(&self.gpu)?;
             self.report.swapchain_rebuilds += 1;
+            if !s.needs_rebuild {
+                *t = TargetSet::window(&self.gpu, s, self.args.multiview, self.render_pass.as_ref())?;
+            }
         }
         // Recorded buffers name the old image views.
         self.reused.clear();
@@ -349,9 +395,23 @@ impl App {
             regions: &self.regions,
             secondary: self.args.secondary,
             usage,
-            present: self.offscreen.is_none(),
+            view_mask: if self.args.multiview { MULTIVIEW_MASK } else { 0 },
+            render_pass: self.render_pass.as_ref().map_or(vk::RenderPass::null(), |p| p.pass),
         };
-        let cbs = record_parallel(&recorder, &mut self.pools[fif], &self.plan, targets)?;
+        let pools = &mut self.pools[fif];
+        let plan = &self.plan;
+        let cbs = if self.render_pass.is_none() {
+            record_parallel(pools, plan, |pool, chunk| recorder.record(pool, chunk, targets))?
+        } else if self.args.secondary {
+            // One primary; the secondaries are recorded on the threads first.
+            let secondaries = record_parallel(pools, plan, |pool, chunk| {
+                recorder.pass_secondaries(pool, chunk, targets)
+            })?;
+            vec![recorder.pass_primary(&mut pools[0], plan, Some(&secondaries), targets)?]
+        } else {
+            // --threads 1 and --submits 1 (checked by args): one chunk.
+            vec![recorder.pass_primary(&mut pools[0], plan, None, targets)?]
+        };
         if self.args.reuse {
             self.reused.insert(key, cbs.clone());
         }
@@ -388,22 +448,22 @@ impl App {
     }
 }
 
-/// Records every chunk, each on its assigned thread with that thread's pool,
-/// and returns the primaries in submission order.
-fn record_parallel(
-    recorder: &Recorder,
+/// Records every chunk with `record`, each on its assigned thread with that
+/// thread's pool, and returns the results (primaries, or with a render pass
+/// each chunk's secondaries) in plan order.
+fn record_parallel<T: Send>(
     pools: &mut [Pool],
     plan: &[Chunk],
-    targets: &[Target],
-) -> Result<Vec<vk::CommandBuffer>, vk::Result> {
+    record: impl Fn(&mut Pool, &Chunk) -> Result<T, vk::Result> + Sync,
+) -> Result<Vec<T>, vk::Result> {
     let record_thread = |thread: usize, pool: &mut Pool| {
         plan.iter()
             .enumerate()
             .filter(|(_, c)| c.thread == thread)
-            .map(|(i, c)| recorder.record(pool, c, targets).map(|cb| (i, cb)))
+            .map(|(i, c)| record(pool, c).map(|cb| (i, cb)))
             .collect::<Result<Vec<_>, vk::Result>>()
     };
-    let mut recorded: Vec<(usize, vk::CommandBuffer)> = if pools.len() == 1 {
+    let mut recorded: Vec<(usize, T)> = if pools.len() == 1 {
         record_thread(0, &mut pools[0])?
     } else {
         std::thread::scope(|scope| {
@@ -419,7 +479,7 @@ fn record_parallel(
             Ok::<_, vk::Result>(all)
         })?
     };
-    recorded.sort_by_key(|&(i, _)| i);
+    recorded.sort_by_key(|(i, _)| *i);
     Ok(recorded.into_iter().map(|(_, cb)| cb).collect())
 }
 
@@ -441,6 +501,8 @@ impl Drop for App {
         unsafe {
             let _ = self.gpu.device.device_wait_idle();
         }
+        // Framebuffers and multiview images first: they name swapchain images.
+        self.targets.clear();
         // Swapchains need the Gpu to be destroyed, so they cannot drop
         // themselves; every other field drops after this, in declaration order.
         for s in &mut self.swapchains {

@@ -42,6 +42,12 @@ OPTIONS:
   --srgb                swapchains in B8G8R8A8_SRGB (default: B8G8R8A8_UNORM)
   --frame-boundary      enable VK_EXT_frame_boundary and mark each frame's last
                         submit with VkFrameBoundaryEXT(FRAME_END)
+  --multiview           render with multiview (view mask 0b11) into a 2-layer
+                        image, then copy layer 0 to the swapchain image
+  --render-pass         VkRenderPass + VkFramebuffer instead of dynamic
+                        rendering: one render pass per window per frame, one
+                        subpass per region. Needs --secondary with --threads > 1;
+                        not with --submits > 1
   -h, --help            print this help
 
 OUTPUT: one stdout line at exit:
@@ -104,6 +110,10 @@ pub struct Args {
     pub headless: bool,
     /// Swapchains in B8G8R8A8_SRGB (else B8G8R8A8_UNORM where offered).
     pub srgb: bool,
+    /// Render with view mask 0b11 into 2-layer images.
+    pub multiview: bool,
+    /// VkRenderPass objects, one subpass per region, instead of dynamic rendering.
+    pub render_pass: bool,
 }
 
 impl Default for Args {
@@ -127,6 +137,8 @@ impl Default for Args {
             frame_boundary: false,
             headless: false,
             srgb: false,
+            multiview: false,
+            render_pass: false,
         }
     }
 }
@@ -207,6 +219,8 @@ pub fn parse<I: IntoIterator<Item = String>>(argv: I) -> Result<ParseOutcome, Ar
             "--headless" => args.headless = true,
             "--srgb" => args.srgb = true,
             "--frame-boundary" => args.frame_boundary = true,
+            "--multiview" => args.multiview = true,
+            "--render-pass" => args.render_pass = true,
             _ => return Err(ArgError(format!("unknown argument `{arg}`"))),
         }
         if inline.is_some() && !takes_value(&flag) {
@@ -228,6 +242,18 @@ pub fn parse<I: IntoIterator<Item = String>>(argv: I) -> Result<ParseOutcome, Ar
     }
     if args.headless && args.windows != 1 {
         return Err(ArgError("--windows cannot be combined with --headless".into()));
+    }
+    // A render pass instance lives in one primary command buffer, so the frame
+    // cannot be cut into several primaries.
+    if args.render_pass && args.threads > 1 && !args.secondary {
+        return Err(ArgError(
+            "--render-pass with --threads > 1 needs --secondary (a render pass cannot span primaries)".into(),
+        ));
+    }
+    if args.render_pass && args.submits > 1 {
+        return Err(ArgError(
+            "--render-pass cannot be combined with --submits > 1 (one primary per frame)".into(),
+        ));
     }
     Ok(ParseOutcome::Run(args))
 }
@@ -282,12 +308,32 @@ mod tests {
     }
 
     #[test]
+    fn multiview_render_pass() {
+        let ParseOutcome::Run(a) = run(&[
+            "--scene",
+            "regions",
+            "--multiview",
+            "--render-pass",
+            "--threads",
+            "4",
+            "--secondary",
+        ])
+        .unwrap() else {
+            panic!("expected Run");
+        };
+        assert!(a.multiview && a.render_pass && a.secondary);
+    }
+
+    #[test]
     fn errors() {
         assert!(run(&["--bogus"]).is_err());
         assert!(run(&["--threads", "0"]).is_err());
         assert!(run(&["--frames"]).is_err());
         assert!(run(&["--labels=1"]).is_err());
         assert!(run(&["--scene", "regions", "--draws", "3"]).is_err());
+        assert!(run(&["--render-pass", "--threads", "2"]).is_err());
+        assert!(run(&["--render-pass", "--submits", "2"]).is_err());
+        assert!(run(&["--multiview=1"]).is_err());
         assert_eq!(run(&["--help"]), Ok(ParseOutcome::Help));
     }
 }

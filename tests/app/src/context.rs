@@ -20,7 +20,9 @@ pub struct Gpu {
 }
 
 impl Gpu {
-    pub fn new(windowed: bool, labels: bool, frame_boundary: bool) -> Result<Gpu, Box<dyn Error>> {
+    /// `multiview` enables the Vulkan 1.1 `multiview` feature (only then, so
+    /// the layer under test also sees devices without it).
+    pub fn new(windowed: bool, labels: bool, frame_boundary: bool, multiview: bool) -> Result<Gpu, Box<dyn Error>> {
         let entry = ash::Entry::linked();
         let mut extensions: Vec<&CStr> = Vec::new();
         if windowed {
@@ -40,7 +42,7 @@ impl Gpu {
             .enabled_extension_names(&ext_ptrs);
         // SAFETY: `info` and everything it points to live across the call.
         let instance = unsafe { entry.create_instance(&info, None)? };
-        match Self::pick_device(&instance, windowed, frame_boundary) {
+        match Self::pick_device(&instance, windowed, frame_boundary, multiview) {
             Ok((physical, device, queue_family)) => {
                 // SAFETY: queue 0 of this family was requested at device creation.
                 let queue = unsafe { device.get_device_queue(queue_family, 0) };
@@ -68,6 +70,7 @@ impl Gpu {
         instance: &ash::Instance,
         windowed: bool,
         frame_boundary: bool,
+        multiview: bool,
     ) -> Result<(vk::PhysicalDevice, ash::Device, u32), Box<dyn Error>> {
         // SAFETY: plain queries on a live instance.
         let physicals = unsafe { instance.enumerate_physical_devices()? };
@@ -103,6 +106,10 @@ impl Gpu {
                 .dynamic_rendering(true)
                 .synchronization2(true);
             let mut fb = vk::PhysicalDeviceFrameBoundaryFeaturesEXT::default().frame_boundary(true);
+            let mut v11 = vk::PhysicalDeviceVulkan11Features::default().multiview(true);
+            if multiview {
+                Self::require_multiview(instance, physical)?;
+            }
             if frame_boundary {
                 Self::require_frame_boundary(instance, physical)?;
                 dev_exts.push(ash::ext::frame_boundary::NAME.as_ptr());
@@ -113,6 +120,9 @@ impl Gpu {
                 .push_next(&mut v13);
             if frame_boundary {
                 info = info.push_next(&mut fb);
+            }
+            if multiview {
+                info = info.push_next(&mut v11);
             }
             // SAFETY: `info` and its chain live across the call.
             let device = unsafe { instance.create_device(physical, &info, None)? };
@@ -138,6 +148,19 @@ impl Gpu {
         unsafe { instance.get_physical_device_features2(physical, &mut f2) };
         if fb.frame_boundary != vk::TRUE {
             return Err("the frameBoundary feature is not supported".into());
+        }
+        Ok(())
+    }
+
+    /// The `multiview` feature must be reported (Vulkan 1.1 requires it; checked so a
+    /// driver or layer that hides it gives a clear error).
+    fn require_multiview(instance: &ash::Instance, physical: vk::PhysicalDevice) -> Result<(), Box<dyn Error>> {
+        let mut v11 = vk::PhysicalDeviceVulkan11Features::default();
+        let mut f2 = vk::PhysicalDeviceFeatures2::default().push_next(&mut v11);
+        // SAFETY: the chain lives across the call; the instance is Vulkan 1.3.
+        unsafe { instance.get_physical_device_features2(physical, &mut f2) };
+        if v11.multiview != vk::TRUE {
+            return Err("the multiview feature is not supported".into());
         }
         Ok(())
     }

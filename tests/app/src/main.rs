@@ -7,10 +7,14 @@ mod context;
 mod headless;
 mod pipeline;
 mod record;
+mod record_pass;
+mod renderpass;
 mod report;
 mod scene;
 mod submit;
 mod swapchain;
+mod targets;
+mod transitions;
 mod window;
 
 use std::process::ExitCode;

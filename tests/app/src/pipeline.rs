@@ -1,4 +1,5 @@
-//! The single graphics pipeline every draw uses.
+//! The graphics pipeline every draw uses: one for dynamic rendering, or with
+//! `--render-pass` one per subpass (identical but for the subpass index).
 //!
 //! Shaders are committed as SPIR-V so building needs no shader compiler.
 //! Regenerate after editing the GLSL (from tests/app/shaders/):
@@ -33,10 +34,20 @@ impl Push {
 pub const PUSH_STAGES: vk::ShaderStageFlags =
     vk::ShaderStageFlags::from_raw(vk::ShaderStageFlags::VERTEX.as_raw() | vk::ShaderStageFlags::FRAGMENT.as_raw());
 
+/// What the pipelines are created against.
+#[derive(Clone, Copy, Debug)]
+pub enum Rendering {
+    /// Dynamic rendering with this view mask (0: no multiview).
+    Dynamic { view_mask: u32 },
+    /// Subpasses `0..subpasses` of a render pass (its view masks apply).
+    Pass { pass: vk::RenderPass, subpasses: u32 },
+}
+
 pub struct Pipeline {
     device: ash::Device,
     pub layout: vk::PipelineLayout,
-    pub pipeline: vk::Pipeline,
+    /// One pipeline, or one per subpass with a render pass.
+    pipelines: Vec<vk::Pipeline>,
     pub format: vk::Format,
 }
 
@@ -48,7 +59,7 @@ fn words(spv: &[u8]) -> Vec<u32> {
 }
 
 impl Pipeline {
-    pub fn new(device: &ash::Device, format: vk::Format) -> Result<Pipeline, Box<dyn Error>> {
+    pub fn new(device: &ash::Device, format: vk::Format, rendering: Rendering) -> Result<Pipeline, Box<dyn Error>> {
         let vert_code = words(VERT_SPV);
         let frag_code = words(FRAG_SPV);
         let ranges = [vk::PushConstantRange::default()
@@ -71,17 +82,17 @@ impl Pipeline {
                 None,
             );
             let result = layout.and_then(|layout| {
-                Self::build(device, layout, vert, frag, format).inspect_err(|_| {
+                Self::build(device, layout, vert, frag, format, rendering).inspect_err(|_| {
                     device.destroy_pipeline_layout(layout, None);
                 })
             });
             device.destroy_shader_module(vert, None);
             device.destroy_shader_module(frag, None);
-            let (layout, pipeline) = result?;
+            let (layout, pipelines) = result?;
             Ok(Pipeline {
                 device: device.clone(),
                 layout,
-                pipeline,
+                pipelines,
                 format,
             })
         }
@@ -95,7 +106,8 @@ impl Pipeline {
         vert: vk::ShaderModule,
         frag: vk::ShaderModule,
         format: vk::Format,
-    ) -> Result<(vk::PipelineLayout, vk::Pipeline), vk::Result> {
+        rendering: Rendering,
+    ) -> Result<(vk::PipelineLayout, Vec<vk::Pipeline>), vk::Result> {
         let stages = [
             vk::PipelineShaderStageCreateInfo::default()
                 .stage(vk::ShaderStageFlags::VERTEX)
@@ -124,8 +136,14 @@ impl Pipeline {
         let dynamic_states = [vk::DynamicState::VIEWPORT, vk::DynamicState::SCISSOR];
         let dynamic = vk::PipelineDynamicStateCreateInfo::default().dynamic_states(&dynamic_states);
         let formats = [format];
-        let mut rendering = vk::PipelineRenderingCreateInfo::default().color_attachment_formats(&formats);
-        let info = vk::GraphicsPipelineCreateInfo::default()
+        let (view_mask, pass, subpasses) = match rendering {
+            Rendering::Dynamic { view_mask } => (view_mask, vk::RenderPass::null(), 1),
+            Rendering::Pass { pass, subpasses } => (0, pass, subpasses),
+        };
+        let mut dynamic_rendering = vk::PipelineRenderingCreateInfo::default()
+            .color_attachment_formats(&formats)
+            .view_mask(view_mask);
+        let base = vk::GraphicsPipelineCreateInfo::default()
             .stages(&stages)
             .vertex_input_state(&vertex_input)
             .input_assembly_state(&assembly)
@@ -134,15 +152,30 @@ impl Pipeline {
             .multisample_state(&multisample)
             .color_blend_state(&blend)
             .dynamic_state(&dynamic)
-            .layout(layout)
-            .push_next(&mut rendering);
-        // SAFETY: guaranteed by the caller; `info` and its pointees live across the call.
+            .layout(layout);
+        let infos: Vec<_> = if pass == vk::RenderPass::null() {
+            vec![base.push_next(&mut dynamic_rendering)]
+        } else {
+            (0..subpasses).map(|i| base.render_pass(pass).subpass(i)).collect()
+        };
+        // SAFETY: guaranteed by the caller; `infos` and their pointees live across the call.
         let pipelines = unsafe {
             device
-                .create_graphics_pipelines(vk::PipelineCache::null(), &[info], None)
-                .map_err(|(_, e)| e)?
+                .create_graphics_pipelines(vk::PipelineCache::null(), &infos, None)
+                .map_err(|(made, e)| {
+                    for p in made.into_iter().filter(|&p| p != vk::Pipeline::null()) {
+                        device.destroy_pipeline(p, None);
+                    }
+                    e
+                })?
         };
-        Ok((layout, pipelines[0]))
+        Ok((layout, pipelines))
+    }
+
+    /// The pipeline for region (= subpass) `region`.
+    pub fn for_region(&self, region: usize) -> vk::Pipeline {
+        // With dynamic rendering all regions share the one pipeline.
+        self.pipelines[region.min(self.pipelines.len() - 1)]
     }
 }
 
@@ -151,7 +184,9 @@ impl Drop for Pipeline {
         // SAFETY: the device is idle at teardown, so no command buffer using
         // the pipeline is pending.
         unsafe {
-            self.device.destroy_pipeline(self.pipeline, None);
+            for &p in &self.pipelines {
+                self.device.destroy_pipeline(p, None);
+            }
             self.device.destroy_pipeline_layout(self.layout, None);
         }
     }

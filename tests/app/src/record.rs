@@ -1,6 +1,7 @@
-//! Command buffer recording: turns a [`Chunk`] into one primary (plus its
-//! secondaries with `--secondary`). Runs on the recording threads, so it only
-//! touches the pool it is handed.
+//! Command buffer recording with dynamic rendering: turns a [`Chunk`] into
+//! one primary (plus its secondaries with `--secondary`). Runs on the
+//! recording threads, so it only touches the pool it is handed. The
+//! `--render-pass` variant is in `record_pass.rs`.
 
 use std::ffi::CStr;
 
@@ -8,7 +9,8 @@ use ash::{ext, vk};
 
 use crate::pipeline::{Pipeline, Push, PUSH_STAGES};
 use crate::scene::{Chunk, Region, Segment, FRAME_LABEL};
-use crate::swapchain::{color_range, Target};
+use crate::swapchain::Target;
+use crate::transitions::{barrier, finish_frame, Use};
 
 /// A command pool plus the buffers allocated from it, handed out again after
 /// each reset instead of being reallocated every frame.
@@ -48,7 +50,7 @@ impl Pool {
         Ok(())
     }
 
-    fn next(&mut self, level: vk::CommandBufferLevel) -> Result<vk::CommandBuffer, vk::Result> {
+    pub fn next(&mut self, level: vk::CommandBufferLevel) -> Result<vk::CommandBuffer, vk::Result> {
         let (list, used) = if level == vk::CommandBufferLevel::PRIMARY {
             (&mut self.primaries, &mut self.used_primaries)
         } else {
@@ -83,8 +85,11 @@ pub struct Recorder<'a> {
     pub regions: &'a [Region],
     pub secondary: bool,
     pub usage: vk::CommandBufferUsageFlags,
-    /// Swapchain images end the frame in PRESENT_SRC; offscreen ones stay put.
-    pub present: bool,
+    /// Multiview view mask of every rendering instance (0: none). With a
+    /// render pass it is in the pass instead.
+    pub view_mask: u32,
+    /// With `--render-pass` the pass, else null (dynamic rendering).
+    pub render_pass: vk::RenderPass,
 }
 
 impl Recorder<'_> {
@@ -102,20 +107,7 @@ impl Recorder<'_> {
                 self.record_segment(pool, cb, seg, targets[seg.target])?;
             }
             if chunk.ends_frame {
-                if self.present {
-                    for t in targets {
-                        self.barrier(
-                            cb,
-                            t.image,
-                            (
-                                vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL,
-                                vk::AccessFlags::COLOR_ATTACHMENT_WRITE,
-                            ),
-                            (vk::ImageLayout::PRESENT_SRC_KHR, vk::AccessFlags::empty()),
-                            vk::PipelineStageFlags::BOTTOM_OF_PIPE,
-                        );
-                    }
-                }
+                finish_frame(d, cb, targets);
                 self.end_label(cb);
             }
             d.end_command_buffer(cb)?;
@@ -136,17 +128,10 @@ impl Recorder<'_> {
         // Each rendering instance writes the attachment, so later instances
         // (possibly in later submits) must be ordered after earlier ones.
         let from = if seg.first_use {
-            (vk::ImageLayout::UNDEFINED, vk::AccessFlags::empty())
+            Use::DISCARD
         } else {
-            (
-                vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL,
-                vk::AccessFlags::COLOR_ATTACHMENT_WRITE,
-            )
+            Use::ATTACHMENT_WRITTEN
         };
-        let attachment_access = (
-            vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL,
-            vk::AccessFlags::COLOR_ATTACHMENT_WRITE | vk::AccessFlags::COLOR_ATTACHMENT_READ,
-        );
         let attachments = [vk::RenderingAttachmentInfo::default()
             .image_view(target.view)
             .image_layout(vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL)
@@ -170,16 +155,11 @@ impl Recorder<'_> {
             .flags(flags)
             .render_area(target.extent.into())
             .layer_count(1)
+            .view_mask(self.view_mask)
             .color_attachments(&attachments);
         // SAFETY: guaranteed by the caller.
         unsafe {
-            self.barrier(
-                cb,
-                target.image,
-                from,
-                attachment_access,
-                vk::PipelineStageFlags::COLOR_ATTACHMENT_OUTPUT,
-            );
+            barrier(self.device, cb, target.image, target.layers, from, Use::ATTACHMENT);
             // Labels stay in the primary, outside the rendering instance, so
             // they are legal with secondary-contents rendering too.
             self.begin_label(cb, region.label, region.color);
@@ -208,6 +188,7 @@ impl Recorder<'_> {
         let formats = [self.pipeline.format];
         let mut rendering = vk::CommandBufferInheritanceRenderingInfo::default()
             .color_attachment_formats(&formats)
+            .view_mask(self.view_mask)
             .rasterization_samples(vk::SampleCountFlags::TYPE_1);
         let inheritance = vk::CommandBufferInheritanceInfo::default().push_next(&mut rendering);
         let begin = vk::CommandBufferBeginInfo::default()
@@ -224,8 +205,9 @@ impl Recorder<'_> {
     }
 
     /// # Safety
-    /// `cb` is recording, inside (or continuing) a rendering instance on `target`.
-    unsafe fn record_draws(&self, cb: vk::CommandBuffer, seg: &Segment, target: Target) {
+    /// `cb` is recording, inside (or continuing) a rendering instance on
+    /// `target`, or subpass `seg.region` of a render pass instance on it.
+    pub unsafe fn record_draws(&self, cb: vk::CommandBuffer, seg: &Segment, target: Target) {
         let region = &self.regions[seg.region];
         let d = self.device;
         let push = Push {
@@ -242,7 +224,8 @@ impl Recorder<'_> {
         };
         // SAFETY: guaranteed by the caller.
         unsafe {
-            d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, self.pipeline.pipeline);
+            let pipeline = self.pipeline.for_region(seg.region);
+            d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, pipeline);
             d.cmd_set_viewport(cb, 0, &[viewport]);
             d.cmd_set_scissor(cb, 0, &[target.extent.into()]);
             d.cmd_push_constants(cb, self.pipeline.layout, PUSH_STAGES, 0, &push.bytes());
@@ -255,42 +238,7 @@ impl Recorder<'_> {
 
     /// # Safety
     /// `cb` is recording.
-    unsafe fn barrier(
-        &self,
-        cb: vk::CommandBuffer,
-        image: vk::Image,
-        (old_layout, src_access): (vk::ImageLayout, vk::AccessFlags),
-        (new_layout, dst_access): (vk::ImageLayout, vk::AccessFlags),
-        dst_stage: vk::PipelineStageFlags,
-    ) {
-        let barrier = vk::ImageMemoryBarrier::default()
-            .image(image)
-            .old_layout(old_layout)
-            .new_layout(new_layout)
-            .src_access_mask(src_access)
-            .dst_access_mask(dst_access)
-            .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
-            .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
-            .subresource_range(color_range());
-        // SAFETY: guaranteed by the caller. The source stage is colour output
-        // in every case: that is where the acquire semaphore wait and all
-        // earlier attachment writes happen.
-        unsafe {
-            self.device.cmd_pipeline_barrier(
-                cb,
-                vk::PipelineStageFlags::COLOR_ATTACHMENT_OUTPUT,
-                dst_stage,
-                vk::DependencyFlags::empty(),
-                &[],
-                &[],
-                &[barrier],
-            )
-        };
-    }
-
-    /// # Safety
-    /// `cb` is recording.
-    unsafe fn begin_label(&self, cb: vk::CommandBuffer, name: &str, color: [f32; 4]) {
+    pub unsafe fn begin_label(&self, cb: vk::CommandBuffer, name: &str, color: [f32; 4]) {
         let Some(du) = self.debug_utils else { return };
         let mut bytes = name.as_bytes().to_vec();
         bytes.push(0);
@@ -302,7 +250,7 @@ impl Recorder<'_> {
 
     /// # Safety
     /// `cb` is recording and a label is open on the queue's label stack.
-    unsafe fn end_label(&self, cb: vk::CommandBuffer) {
+    pub unsafe fn end_label(&self, cb: vk::CommandBuffer) {
         if let Some(du) = self.debug_utils {
             // SAFETY: guaranteed by the caller.
             unsafe { du.cmd_end_debug_utils_label(cb) };

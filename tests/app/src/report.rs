@@ -52,6 +52,8 @@ pub struct Report {
     pub threads: u32,
     pub submits_per_frame: u32,
     pub headless: bool,
+    pub multiview: bool,
+    pub render_pass: bool,
     pub swapchain_rebuilds: u64,
     pub presents: PresentClock,
     /// CPU time spent recording command buffers, all frames (benchmarks of per-draw overhead).
@@ -71,7 +73,8 @@ impl Report {
 \"vertices_per_frame\":{},\"passes_per_frame\":{},\"width\":{},\"height\":{},\
 \"mean_present_interval_ns\":{},\"present_intervals\":{},\"first_present_ns\":{},\
 \"last_present_ns\":{},\"present_mode\":\"{}\",\"scene\":\"{}\",\"threads\":{},\
-\"submits_per_frame\":{},\"headless\":{},\"swapchain_rebuilds\":{},\"record_ns\":{}}}",
+\"submits_per_frame\":{},\"headless\":{},\"swapchain_rebuilds\":{},\"record_ns\":{},\
+\"multiview\":{},\"render_pass\":{}}}",
             self.frames,
             self.windows,
             self.draws_per_frame,
@@ -90,6 +93,8 @@ impl Report {
             self.headless,
             self.swapchain_rebuilds,
             self.record_ns,
+            self.multiview,
+            self.render_pass,
         )
     }
 }
@@ -121,6 +126,7 @@ mod tests {
         let line = r.line();
         assert!(line.starts_with("testapp-result {\"frames\":3,"));
         assert!(line.contains("\"mean_present_interval_ns\":null"));
+        assert!(line.contains("\"multiview\":false,\"render_pass\":false}"));
         assert!(line.ends_with('}'));
     }
 }

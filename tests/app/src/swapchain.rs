@@ -14,12 +14,22 @@ pub struct Target {
     pub image: vk::Image,
     pub view: vk::ImageView,
     pub extent: vk::Extent2D,
+    /// Array layers of `image` and `view` (2 with `--multiview`).
+    pub layers: u32,
+    /// The framebuffer of `view` with `--render-pass`, else null.
+    pub framebuffer: vk::Framebuffer,
+    /// The swapchain image that ends the frame in PRESENT_SRC: `image` itself,
+    /// or (with `--multiview`) the one layer 0 of `image` is copied into;
+    /// None for offscreen targets.
+    pub present: Option<vk::Image>,
 }
 
 pub struct Swapchain {
     pub surface: vk::SurfaceKHR,
     pub swapchain: vk::SwapchainKHR,
     pub format: vk::Format,
+    /// Image usage: colour attachment, plus transfer destination with `--multiview`.
+    pub usage: vk::ImageUsageFlags,
     pub present_mode: vk::PresentModeKHR,
     pub extent: vk::Extent2D,
     pub images: Vec<vk::Image>,
@@ -50,6 +60,7 @@ impl Swapchain {
         size: vk::Extent2D,
         wanted: PresentMode,
         format: Option<vk::Format>,
+        usage: vk::ImageUsageFlags,
     ) -> Result<Swapchain, Box<dyn Error>> {
         let surface_fn = gpu.surface.as_ref().expect("windowed gpu");
         let info = vk::XlibSurfaceCreateInfoKHR::default()
@@ -67,6 +78,7 @@ impl Swapchain {
             surface,
             swapchain: vk::SwapchainKHR::null(),
             format: vk::Format::UNDEFINED,
+            usage,
             present_mode: vk::PresentModeKHR::FIFO,
             extent: size,
             images: Vec::new(),
@@ -148,6 +160,9 @@ impl Swapchain {
             self.needs_rebuild = true;
             return Ok(());
         }
+        if !caps.supported_usage_flags.contains(self.usage) {
+            return Err(format!("swapchain images do not support usage {:?}", self.usage).into());
+        }
         let mut image_count = caps.min_image_count.max(3);
         if caps.max_image_count != 0 {
             image_count = image_count.min(caps.max_image_count);
@@ -160,7 +175,7 @@ impl Swapchain {
             .image_color_space(vk::ColorSpaceKHR::SRGB_NONLINEAR)
             .image_extent(extent)
             .image_array_layers(1)
-            .image_usage(vk::ImageUsageFlags::COLOR_ATTACHMENT)
+            .image_usage(self.usage)
             .image_sharing_mode(vk::SharingMode::EXCLUSIVE)
             .pre_transform(caps.current_transform)
             .composite_alpha(vk::CompositeAlphaFlagsKHR::OPAQUE)
@@ -197,10 +212,14 @@ impl Swapchain {
     }
 
     pub fn target(&self, image_index: u32) -> Target {
+        let image = self.images[image_index as usize];
         Target {
-            image: self.images[image_index as usize],
+            image,
             view: self.views[image_index as usize],
             extent: self.extent,
+            layers: 1,
+            framebuffer: vk::Framebuffer::null(),
+            present: Some(image),
         }
     }
 
@@ -238,8 +257,13 @@ impl Swapchain {
 }
 
 pub fn color_range() -> vk::ImageSubresourceRange {
+    color_layers(1)
+}
+
+/// The colour aspect of mip 0, layers `0..layers`.
+pub fn color_layers(layers: u32) -> vk::ImageSubresourceRange {
     vk::ImageSubresourceRange::default()
         .aspect_mask(vk::ImageAspectFlags::COLOR)
         .level_count(1)
-        .layer_count(1)
+        .layer_count(layers)
 }
