@@ -81,22 +81,39 @@ fn label_time(f: &Value) -> BTreeMap<String, u64> {
 /// The scene's known answers, whatever the thread/secondary split and wherever the statistics
 /// are taken.
 fn check_regions_frame(f: &Value, stats_scope: &str) {
+    check_regions_frame_views(f, stats_scope, 1);
+}
+
+/// The known answers when every draw renders `views` views (multiview): draw parameters are
+/// what the app recorded; statistics count every view's fragments, and every view's vertices
+/// or only one view's (how a multiview implementation runs vertex work is its own choice, the
+/// same for every draw).
+fn check_regions_frame_views(f: &Value, stats_scope: &str, views: u64) {
     let d = draws_by_label(f, stats_scope);
     let keys: Vec<&str> = d.keys().map(String::as_str).collect();
     assert_eq!(keys, ["Frame/Main", "Frame/Post", "Frame/Shadows"], "{f}");
-    let (n, verts, ia, _, _) = d["Frame/Shadows"];
-    assert_eq!((n, verts, ia), (10, 3000, 3000), "Shadows: 10 draws of 300 vertices");
-    let (n, verts, ia, _, _) = d["Frame/Main"];
-    assert_eq!((n, verts, ia), (100, 3600, 3600), "Main: 100 draws of 36 vertices");
     let (n, verts, ia, _, fs) = d["Frame/Post"];
-    assert_eq!((n, verts, ia), (1, 3, 3), "Post: one full-screen triangle");
+    assert_eq!((n, verts), (1, 3), "Post: one full-screen triangle");
+    let k = ia / 3;
+    assert!(
+        ia == 3 * k && (k == 1 || k == views),
+        "Post ia_vertices {ia} with {views} views"
+    );
+    let (n, verts, ia, _, _) = d["Frame/Shadows"];
+    assert_eq!(
+        (n, verts, ia),
+        (10, 3000, 3000 * k),
+        "Shadows: 10 draws of 300 vertices"
+    );
+    let (n, verts, ia, _, _) = d["Frame/Main"];
+    assert_eq!((n, verts, ia), (100, 3600, 3600 * k), "Main: 100 draws of 36 vertices");
     // llvmpipe counts the fragments along the diagonal that clipping adds to the triangle
     // twice (the probe saw 66560 for a 256x256 quad), so on it the count may exceed W*H by
     // those edge quads; it may never fall short.
+    let px = W * H * views;
     assert!(
-        (W * H..=W * H + W * H / 20).contains(&fs),
-        "Post fs_invocations {fs} vs {}",
-        W * H
+        (px..=px + px / 20).contains(&fs),
+        "Post fs_invocations {fs} vs {px} ({views} views of {W}x{H})"
     );
     let labels = label_time(f);
     let busy = u(&f["gpu_busy_ns"]);
@@ -244,5 +261,104 @@ fn vkcube_in_every_samples_mode_is_validation_clean() {
                 assert_eq!(s.get("stats").is_some(), s["scope"] == stats_on, "{mode}: {s}");
             }
         }
+    }
+}
+
+/// Σ of a statistic over the frame's samples of `scope`.
+fn stat_sum(f: &Value, scope: &str, key: &str) -> u64 {
+    samples(f, scope).iter().map(|s| u(&s["stats"][key])).sum()
+}
+
+#[test]
+fn render_pass_objects_with_three_subpasses_sum_their_statistics() {
+    // One VkRenderPass per frame, one subpass per region: statistics per draw give the known
+    // answers through the subpass changes...
+    let per_draw = run_regions(
+        "renderpass-draw-stats",
+        &["--render-pass"],
+        "samples=draw,sample_stats=draw",
+    );
+    // ...and per pass, one query per subpass summed into the pass's sample.
+    let per_pass = run_regions("renderpass-pass-stats", &["--render-pass"], "samples=draw");
+    assert_eq!((per_draw.frames.len(), per_pass.frames.len()), (12, 12));
+    for (fd, fp) in per_draw.frames[2..].iter().zip(&per_pass.frames[2..]) {
+        check_regions_frame(fd, "draw");
+        let passes = samples(fp, "renderpass");
+        assert_eq!(passes.len(), 1, "one render pass per frame: {fp}");
+        assert_eq!(passes[0]["label"], "Frame");
+        assert_eq!(u(&passes[0]["stats"]["ia_vertices"]), 6603, "{}", passes[0]);
+        assert_eq!(u(&passes[0]["stats"]["ia_primitives"]), 2201, "{}", passes[0]);
+        // The same geometry rasterises the same way in both runs.
+        assert_eq!(
+            stat_sum(fp, "renderpass", "fs_invocations"),
+            stat_sum(fd, "draw", "fs_invocations"),
+            "pass fragments vs the sum of the draws' fragments"
+        );
+    }
+    // Subpasses whose contents are secondaries: the secondaries sample their own draws (here
+    // recorded on 4 threads), and the pass, whose primary cannot query there, carries no
+    // statistics rather than a part of them.
+    let d = run_regions(
+        "renderpass-secondaries",
+        &["--render-pass", "--threads", "4", "--secondary"],
+        "samples=draw,sample_stats=draw",
+    );
+    for f in &d.frames[2..] {
+        check_regions_frame(f, "draw");
+    }
+    let d = run_regions(
+        "renderpass-secondaries-pass",
+        &["--render-pass", "--secondary"],
+        "samples=draw",
+    );
+    for f in &d.frames[2..] {
+        let passes = samples(f, "renderpass");
+        assert_eq!(passes.len(), 1);
+        assert!(passes[0].get("stats").is_none(), "{}", passes[0]);
+        assert!(u(&passes[0]["gpu_ns"]) > 0);
+    }
+}
+
+#[test]
+fn multiview_passes_take_one_query_slot_per_view() {
+    // Dynamic rendering with viewMask 0b11: statistics per region pass and per draw.
+    for (config, stats_scope) in [
+        ("samples=draw", "renderpass"),
+        ("samples=draw,sample_stats=draw", "draw"),
+    ] {
+        let d = run_regions(&format!("multiview-{stats_scope}"), &["--multiview"], config);
+        assert_eq!(d.frames.len(), 12);
+        for f in &d.frames[2..] {
+            check_regions_frame_views(f, stats_scope, 2);
+            assert!(f["gpu_busy_ns"].as_u64().is_some(), "frame GPU time: {f}");
+        }
+    }
+    // A VkRenderPass with VkRenderPassMultiviewCreateInfo (masks per subpass) and 3 subpasses.
+    let d = run_regions(
+        "multiview-renderpass",
+        &["--multiview", "--render-pass"],
+        "samples=draw,sample_stats=draw",
+    );
+    for f in &d.frames[2..] {
+        check_regions_frame_views(f, "draw", 2);
+        let passes = samples(f, "renderpass");
+        assert_eq!(passes.len(), 1);
+        assert!(
+            passes[0].get("stats").is_none(),
+            "statistics on draws only: {}",
+            passes[0]
+        );
+    }
+    let d = run_regions(
+        "multiview-renderpass-pass",
+        &["--multiview", "--render-pass"],
+        "samples=draw",
+    );
+    for f in &d.frames[2..] {
+        let passes = samples(f, "renderpass");
+        assert_eq!(passes.len(), 1);
+        let ia = u(&passes[0]["stats"]["ia_vertices"]);
+        assert!(ia == 6603 || ia == 2 * 6603, "{}", passes[0]);
+        assert!(u(&passes[0]["stats"]["fs_invocations"]) >= 2 * W * H, "{}", passes[0]);
     }
 }

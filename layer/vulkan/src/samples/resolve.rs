@@ -312,8 +312,10 @@ impl Pending {
             .all(|s| ts_ok(s.begin) && ts_ok(s.end) && s.stats.is_none_or(|r| self.stats_sum(r).is_some()))
     }
 
-    /// The statistics of `r` summed over its queries and their views; `None` until every one
-    /// of them is available.
+    /// The statistics of `r` summed over its queries and their views; `None` until the first
+    /// slot of every query is available. The other views' slots are added where available:
+    /// the spec has the query write all of them at once, but lavapipe (Mesa 22.3) writes only
+    /// the first, with every view's work in it, and never makes the others available.
     fn stats_sum(&self, r: StatsRange) -> Option<PipelineStats> {
         let w = STATS_COUNT + 1;
         let mut sum = [0u64; STATS_COUNT];
@@ -323,7 +325,10 @@ impl Pending {
                 let i = (s.pin as usize * BLOCK as usize + s.q as usize + view) * w;
                 let v = &self.stats_values[i..i + w];
                 if v[STATS_COUNT] == 0 {
-                    return None;
+                    if view == 0 {
+                        return None;
+                    }
+                    continue;
                 }
                 for (acc, x) in sum.iter_mut().zip(v) {
                     *acc = acc.saturating_add(*x);
