@@ -13,8 +13,11 @@ use std::collections::VecDeque;
 /// Slots are added in chunks as the GPU falls behind; this bounds memory if results never come.
 const CHUNK: u32 = 16;
 const MAX_SLOTS: u32 = 512;
-/// Polls a retired submission may wait for its sample queries' availability.
-const MAX_SAMPLE_WAITS: u32 = 64;
+/// Polls (at submits and presents) a retired submission may wait for its sample queries'
+/// availability. Well under the frame assembler's `timeout_frames` (32): a query a driver never
+/// makes available (lavapipe's extra multiview slots did) must cost its samples' values, not
+/// every frame's GPU time.
+const MAX_SAMPLE_WAITS: u32 = 8;
 
 struct Slot {
     begin: vk::CommandBuffer,
