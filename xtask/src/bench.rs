@@ -16,6 +16,8 @@ const LONG: u32 = 2000;
 const SHORT: u32 = 200;
 const REPS: usize = 7;
 const PACKAGES: &[&str] = &[
+    "glmark2-es2-x11",
+    "glmark2-x11",
     "mangohud",
     "mesa-vulkan-drivers",
     "mesa-utils",
@@ -172,7 +174,8 @@ fn run_once(c: &Config, framescope: &Path, frames: u32, runtime: &Path) -> Resul
     Ok(t)
 }
 
-fn median(v: &mut [f64]) -> f64 {
+/// Sorts `v` and returns its median.
+pub(crate) fn median(v: &mut [f64]) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));
     let n = v.len();
     if n % 2 == 1 {
@@ -226,6 +229,8 @@ fn machine_facts() -> Vec<(String, String)> {
 
 const GL_BEGIN: &str = "<!-- gl:begin -->\n";
 const GL_END: &str = "<!-- gl:end -->\n";
+const GLMARK_BEGIN: &str = "<!-- glmark:begin -->\n";
+const GLMARK_END: &str = "<!-- glmark:end -->\n";
 const SAMPLES_BEGIN: &str = "<!-- samples:begin -->\n";
 const SAMPLES_END: &str = "<!-- samples:end -->\n";
 
@@ -264,20 +269,41 @@ pub fn bench_samples_only() -> Result<(), String> {
     replace_section(SAMPLES_BEGIN, SAMPLES_END, &section)
 }
 
-/// `cargo xtask bench gl`: only the glxgears section, replaced in docs/performance.md.
-pub fn bench_gl_only() -> Result<(), String> {
+/// Packages, release build, a private Xvfb and a runtime directory, then `f(framescope, runtime)`.
+fn with_gl_setup<T>(f: impl FnOnce(&Path, &Path) -> Result<T, String>) -> Result<T, String> {
     install_packages()?;
     build_release()?;
     let framescope = target_dir().join("release/framescope");
+    if !framescope.is_file() {
+        return Err(format!("{} was not built", framescope.display()));
+    }
     let x = framescope_tests::Xvfb::start();
     std::env::set_var("DISPLAY", &x.display);
     let runtime = std::env::temp_dir().join(format!("framescope-bench-gl-{}", std::process::id()));
     std::fs::create_dir_all(&runtime).map_err(|e| e.to_string())?;
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&runtime, std::fs::Permissions::from_mode(0o700)).map_err(|e| e.to_string())?;
-    let section = super::bench_gl::section(&framescope, &runtime);
+    let r = f(&framescope, &runtime);
     let _ = std::fs::remove_dir_all(&runtime);
-    replace_section(GL_BEGIN, GL_END, &section?)
+    r
+}
+
+/// `cargo xtask bench gl`: only the GL sections (glxgears, then glmark2), replaced in docs/performance.md.
+pub fn bench_gl_only() -> Result<(), String> {
+    with_gl_setup(|framescope, runtime| {
+        replace_section(GL_BEGIN, GL_END, &super::bench_gl::section(framescope, runtime)?)?;
+        replace_section(
+            GLMARK_BEGIN,
+            GLMARK_END,
+            &super::bench_glmark::section(framescope, runtime)?,
+        )
+    })
+}
+
+/// `cargo xtask bench glmark`: only the glmark2 section, replaced in docs/performance.md.
+pub fn bench_glmark_only() -> Result<(), String> {
+    let glmark = with_gl_setup(super::bench_glmark::section)?;
+    replace_section(GLMARK_BEGIN, GLMARK_END, &glmark)
 }
 
 pub fn bench() -> Result<(), String> {
@@ -328,6 +354,7 @@ pub fn bench() -> Result<(), String> {
         ir.push(v);
     }
     let gl = super::bench_gl::section(&framescope, &runtime)?;
+    let glmark = super::bench_glmark::section(&framescope, &runtime)?;
     let _ = std::fs::remove_dir_all(&runtime);
     drop(x);
 
@@ -435,6 +462,9 @@ pub fn bench() -> Result<(), String> {
     md.push_str(GL_BEGIN);
     md.push_str(&gl);
     md.push_str(GL_END);
+    md.push_str(GLMARK_BEGIN);
+    md.push_str(&glmark);
+    md.push_str(GLMARK_END);
     let path = super::root().join("docs/performance.md");
     std::fs::write(&path, md).map_err(|e| format!("{}: {e}", path.display()))?;
     println!("{}", rows.join("\n"));

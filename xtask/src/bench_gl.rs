@@ -6,6 +6,7 @@
 //! configurations as in the Vulkan table, and *added* is the median of per-repetition
 //! differences to bare.
 
+use super::bench::median;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -64,18 +65,8 @@ fn run_once(c: &GlConfig, framescope: &Path, runtime: &Path) -> Result<f64, Stri
     words.push("glxgears".into());
     let mut cmd = Command::new(&words[0]);
     cmd.args(&words[1..]);
-    for k in [
-        "FRAMESCOPE",
-        "FRAMESCOPE_CONFIG",
-        "FRAMESCOPE_DUMP",
-        "MANGOHUD",
-        "LD_PRELOAD",
-    ] {
-        cmd.env_remove(k);
-    }
-    cmd.env("XDG_RUNTIME_DIR", runtime)
-        .env("vblank_mode", "0")
-        .envs(c.env.iter().copied())
+    clean_env(&mut cmd, runtime);
+    cmd.envs(c.env.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null());
@@ -96,14 +87,19 @@ fn run_once(c: &GlConfig, framescope: &Path, runtime: &Path) -> Result<f64, Stri
         .ok_or_else(|| format!("{}: fewer than two frame-rate reports in:\n{text}", c.name))
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
+/// The environment of a GL benchmark run: no framescope, MangoHud or preload from the caller's
+/// environment, `runtime` as XDG_RUNTIME_DIR, and no vsync (`vblank_mode=0`).
+pub(crate) fn clean_env(cmd: &mut Command, runtime: &Path) {
+    for k in [
+        "FRAMESCOPE",
+        "FRAMESCOPE_CONFIG",
+        "FRAMESCOPE_DUMP",
+        "MANGOHUD",
+        "LD_PRELOAD",
+    ] {
+        cmd.env_remove(k);
     }
+    cmd.env("XDG_RUNTIME_DIR", runtime).env("vblank_mode", "0");
 }
 
 /// Runs the measurements and returns the markdown section (the X server is the caller's).
@@ -138,8 +134,8 @@ pub fn section(framescope: &Path, runtime: &Path) -> Result<String, String> {
     for (i, c) in CONFIGS.iter().enumerate() {
         let mut added: Vec<f64> = ms[i].iter().zip(&ms[0]).map(|(a, b)| a - b).collect();
         added.sort_by(f64::total_cmp);
-        let med = median(ms[i].clone());
-        let med_added = median(added.clone());
+        let med = median(&mut ms[i].clone());
+        let med_added = median(&mut added.clone());
         added_of.push(med_added);
         let (a, r) = if i == 0 {
             ("—".to_string(), "—".to_string())
