@@ -8,6 +8,7 @@
 //! no file I/O, never block on the writer and allocate nothing per frame. Everything that
 //! serialises or writes runs on the dump writer's own thread.
 
+pub mod alloc_count;
 pub mod assembly;
 pub mod clock;
 pub mod config;

@@ -1,63 +1,22 @@
 //! The app-thread path (assembler + dump push) allocates nothing per frame in steady state.
-//! A counting global allocator counts allocations made on this test's thread while armed.
+//! framescope's counting global allocator counts allocations made on this test's thread.
 
 mod common;
 
+use framescope_core::alloc_count::{thread_allocations, CountingAlloc};
 use framescope_core::assembly::{AssemblerOptions, FrameAssembler};
 use framescope_core::dump::{Api, DumpOptions, DumpWriter, Header};
 use framescope_core::frame::{DrawKind, FrameRecord};
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-use std::sync::atomic::{AtomicU64, Ordering};
-
-struct Counting;
-
-static ALLOCS: AtomicU64 = AtomicU64::new(0);
-
-thread_local! {
-    // Only the armed thread counts: the writer thread allocates freely by design.
-    static ARMED: Cell<bool> = const { Cell::new(false) };
-}
-
-fn note() {
-    if ARMED.try_with(Cell::get).unwrap_or(false) {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
-    }
-}
-
-// SAFETY: every method forwards to the system allocator with the caller's arguments unchanged;
-// counting touches only an atomic and a const-initialised thread-local, neither allocates.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        note();
-        // SAFETY: same contract as our caller's.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        note();
-        // SAFETY: same contract as our caller's.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        note();
-        // SAFETY: same contract as our caller's.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as our caller's.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
 
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: CountingAlloc = CountingAlloc;
 
+/// Runs `f` and counts the allocations it makes on this thread (the writer thread allocates
+/// freely by design).
 fn armed<R>(f: impl FnOnce() -> R) -> (R, u64) {
-    let before = ALLOCS.load(Ordering::Relaxed);
-    ARMED.with(|a| a.set(true));
+    let before = thread_allocations();
     let r = f();
-    ARMED.with(|a| a.set(false));
-    (r, ALLOCS.load(Ordering::Relaxed) - before)
+    (r, thread_allocations() - before)
 }
 
 #[test]

@@ -237,7 +237,9 @@ fn vkcube_survives_50_resizes_with_every_frame_dumped() {
     require_program("xwininfo");
     let a = Artifacts::get();
     let x = Xvfb::start();
-    let frames = 4000;
+    // Enough frames to outlast the resizes (~3.5 s) on a fast machine (lavapipe runs this at
+    // ~1000 fps with the HUD here); the run ends when vkcube has drawn them all.
+    let frames = 10000;
     let script = format!(
         r#"vkcube --c {frames} & pid=$!
 {FIND_WINDOW}
@@ -245,7 +247,7 @@ sleep 1
 n=0
 for i in $(seq 1 50); do
   xdotool windowsize "$win" $((200 + (i % 7) * 60)) $((150 + (i % 5) * 70)) && n=$((n+1))
-  sleep 0.08
+  sleep 0.05
 done
 kill -0 $pid 2>/dev/null && echo "alive-after-resizes"
 echo "resized $n"

@@ -123,7 +123,10 @@ impl DumpWriter {
         let for_thread = Arc::clone(&shared);
         let spawned = std::thread::Builder::new()
             .name("framescope-dump".into())
-            .spawn(move || run(&for_thread, &opts, &header));
+            .spawn(move || {
+                crate::alloc_count::mark_own_thread();
+                run(&for_thread, &opts, &header)
+            });
         match spawned {
             Ok(h) => *shared.thread.lock() = Some(h),
             Err(e) => {

@@ -442,6 +442,7 @@ fn close_frame(ws: WinSys, key: usize, counts: FrameCounts) -> Option<u64> {
     if st.contexts[i].skip {
         return None;
     }
+    framescope_core::alloc_count::on_frame_end();
     // The dump starts at the first swap, not at the first context: drivers make contexts
     // current for their own purposes (NVIDIA's Vulkan driver does, under our Vulkan layer),
     // and such a process must not get a second, empty GL dump. Read the frame's time after

@@ -28,6 +28,10 @@
 use framescope_core::{guard, log, settings};
 mod dl;
 mod draws;
+
+/// Counts framescope's allocations on the app's threads (`FRAMESCOPE_REPORT_ALLOCS`).
+#[global_allocator]
+static ALLOC: framescope_core::alloc_count::CountingAlloc = framescope_core::alloc_count::CountingAlloc;
 mod frames;
 mod gl;
 mod hooks;

@@ -94,6 +94,7 @@ impl FrameState {
 
     /// At device destruction: emit what is pending and write the summary.
     pub fn finish(&mut self) {
+        framescope_core::alloc_count::report();
         let dump = &self.dump;
         let history = &mut self.history;
         self.assembler.flush(GpuMissing::Timeout, |r| {

@@ -26,6 +26,10 @@ mod timing;
 
 use ash::vk;
 use loader_abi::*;
+
+/// Counts framescope's allocations on the app's threads (`FRAMESCOPE_REPORT_ALLOCS`).
+#[global_allocator]
+static ALLOC: framescope_core::alloc_count::CountingAlloc = framescope_core::alloc_count::CountingAlloc;
 use std::ffi::c_char;
 
 static NEGOTIATE: guard::Site = guard::Site::new("vkNegotiateLoaderLayerInterfaceVersion");

@@ -78,6 +78,7 @@ unsafe fn first_swapchain(info: *const vk::PresentInfoKHR<'_>) -> Option<vk::Swa
 
 /// Closes the open frame: reads what retired, emits complete frames to the dump.
 pub fn end_frame(d: &Device, record: FrameRecord) {
+    framescope_core::alloc_count::on_frame_end();
     let mut frames = d.frames.lock();
     if frames.frames_closed.is_multiple_of(RECALIBRATE_EVERY) {
         let offset = d.calibration_offset_ns();

@@ -414,6 +414,7 @@ static PNG_WRITERS: Mutex<Vec<std::thread::JoinHandle<()>>> = Mutex::new(Vec::ne
 /// Encodes and writes a screenshot on its own thread (joined at device destruction).
 fn write_png_async(path: String, width: u32, height: u32, order: PixelOrder, pixels: Vec<u8>) {
     let job = move || {
+        framescope_core::alloc_count::mark_own_thread();
         let p = std::path::Path::new(&path);
         match framescope_overlay::screenshot::write_png(p, width, height, width as usize * 4, order, &pixels) {
             Ok(()) => crate::log::info(format_args!("screenshot written to {path}")),

@@ -102,7 +102,7 @@ impl ResetPools {
 /// All blocks of one query type.
 pub struct BlockPool {
     pool: vk::QueryPool,
-    blocks: Mutex<(Vec<Arc<Block>>, usize)>,
+    blocks: Mutex<Vec<Arc<Block>>>,
 }
 
 impl BlockPool {
@@ -127,25 +127,19 @@ impl BlockPool {
             .collect();
         Some(BlockPool {
             pool,
-            blocks: Mutex::new((list, 0)),
+            blocks: Mutex::new(list),
         })
     }
 
-    /// A block nobody else holds, or `None` when all are in use.
+    /// The first block nobody else holds, or `None` when all are in use. First fit keeps the
+    /// working set to the blocks in flight, whose reset buffers are already recorded: a
+    /// rotating cursor would visit every block, recording (and allocating) a reset buffer for
+    /// each, frames into steady state.
     pub fn take(&self) -> Option<Arc<Block>> {
-        let mut g = self.blocks.lock();
-        let (list, cursor) = &mut *g;
-        let n = list.len();
-        for k in 0..n {
-            let i = (*cursor + k) % n;
-            // Only holders clone a block and the pool is the only holder here, so a count
-            // of one cannot grow under this lock.
-            if Arc::strong_count(&list[i]) == 1 {
-                *cursor = (i + 1) % n;
-                return Some(Arc::clone(&list[i]));
-            }
-        }
-        None
+        let list = self.blocks.lock();
+        // Only holders clone a block and the pool is the only holder here, so a count of one
+        // cannot grow under this lock.
+        list.iter().find(|b| Arc::strong_count(b) == 1).map(Arc::clone)
     }
 
     pub fn destroy(&self, d: &Device) {
