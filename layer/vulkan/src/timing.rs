@@ -125,6 +125,15 @@ impl QueueTiming {
             return false;
         }
         let n = CHUNK.min(MAX_SLOTS - have);
+        // The ring grows when the GPU falls further behind than before. New slots get the room
+        // the old ones' sample buffers grew to, so the growth allocates once, here, instead
+        // of again at each new slot's first use.
+        let mut caps = [0usize; 10];
+        for s in &self.slots {
+            for (c, have) in caps.iter_mut().zip(s.samples.capacities()) {
+                *c = (*c).max(have);
+            }
+        }
         let ai = vk::CommandBufferAllocateInfo::default()
             .command_pool(self.pool)
             .level(vk::CommandBufferLevel::PRIMARY)
@@ -155,7 +164,7 @@ impl QueueTiming {
                 end: pair[1],
                 frame: 0,
                 last_end: 0,
-                samples: Pending::default(),
+                samples: Pending::with_capacities(caps),
                 waits: 0,
             });
             self.free.push(index);

@@ -84,7 +84,41 @@ fn pin(pins: &mut Vec<Arc<Block>>, b: &Arc<Block>) -> u16 {
     }
 }
 
+/// The capacities of a [`Pending`]'s buffers, to give new ones the room old ones grew to.
+pub type Capacities = [usize; 10];
+
 impl Pending {
+    pub fn capacities(&self) -> Capacities {
+        [
+            self.resets.capacity(),
+            self.ts_pins.capacity(),
+            self.stats_pins.capacity(),
+            self.samples.capacity(),
+            self.stats_slots.capacity(),
+            self.recs.capacity(),
+            self.overlapped.capacity(),
+            self.ts_values.capacity(),
+            self.stats_values.capacity(),
+            self.overwritten.capacity(),
+        ]
+    }
+
+    /// Empty buffers with at least `c`'s capacities.
+    pub fn with_capacities(c: Capacities) -> Pending {
+        Pending {
+            resets: Vec::with_capacity(c[0]),
+            ts_pins: Vec::with_capacity(c[1]),
+            stats_pins: Vec::with_capacity(c[2]),
+            samples: Vec::with_capacity(c[3]),
+            stats_slots: Vec::with_capacity(c[4]),
+            recs: Vec::with_capacity(c[5]),
+            overlapped: Vec::with_capacity(c[6]),
+            ts_values: Vec::with_capacity(c[7]),
+            stats_values: Vec::with_capacity(c[8]),
+            overwritten: Vec::with_capacity(c[9]),
+        }
+    }
+
     pub fn clear(&mut self) {
         self.resets.clear();
         self.ts_pins.clear();
