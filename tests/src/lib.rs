@@ -4,6 +4,7 @@
 
 pub mod artifacts;
 pub mod dump;
+pub mod glmark;
 pub mod image;
 pub mod runner;
 pub mod validation;

@@ -250,26 +250,8 @@ fn glxgears_dump_counts_the_frames_glxgears_reports() {
 
 /// glmark2's final score.
 fn glmark_score(out: &Outcome) -> u64 {
-    out.stdout
-        .lines()
-        .find_map(|l| {
-            l.trim()
-                .strip_prefix("glmark2 Score:")
-                .and_then(|s| s.trim().parse().ok())
-        })
-        .unwrap_or_else(|| panic!("no glmark2 score: {}", out.describe()))
-}
-
-/// Frames glmark2 says each scene drew: FPS x duration.
-fn glmark_scene_frames(out: &Outcome) -> f64 {
-    out.stdout
-        .lines()
-        .filter_map(|l| {
-            let fps: f64 = l.split("FPS: ").nth(1)?.split_whitespace().next()?.parse().ok()?;
-            let dur: f64 = l.split("duration=").nth(1)?.split(':').next()?.parse().ok()?;
-            Some(fps * dur)
-        })
-        .sum()
+    framescope_tests::glmark::score(&out.stdout).unwrap_or_else(|| panic!("no glmark2 score: {}", out.describe()))
+        as u64
 }
 
 #[test]
@@ -305,7 +287,7 @@ fn glmark2_and_glmark2_es2_through_framescope_record_frames_gpu_time_and_draws()
         let s = d.summary.as_ref().expect("summary at exit");
         assert_eq!(s["frames"].as_u64(), Some(d.frames.len() as u64), "{app}");
         // glmark2 recreates its context per scene; the dump spans both scenes.
-        let said = glmark_scene_frames(&out);
+        let said = framescope_tests::glmark::scene_frames(&out.stdout);
         let ours = d.frames.len() as f64;
         println!("{app}: dump {ours} frames, glmark2 scenes FPS x duration = {said}");
         assert!(

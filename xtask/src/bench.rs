@@ -26,12 +26,13 @@ const PACKAGES: &[&str] = &[
     "xvfb",
 ];
 
-struct Config {
-    name: &'static str,
-    what: &'static str,
+/// One configuration of a benchmarked app (shared by the vkcube and glmark2 sections).
+pub(crate) struct Config {
+    pub(crate) name: &'static str,
+    pub(crate) what: &'static str,
     /// Through `framescope run` (else the app directly).
-    framescope: bool,
-    env: &'static [(&'static str, &'static str)],
+    pub(crate) framescope: bool,
+    pub(crate) env: &'static [(&'static str, &'static str)],
 }
 
 const CONFIGS: &[Config] = &[

@@ -7,7 +7,7 @@
 //! Noise is the spread of bare's own scores, (max - min) / median. The `hud=0` warm-up writes a
 //! dump, whose frame count shows that framescope recorded the frames it is timed with.
 
-use super::bench::median;
+use super::bench::{median, Config};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -22,13 +22,6 @@ const APPS: &[(&str, &str, &str)] = &[
     ("glmark2", "GLX", "glmark2-x11"),
     ("glmark2-es2", "EGL", "glmark2-es2-x11"),
 ];
-
-struct Config {
-    name: &'static str,
-    what: &'static str,
-    framescope: bool,
-    env: &'static [(&'static str, &'static str)],
-}
 
 const CONFIGS: &[Config] = &[
     Config {
@@ -100,23 +93,9 @@ fn run_once(
     if !out.status.success() {
         return Err(format!("{what} failed ({}):\n{}", out.status, full()));
     }
-    let score = stdout
-        .lines()
-        .find_map(|l| l.trim().strip_prefix("glmark2 Score:")?.trim().parse::<f64>().ok())
+    let score = framescope_tests::glmark::score(&stdout)
         .ok_or_else(|| format!("{what}: no 'glmark2 Score: N' line in its output:\n{}", full()))?;
     Ok((score, stdout))
-}
-
-/// Frames glmark2 says its scenes drew: the sum of FPS x duration.
-fn scene_frames(stdout: &str) -> f64 {
-    stdout
-        .lines()
-        .filter_map(|l| {
-            let fps: f64 = l.split("FPS: ").nth(1)?.split_whitespace().next()?.parse().ok()?;
-            let dur: f64 = l.split("duration=").nth(1)?.split(':').next()?.parse().ok()?;
-            Some(fps * dur)
-        })
-        .sum()
 }
 
 /// Frame records in the dump at `path`.
@@ -160,7 +139,7 @@ fn app_section(app: &str, api: &str, package: &str, framescope: &Path, runtime: 
         )?;
         if with_dump {
             let frames = dump_frames(&dump)?;
-            let said = scene_frames(&stdout);
+            let said = framescope_tests::glmark::scene_frames(&stdout);
             if frames == 0 {
                 return Err(format!("{app}: framescope recorded no frames (glmark2 drew {said:.0})"));
             }
