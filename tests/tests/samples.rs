@@ -132,6 +132,33 @@ fn check_regions_frame_views(f: &Value, stats_scope: &str, views: u64) {
 }
 
 #[test]
+fn several_submissions_per_frame_give_the_same_answers() {
+    // Three submissions per frame retire in the same poll: their blocks are read together, one
+    // call per query pool (timing.rs, span_reads.rs), and each must still get its own values.
+    let d = run_regions("regions-submits", &["--submits", "3"], "samples=draw,sample_stats=draw");
+    assert_eq!(d.frames.len(), 12);
+    for f in &d.frames[2..] {
+        assert_eq!(u(&f["submits"]), 3, "{f}");
+        assert_eq!(samples(f, "cmdbuf").len(), 3, "one primary per submission: {f}");
+        // The known answers per label region (the "Frame" label spans the three submissions
+        // and the gaps between them, so it is not compared with the frame's busy time here).
+        let d = draws_by_label(f, "draw");
+        let got: Vec<(&str, u64, u64)> = d.iter().map(|(k, v)| (k.as_str(), v.0, v.2)).collect();
+        assert_eq!(
+            got,
+            [("Frame/Main", 100, 3600), ("Frame/Post", 1, 3), ("Frame/Shadows", 10, 3000)],
+            "{f}"
+        );
+        let fs = d["Frame/Post"].4;
+        assert!((W * H..=W * H + W * H / 20).contains(&fs), "Post fs_invocations {fs}");
+        for s in f["samples"].as_array().unwrap() {
+            assert_eq!(s["overwritten"], false, "{s}");
+            assert!(s["gpu_ns"].as_u64().is_some(), "{s}");
+        }
+    }
+}
+
+#[test]
 fn draw_mode_gives_the_known_answers_of_the_regions_scene() {
     let d = run_regions("regions-draw", &[], "samples=draw");
     assert_eq!(d.frames.len(), 12);

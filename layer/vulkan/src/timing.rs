@@ -3,10 +3,12 @@
 //! end buffer writes a bottom-of-pipe one, which completes only after all earlier work of the
 //! queue. Both are recorded once with SIMULTANEOUS_USE and spliced around the app's command
 //! buffers at submit, so reused app command buffers need nothing special. Results are polled
-//! with availability, never waited for.
+//! with availability, never waited for: one call for the ring and one per sample pool per
+//! poll, however many submissions retire in it (a call costs more than the values it reads).
 
 use crate::device::Device;
 use crate::samples::resolve::Pending;
+use crate::samples::span_reads::SpanReads;
 use ash::vk;
 use std::collections::VecDeque;
 
@@ -48,6 +50,11 @@ pub struct QueueTiming {
     in_flight: VecDeque<u32>,
     valid_bits: u32,
     period_ns: f64,
+    /// The last poll's read of the ring's queries, (value, availability) per query, from
+    /// `ring_first`.
+    ring_values: Vec<[u64; 2]>,
+    ring_first: u32,
+    spans: SpanReads,
 }
 
 impl QueueTiming {
@@ -82,6 +89,9 @@ impl QueueTiming {
             in_flight: VecDeque::with_capacity(MAX_SLOTS as usize),
             valid_bits: props.timestamp_valid_bits,
             period_ns: f64::from(d.properties.limits.timestamp_period),
+            ring_values: Vec::with_capacity(2 * MAX_SLOTS as usize),
+            ring_first: 0,
+            spans: SpanReads::default(),
         }))
     }
 
@@ -194,39 +204,50 @@ impl QueueTiming {
     }
 
     /// Reads, in submission order, every in-flight slot whose end timestamp is available, and
-    /// hands each retirement to `out`. Never waits.
+    /// hands each retirement to `out`. Never waits. One call reads the queries of every
+    /// in-flight slot, one per sample pool the blocks of those that finished.
     pub fn poll(&mut self, d: &Device, mut out: impl FnMut(Retired, &mut Pending)) {
-        while let Some(&i) = self.in_flight.front() {
-            let mut data = [[0u64; 2]; 2];
-            let first = 2 * i;
-            // SAFETY: two queries of our pool, read into a buffer of two (value, availability)
-            // pairs of u64, without WAIT.
-            let r = unsafe {
-                (d.fns.fp_v1_0().get_query_pool_results)(
-                    d.handle,
-                    self.queries,
-                    first,
-                    2,
-                    std::mem::size_of_val(&data),
-                    data.as_mut_ptr().cast(),
-                    16,
-                    vk::QueryResultFlags::TYPE_64 | vk::QueryResultFlags::WITH_AVAILABILITY,
-                )
-            };
-            let [[begin, begin_ok], [end, end_ok]] = data;
-            if !(r == vk::Result::SUCCESS || r == vk::Result::NOT_READY) || begin_ok == 0 || end_ok == 0 {
+        let (Some(lo), Some(hi)) = (self.in_flight.iter().min(), self.in_flight.iter().max()) else {
+            return;
+        };
+        let (first, count) = (2 * lo, 2 * (hi - lo + 1));
+        self.ring_values.clear();
+        self.ring_values.resize(count as usize, [0; 2]);
+        // SAFETY: `count` queries of our pool, read into a buffer of `count` (value,
+        // availability) pairs of u64, without WAIT.
+        let r = unsafe {
+            (d.fns.fp_v1_0().get_query_pool_results)(
+                d.handle,
+                self.queries,
+                first,
+                count,
+                std::mem::size_of_val(self.ring_values.as_slice()),
+                self.ring_values.as_mut_ptr().cast(),
+                16,
+                vk::QueryResultFlags::TYPE_64 | vk::QueryResultFlags::WITH_AVAILABILITY,
+            )
+        };
+        if !(r == vk::Result::SUCCESS || r == vk::Result::NOT_READY) {
+            return;
+        }
+        self.ring_first = first;
+        // The sample blocks of the submissions that finished, read together.
+        self.spans.begin();
+        for &i in &self.in_flight {
+            if self.finished(i).is_none() {
                 break;
             }
-            let (begin, end) = (self.mask(begin), self.mask(end));
+            self.slots[i as usize].samples.include_in(&mut self.spans);
+        }
+        self.spans.read(d);
+        while let Some(&i) = self.in_flight.front() {
+            let Some((begin, end)) = self.finished(i) else { break };
             let period = self.period_ns;
             let wrap = 1u64 << self.valid_bits.min(63);
             let slot = &mut self.slots[i as usize];
-            if end == slot.last_end {
-                break;
-            }
             // Sample queries may become available after our end timestamp; wait for them a
             // bounded number of polls (then their samples report no values).
-            if !slot.samples.ready(d) && slot.waits < MAX_SAMPLE_WAITS {
+            if !slot.samples.ready(d, &self.spans) && slot.waits < MAX_SAMPLE_WAITS {
                 slot.waits += 1;
                 break;
             }
@@ -243,6 +264,18 @@ impl QueueTiming {
             self.in_flight.pop_front();
             self.free.push(i);
         }
+    }
+
+    /// Slot `i`'s (begin, end) timestamps from the last read, when both are available and the
+    /// end is not the one read at its previous use (the GPU has not yet run this use's reset).
+    fn finished(&self, i: u32) -> Option<(u64, u64)> {
+        let k = (2 * i).checked_sub(self.ring_first)? as usize;
+        let [[begin, begin_ok], [end, end_ok]] = [*self.ring_values.get(k)?, *self.ring_values.get(k + 1)?];
+        if begin_ok == 0 || end_ok == 0 {
+            return None;
+        }
+        let (begin, end) = (self.mask(begin), self.mask(end));
+        (end != self.slots[i as usize].last_end).then_some((begin, end))
     }
 
     fn mask(&self, t: u64) -> u64 {

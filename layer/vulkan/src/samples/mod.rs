@@ -19,6 +19,7 @@ pub mod blocks;
 pub mod hooks;
 pub mod recording;
 pub mod resolve;
+pub mod span_reads;
 
 use blocks::{BlockPool, Kind, ResetPools};
 use framescope_core::config::{SampleStats, Samples};

@@ -1,10 +1,12 @@
 //! From recorded events to samples. At submit, each command buffer's events (secondaries in
 //! place) are walked in queue order with the queue's label stack, into pending samples that
 //! name their query slots in blocks the submission pins. When the submission retires, its
-//! blocks are read (one call per block) and finished samples go to the dump.
+//! blocks are read (one call per pool for all submissions retiring in a poll, see
+//! `span_reads`) and finished samples go to the dump.
 
 use super::blocks::{Block, BLOCK, STATS_COUNT};
 use super::recording::{Event, Recording, SlotRef};
+use super::span_reads::SpanReads;
 use crate::device::{CmdBufState, Device};
 use ash::vk;
 use framescope_core::sample::{DrawParams, LabelPath, PipelineStats, SampleRecord, Scope, MAX_LABEL_DEPTH};
@@ -313,30 +315,44 @@ impl Pending {
         self.resets.iter().filter_map(move |b| b.reset_cb(d, family, pools?))
     }
 
-    /// Reads the submission's blocks (one call per block) and tells whether every slot its
-    /// samples use is available. The end timestamp of the submission being available does not
+    /// Adds the blocks this submission's samples read to the poll's spans.
+    pub fn include_in(&self, spans: &mut SpanReads) {
+        if self.samples.is_empty() {
+            return;
+        }
+        for b in &self.ts_pins {
+            spans.ts.include(b);
+        }
+        for b in &self.stats_pins {
+            spans.stats.include(b);
+        }
+    }
+
+    /// Takes the submission's blocks from the poll's spans (reading a block itself only when
+    /// the span left it out) and tells whether every slot its samples use is available. The end timestamp of the submission being available does not
     /// order the availability of the other queries on every driver (seen on NVIDIA), so a
     /// submission retires only once this holds (or its wait runs out).
-    pub fn ready(&mut self, d: &Device) -> bool {
+    pub fn ready(&mut self, d: &Device, spans: &SpanReads) -> bool {
         if self.samples.is_empty() {
             return true;
         }
         self.ts_values.clear();
         self.ts_values.resize(self.ts_pins.len() * BLOCK as usize * 2, 0);
         for (i, b) in self.ts_pins.iter().enumerate() {
-            read_block(
-                d,
-                b,
-                &mut self.ts_values[i * BLOCK as usize * 2..(i + 1) * BLOCK as usize * 2],
-                2,
-            );
+            let out = &mut self.ts_values[i * BLOCK as usize * 2..(i + 1) * BLOCK as usize * 2];
+            if !spans.ts.copy_block(b, out) {
+                read_block(d, b, out, 2);
+            }
         }
         self.stats_values.clear();
         self.stats_values
             .resize(self.stats_pins.len() * BLOCK as usize * (STATS_COUNT + 1), 0);
         for (i, b) in self.stats_pins.iter().enumerate() {
             let n = BLOCK as usize * (STATS_COUNT + 1);
-            read_block(d, b, &mut self.stats_values[i * n..(i + 1) * n], STATS_COUNT + 1);
+            let out = &mut self.stats_values[i * n..(i + 1) * n];
+            if !spans.stats.copy_block(b, out) {
+                read_block(d, b, out, STATS_COUNT + 1);
+            }
         }
         let ts_ok = |p: Option<Pin>| {
             p.is_none_or(|(pin, q)| self.ts_values[(pin as usize * BLOCK as usize + q as usize) * 2 + 1] != 0)
