@@ -146,7 +146,11 @@ fn several_submissions_per_frame_give_the_same_answers() {
         let got: Vec<(&str, u64, u64)> = d.iter().map(|(k, v)| (k.as_str(), v.0, v.2)).collect();
         assert_eq!(
             got,
-            [("Frame/Main", 100, 3600), ("Frame/Post", 1, 3), ("Frame/Shadows", 10, 3000)],
+            [
+                ("Frame/Main", 100, 3600),
+                ("Frame/Post", 1, 3),
+                ("Frame/Shadows", 10, 3000)
+            ],
             "{f}"
         );
         let fs = d["Frame/Post"].4;

@@ -56,7 +56,7 @@ const CONFIGS: &[Config] = &[
     },
     Config {
         name: "framescope hud=0",
-        what: "framescope run, FRAMESCOPE_CONFIG=hud=0 (frame timing only)",
+        what: "framescope run, FRAMESCOPE_CONFIG=hud=0 (no HUD: frame timing and the default samples)",
         framescope: true,
         env: &[("FRAMESCOPE_CONFIG", "hud=0")],
     },
@@ -118,8 +118,28 @@ fn target_dir() -> PathBuf {
         .unwrap_or_else(|| super::root().join("target"))
 }
 
-/// Wall time of one run of vkcube with `frames` frames under `c`.
-fn run_once(c: &Config, framescope: &Path, frames: u32, runtime: &Path) -> Result<Duration, String> {
+/// What one run cost: wall time, CPU time of every thread of the process, context switches.
+#[derive(Clone, Copy)]
+struct Cost {
+    wall: Duration,
+    cpu_s: f64,
+    switches: f64,
+}
+
+/// CPU seconds and context switches of all waited-for children so far.
+fn children_usage() -> (f64, f64) {
+    // SAFETY: getrusage writes one rusage struct; RUSAGE_CHILDREN has no other precondition.
+    let ru = unsafe {
+        let mut ru: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru);
+        ru
+    };
+    let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 * 1e-6;
+    (t(ru.ru_utime) + t(ru.ru_stime), (ru.ru_nvcsw + ru.ru_nivcsw) as f64)
+}
+
+/// One run of vkcube with `frames` frames under `c`.
+fn run_once(c: &Config, framescope: &Path, frames: u32, runtime: &Path) -> Result<Cost, String> {
     let count = frames.to_string();
     let app = [
         "vkcube",
@@ -160,9 +180,11 @@ fn run_once(c: &Config, framescope: &Path, frames: u32, runtime: &Path) -> Resul
     if c.env.iter().any(|(k, _)| *k == "MANGOHUD") {
         cmd.env_remove("DISABLE_MANGOHUD");
     }
+    let (cpu0, cs0) = children_usage();
     let start = Instant::now();
     let out = cmd.output().map_err(|e| format!("{}: {e}", c.name))?;
     let t = start.elapsed();
+    let (cpu1, cs1) = children_usage();
     if !out.status.success() {
         return Err(format!(
             "{} ({} frames) failed ({}): {}",
@@ -172,7 +194,11 @@ fn run_once(c: &Config, framescope: &Path, frames: u32, runtime: &Path) -> Resul
             String::from_utf8_lossy(&out.stderr)
         ));
     }
-    Ok(t)
+    Ok(Cost {
+        wall: t,
+        cpu_s: cpu1 - cpu0,
+        switches: cs1 - cs0,
+    })
 }
 
 /// Sorts `v` and returns its median.
@@ -270,28 +296,9 @@ pub fn bench_samples_only() -> Result<(), String> {
     replace_section(SAMPLES_BEGIN, SAMPLES_END, &section)
 }
 
-/// Packages, release build, a private Xvfb and a runtime directory, then `f(framescope, runtime)`.
-fn with_gl_setup<T>(f: impl FnOnce(&Path, &Path) -> Result<T, String>) -> Result<T, String> {
-    install_packages()?;
-    build_release()?;
-    let framescope = target_dir().join("release/framescope");
-    if !framescope.is_file() {
-        return Err(format!("{} was not built", framescope.display()));
-    }
-    let x = framescope_tests::Xvfb::start();
-    std::env::set_var("DISPLAY", &x.display);
-    let runtime = std::env::temp_dir().join(format!("framescope-bench-gl-{}", std::process::id()));
-    std::fs::create_dir_all(&runtime).map_err(|e| e.to_string())?;
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&runtime, std::fs::Permissions::from_mode(0o700)).map_err(|e| e.to_string())?;
-    let r = f(&framescope, &runtime);
-    let _ = std::fs::remove_dir_all(&runtime);
-    r
-}
-
 /// `cargo xtask bench gl`: only the GL sections (glxgears, then glmark2), replaced in docs/performance.md.
 pub fn bench_gl_only() -> Result<(), String> {
-    with_gl_setup(|framescope, runtime| {
+    with_setup(|framescope, runtime| {
         replace_section(GL_BEGIN, GL_END, &super::bench_gl::section(framescope, runtime)?)?;
         replace_section(
             GLMARK_BEGIN,
@@ -303,11 +310,12 @@ pub fn bench_gl_only() -> Result<(), String> {
 
 /// `cargo xtask bench glmark`: only the glmark2 section, replaced in docs/performance.md.
 pub fn bench_glmark_only() -> Result<(), String> {
-    let glmark = with_gl_setup(super::bench_glmark::section)?;
+    let glmark = with_setup(super::bench_glmark::section)?;
     replace_section(GLMARK_BEGIN, GLMARK_END, &glmark)
 }
 
-pub fn bench() -> Result<(), String> {
+/// Packages, release build, a private Xvfb and a runtime directory, then `f(framescope, runtime)`.
+fn with_setup<T>(f: impl FnOnce(&Path, &Path) -> Result<T, String>) -> Result<T, String> {
     install_packages()?;
     build_release()?;
     let framescope = target_dir().join("release/framescope");
@@ -321,23 +329,51 @@ pub fn bench() -> Result<(), String> {
     std::fs::create_dir_all(&runtime).map_err(|e| e.to_string())?;
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&runtime, std::fs::Permissions::from_mode(0o700)).map_err(|e| e.to_string())?;
+    let r = f(&framescope, &runtime);
+    let _ = std::fs::remove_dir_all(&runtime);
+    drop(x);
+    r
+}
 
+/// Median and range of paired differences `a - b`, and the median of `a`.
+fn paired(a: &[f64], b: &[f64]) -> (f64, f64, f64, f64) {
+    let mut t = a.to_vec();
+    let mut d: Vec<f64> = a.iter().zip(b).map(|(x, y)| x - y).collect();
+    let med_t = median(&mut t);
+    let med_d = median(&mut d);
+    (med_t, med_d, d[0], d[d.len() - 1])
+}
+
+/// The vkcube section: wall time, CPU time and context switches per frame, paired against
+/// bare runs, and instruction counts; returns the section and its verdict.
+fn vkcube_section(framescope: &Path, runtime: &Path) -> Result<(String, String), String> {
     let load_before = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     // Warm-up: caches, shader caches, the page cache for every library.
     for c in CONFIGS {
-        run_once(c, &framescope, SHORT, &runtime)?;
+        run_once(c, framescope, SHORT, runtime)?;
     }
-    // per_frame[config][rep] in ms.
-    let mut per_frame = vec![Vec::with_capacity(REPS); CONFIGS.len()];
+    // [config][rep]: wall ms, CPU ms, context switches, per frame.
+    let mut wall = vec![Vec::with_capacity(REPS); CONFIGS.len()];
+    let mut cpu = vec![Vec::with_capacity(REPS); CONFIGS.len()];
+    let mut switches = vec![Vec::with_capacity(REPS); CONFIGS.len()];
+    let frames = f64::from(LONG - SHORT);
     for rep in 0..REPS {
         for k in 0..CONFIGS.len() {
             let i = (k + rep) % CONFIGS.len();
             let c = &CONFIGS[i];
-            let long = run_once(c, &framescope, LONG, &runtime)?;
-            let short = run_once(c, &framescope, SHORT, &runtime)?;
-            let ms = (long.as_secs_f64() - short.as_secs_f64()) * 1e3 / f64::from(LONG - SHORT);
-            eprintln!("xtask: bench rep {} {:<18} {ms:.4} ms/frame", rep + 1, c.name);
-            per_frame[i].push(ms);
+            let long = run_once(c, framescope, LONG, runtime)?;
+            let short = run_once(c, framescope, SHORT, runtime)?;
+            let ms = (long.wall.as_secs_f64() - short.wall.as_secs_f64()) * 1e3 / frames;
+            let cpu_ms = (long.cpu_s - short.cpu_s) * 1e3 / frames;
+            let cs = (long.switches - short.switches) / frames;
+            eprintln!(
+                "xtask: bench rep {} {:<26} {ms:.4} ms/frame, CPU {cpu_ms:.4} ms/frame, {cs:.1} switches/frame",
+                rep + 1,
+                c.name
+            );
+            wall[i].push(ms);
+            cpu[i].push(cpu_ms);
+            switches[i].push(cs);
         }
     }
     let load_after = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
@@ -350,89 +386,79 @@ pub fn bench() -> Result<(), String> {
                 None => env.push(("FRAMESCOPE_CONFIG", "hud_refresh_ms=10000".into())),
             }
         }
-        let v = super::bench_cg::per_frame(c.framescope.then_some(framescope.as_path()), &env, &runtime)?;
+        let v = super::bench_cg::per_frame(c.framescope.then_some(framescope), &env, runtime)?;
         eprintln!("xtask: callgrind {:<26} {:.3}M instructions/frame", c.name, v / 1e6);
         ir.push(v);
     }
-    let gl = super::bench_gl::section(&framescope, &runtime)?;
-    let glmark = super::bench_glmark::section(&framescope, &runtime)?;
-    let _ = std::fs::remove_dir_all(&runtime);
-    drop(x);
 
-    let bare = per_frame[0].clone();
+    let dash = || "—".to_string();
     let mango_i = CONFIGS.iter().position(|c| c.name == "MangoHud").expect("MangoHud row");
     let mut rows = Vec::new();
     let mut added_of = Vec::new();
+    let mut cpu_added_of = Vec::new();
     for (i, c) in CONFIGS.iter().enumerate() {
-        let mut t = per_frame[i].clone();
-        let mut added: Vec<f64> = per_frame[i].iter().zip(&bare).map(|(a, b)| a - b).collect();
-        let med_t = median(&mut t);
-        let med_added = median(&mut added);
-        let (lo, hi) = (added[0], added[added.len() - 1]);
+        let (med_t, med_added, lo, hi) = paired(&wall[i], &wall[0]);
+        let (med_cpu, cpu_added, _, _) = paired(&cpu[i], &cpu[0]);
+        let (med_cs, cs_added, _, _) = paired(&switches[i], &switches[0]);
         added_of.push(med_added);
+        cpu_added_of.push(cpu_added);
+        let first = i == 0;
         rows.push(format!(
-            "| {} | {} | {:.3} | {} | {} | {:.2}M | {} |",
+            "| {} | {} | {med_t:.3} | {} | {} | {med_cpu:.3} | {} | {med_cs:.1} | {} | {:.2}M | {} |",
             c.name,
             c.what,
-            med_t,
-            if i == 0 {
-                "—".to_string()
-            } else {
-                format!("{med_added:+.3}")
-            },
-            if i == 0 {
-                "—".to_string()
+            if first { dash() } else { format!("{med_added:+.3}") },
+            if first {
+                dash()
             } else {
                 format!("{lo:+.3} … {hi:+.3}")
             },
+            if first { dash() } else { format!("{cpu_added:+.3}") },
+            if first { dash() } else { format!("{cs_added:+.1}") },
             ir[i] / 1e6,
-            if i == 0 {
-                "—".to_string()
+            if first {
+                dash()
             } else {
                 format!("{:+.2}M", (ir[i] - ir[0]) / 1e6)
             },
         ));
     }
-    let ours = added_of[1];
-    let mango = added_of[mango_i];
     let within = |r: f64| if r <= 0.25 { "within" } else { "**misses**" };
-    let wall = if mango <= 0.0 {
-        "MangoHud added no measurable wall time in this run, so the wall-time ratio is undefined.".to_string()
-    } else {
-        let r = ours / mango;
-        format!("Wall time: framescope (HUD on, defaults) adds {r:.2}x MangoHud's time per frame: {} the target (<= 0.25x).", within(r))
+    let ratio = |what: &str, ours: f64, mango: f64, unit: &str| {
+        if mango <= 0.0 {
+            format!("MangoHud added no measurable {unit} in this run, so the {what} ratio is undefined.")
+        } else {
+            let r = ours / mango;
+            format!(
+                "{what}: framescope (HUD on, defaults) adds {r:.2}x MangoHud's {unit} per frame: {} the target (<= 0.25x).",
+                within(r)
+            )
+        }
     };
-    let (ir_ours, ir_mango) = (ir[1] - ir[0], ir[mango_i] - ir[0]);
-    let instr = if ir_mango <= 0.0 {
-        "MangoHud added no instructions in this run, so the instruction ratio is undefined.".to_string()
-    } else {
-        let r = ir_ours / ir_mango;
-        format!("Instructions: framescope (HUD on, defaults) adds {r:.2}x MangoHud's instructions per frame: {} the target (<= 0.25x).", within(r))
-    };
-    let verdict = format!("{wall}\n\n{instr}");
+    let verdict = [
+        ratio("Wall time", added_of[1], added_of[mango_i], "wall time"),
+        ratio("CPU time", cpu_added_of[1], cpu_added_of[mango_i], "CPU time"),
+        ratio("Instructions", ir[1] - ir[0], ir[mango_i] - ir[0], "instructions"),
+    ]
+    .join("\n\n");
 
     let mut md = String::new();
-    md.push_str("# Performance\n\n");
-    md.push_str("Written by `cargo xtask bench` (xtask/src/bench.rs); rerun it to refresh. Numbers are\n");
-    md.push_str("from one machine on one day: compare rows of the same run only.\n\n");
-    md.push_str("## Machine\n\n| | |\n|---|---|\n");
-    for (k, v) in machine_facts() {
-        md.push_str(&format!("| {k} | {v} |\n"));
-    }
-    md.push_str("\n## Vulkan: vkcube\n\n");
+    md.push_str("## Vulkan: vkcube\n\n");
     md.push_str(&format!(
         "`vkcube --width 500 --height 500 --present_mode 0 --c N` (immediate mode), N = {LONG} and {SHORT}.\n\
-         Per-frame wall time = (T({LONG}) - T({SHORT})) / {}: start-up and tear-down cancel out.\n\
-         {REPS} repetitions, interleaved (each repetition runs every configuration once, in a\n\
-         rotating order, after one warm-up run of each); *added* is a configuration's per-frame\n\
-         time minus the bare run's **of the same repetition**, and the table gives the median of\n\
-         those paired differences and their range.\n\n",
+         Per-frame figures = (X({LONG}) - X({SHORT})) / {}: start-up and tear-down cancel out. X is\n\
+         the wall time, the CPU time of every thread of the process (user + system, from\n\
+         `getrusage(RUSAGE_CHILDREN)`; Xvfb is another process and is not counted), or the number of\n\
+         context switches (voluntary + involuntary). {REPS} repetitions, interleaved (each repetition\n\
+         runs every configuration once, in a rotating order, after one warm-up run of each); *added*\n\
+         is a configuration's figure minus the bare run's **of the same repetition**, and the table\n\
+         gives the median of those paired differences (and, for wall time, their range).\n\n",
         LONG - SHORT
     ));
     md.push_str(
-        "| configuration | what runs | ms/frame (median) | added ms/frame (median of pairs) | added, min … max | instructions/frame | added instructions/frame |\n",
+        "| configuration | what runs | ms/frame (median) | added ms/frame (median of pairs) | added, min … max | CPU ms/frame | added CPU ms/frame | switches/frame | added switches/frame | instructions/frame | added instructions/frame |\n",
     );
-    md.push_str("|---|---|---|---|---|---|---|\n");
+    md.push_str("|---|---|---|---|---|---|---|---|---|---|---|\n");
     for r in &rows {
         md.push_str(r);
         md.push('\n');
@@ -441,15 +467,20 @@ pub fn bench() -> Result<(), String> {
     md.push_str(&super::bench_cg::method());
     md.push_str(&format!("\n{verdict}\n\n"));
     md.push_str(
-        "Notes: lavapipe renders on the CPU, so everything (the app, the driver's rasteriser\n\
-         threads, the layers, Xvfb) shares the same cores and the wall-time spread between\n\
-         repetitions is of the same order as the differences; the instruction counts are the\n\
-         stable figure. framescope's HUD re-renders its content every `hud_refresh_ms` (250 ms)\n\
-         and composites the cached image every frame: by default (`hud_alpha=1`, opaque) with one\n\
-         image copy, with `hud_alpha` below 1 with a blended quad, which runs a fragment shader on\n\
-         every HUD pixel. Frame timing (timestamp command buffers around every submit) and the\n\
-         default `samples=renderpass` (pass-level timestamps and pipeline statistics) are included\n\
-         in every framescope row except `hud=0`'s HUD.\n\n",
+        "Notes: lavapipe renders on the CPU, so everything (the app, the driver's queue and\n\
+         rasteriser threads, the layers, Xvfb) shares the same cores and the wall-time spread\n\
+         between repetitions is of the same order as the differences. What framescope adds here is\n\
+         mostly kernel time spent switching threads, not instructions: lavapipe ends llvmpipe's\n\
+         current scene at every timestamp not written at `TOP_OF_PIPE`, a query written outside a\n\
+         render pass starts a scene of its own whose rasterisation wakes every rasteriser thread,\n\
+         and every `vkGetQueryPoolResults` call waits for lavapipe's queue to go idle; on this\n\
+         virtual machine a context switch costs about 20 µs of CPU. framescope's HUD re-renders its\n\
+         content every `hud_refresh_ms` (250 ms) and composites the cached image every frame: by\n\
+         default (`hud_alpha=1`, opaque) with one image copy, with `hud_alpha` below 1 with a blended\n\
+         quad, which runs a fragment shader on every HUD pixel. Frame timing (timestamp command\n\
+         buffers around every submit) is in every framescope row; the default\n\
+         `samples=renderpass` (pass-level timestamps and pipeline statistics) in every row that does\n\
+         not set `samples`.\n\n",
     );
     md.push_str(&format!(
         "Load average (/proc/loadavg) before the runs: `{}`, after: `{}`; other work on the\n\
@@ -457,6 +488,41 @@ pub fn bench() -> Result<(), String> {
         load_before.trim(),
         load_after.trim()
     ));
+    println!("{}", rows.join("\n"));
+    Ok((md, verdict))
+}
+
+const VKCUBE_BEGIN: &str = "<!-- vkcube:begin -->\n";
+const VKCUBE_END: &str = "<!-- vkcube:end -->\n";
+
+/// `cargo xtask bench vkcube`: only the vkcube section, replaced in docs/performance.md.
+pub fn bench_vkcube_only() -> Result<(), String> {
+    let (section, verdict) = with_setup(vkcube_section)?;
+    replace_section(VKCUBE_BEGIN, VKCUBE_END, &section)?;
+    println!("{verdict}");
+    Ok(())
+}
+
+pub fn bench() -> Result<(), String> {
+    let (vkcube, verdict, gl, glmark) = with_setup(|framescope, runtime| {
+        let (vkcube, verdict) = vkcube_section(framescope, runtime)?;
+        let gl = super::bench_gl::section(framescope, runtime)?;
+        let glmark = super::bench_glmark::section(framescope, runtime)?;
+        Ok((vkcube, verdict, gl, glmark))
+    })?;
+    let mut md = String::new();
+    md.push_str("# Performance\n\n");
+    md.push_str("Written by `cargo xtask bench` (xtask/src/bench.rs); rerun it to refresh, or one section\n");
+    md.push_str("alone with `cargo xtask bench vkcube|samples|gl|glmark`. Numbers are from one machine on\n");
+    md.push_str("one day: compare rows of the same run only.\n\n");
+    md.push_str("## Machine\n\n| | |\n|---|---|\n");
+    for (k, v) in machine_facts() {
+        md.push_str(&format!("| {k} | {v} |\n"));
+    }
+    md.push('\n');
+    md.push_str(VKCUBE_BEGIN);
+    md.push_str(&vkcube);
+    md.push_str(VKCUBE_END);
     md.push_str(SAMPLES_BEGIN);
     md.push_str(&super::bench_samples::section(&target_dir().join("release"))?);
     md.push_str(SAMPLES_END);
@@ -468,7 +534,6 @@ pub fn bench() -> Result<(), String> {
     md.push_str(GLMARK_END);
     let path = super::root().join("docs/performance.md");
     std::fs::write(&path, md).map_err(|e| format!("{}: {e}", path.display()))?;
-    println!("{}", rows.join("\n"));
     println!("{verdict}");
     println!("written to {}", path.display());
     Ok(())

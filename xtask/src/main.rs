@@ -13,7 +13,8 @@ use std::process::{Command, ExitCode};
 const USAGE: &str = "usage: cargo xtask <demo|test|bench|install-deps>
   demo          build in release, run vkcube under framescope (Xvfb if no DISPLAY), print what it measured
   test          install missing packages, then fmt check, clippy -D warnings, build, all tests
-  bench         performance benchmarks (writes docs/performance.md); `bench samples`: only the
+  bench         performance benchmarks (writes docs/performance.md); `bench vkcube`: only the
+                vkcube section (vs bare, MangoHud, Mesa overlay); `bench samples`: only the
                 CPU cost per draw of each samples mode; `bench gl`: only the GL sections (glxgears
                 and glmark2); `bench glmark`: only the glmark2/glmark2-es2 scores section
   install-deps  install the Debian packages the tests and demo need (root), else print the apt-get line";
@@ -25,6 +26,7 @@ fn main() -> ExitCode {
         Some("test") => test(),
         Some("demo") => demo(),
         Some("bench") if args.get(1).map(String::as_str) == Some("samples") => bench::bench_samples_only(),
+        Some("bench") if args.get(1).map(String::as_str) == Some("vkcube") => bench::bench_vkcube_only(),
         Some("bench") if args.get(1).map(String::as_str) == Some("gl") => bench::bench_gl_only(),
         Some("bench") if args.get(1).map(String::as_str) == Some("glmark") => bench::bench_glmark_only(),
         Some("bench") => bench(),
