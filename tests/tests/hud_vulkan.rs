@@ -237,9 +237,10 @@ fn vkcube_survives_50_resizes_with_every_frame_dumped() {
     require_program("xwininfo");
     let a = Artifacts::get();
     let x = Xvfb::start();
-    // Enough frames to outlast the resizes (~3.5 s) on a fast machine (lavapipe runs this at
-    // ~1000 fps with the HUD here); the run ends when vkcube has drawn them all.
-    let frames = 10000;
+    // Enough frames to outlast the resizes (~3.5 s, far longer when the machine is loaded: a
+    // CI rehearsal saw 10000 frames end after 21 resizes) on a fast machine (lavapipe runs this
+    // at ~1000 fps with the HUD here); the run ends when vkcube has drawn them all.
+    let frames = 30000;
     let script = format!(
         r#"vkcube --c {frames} & pid=$!
 {FIND_WINDOW}
