@@ -122,6 +122,11 @@ impl FrameAssembler {
         self.stats
     }
 
+    /// Whether frames wait for GPU time (false: emitted at close with `Disabled`).
+    pub fn gpu_timing(&self) -> bool {
+        self.opts.gpu_timing
+    }
+
     /// Sets the offset (ns) that maps the GPU time domain of the retired intervals onto
     /// `CLOCK_MONOTONIC`, from calibrated timestamps; `None` leaves `gpu_begin_ns`/`gpu_end_ns`
     /// unset. Applied to frames as they are emitted.

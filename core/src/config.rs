@@ -160,6 +160,9 @@ pub struct Config {
     /// Path template of that PNG.
     pub screenshot_path: String,
     // --- end HUD options ---
+    /// GPU timestamp queries around every submission (GPU busy time). Off injects no GPU
+    /// work for measuring and turns samples off with it.
+    pub gpu_timing: bool,
     /// Per-draw GPU sample granularity (used by a later issue).
     pub samples: Samples,
     pub sample_stats: SampleStats,
@@ -483,6 +486,14 @@ pub static KEYS: &[KeySpec] = &[
     },
     // --- end HUD keys ---
     KeySpec {
+        name: "gpu_timing",
+        ty: ValueType::Bool,
+        default: "1",
+        doc: "GPU timestamp queries around every submission, for GPU busy time (Vulkan: two per submission; GL: two per frame); 0 adds no GPU work of ours for measuring: gpu_busy_ns is null with gpu_missing \"disabled\", the HUD hides its GPU line and graph, and samples are off whatever `samples` says",
+        set: |c, v| if let Value::Bool(b) = v { c.gpu_timing = b },
+        get: |c| json!(c.gpu_timing),
+    },
+    KeySpec {
         name: "samples",
         ty: ValueType::Choice(Samples::NAMES),
         default: "renderpass",
@@ -650,6 +661,7 @@ impl Default for Config {
             hud_regions: 0,
             screenshot: None,
             screenshot_path: String::new(),
+            gpu_timing: false,
             samples: Samples::Off,
             sample_stats: SampleStats::Off,
             log: LogLevel::Quiet,
@@ -670,6 +682,16 @@ pub fn parse(s: &str) -> (Config, Vec<ConfigError>) {
 }
 
 impl Config {
+    /// The sample level in effect: samples live in the GPU timing's submissions, so they are
+    /// off when `gpu_timing` is.
+    pub fn effective_samples(&self) -> Samples {
+        if self.gpu_timing {
+            self.samples
+        } else {
+            Samples::Off
+        }
+    }
+
     /// Loads file, `FRAMESCOPE_CONFIG` and `FRAMESCOPE_DUMP` from the process environment.
     ///
     /// Reads the config file (a little I/O), so call it once at layer initialisation, never
@@ -845,7 +867,7 @@ mod tests {
         ];
         let mut expected = vec!["dump", "dump_start", "dump_duration", "hud"];
         expected.extend(hud_keys);
-        expected.extend(["samples", "sample_stats", "log"]);
+        expected.extend(["gpu_timing", "samples", "sample_stats", "log"]);
         assert_eq!(names, expected);
         assert_eq!(c.hud_refresh_ms, 250);
         assert_eq!(c.hud_position, HudPosition::TopLeft);
@@ -853,6 +875,8 @@ mod tests {
         assert_eq!(c.hud_history, 120);
         assert_eq!(c.hud_toggle_key, "Shift_R+F12");
         assert!(c.hud_fps && c.hud_frame_graph && c.hud_counters);
+        assert!(c.gpu_timing);
+        assert_eq!(c.effective_samples(), Samples::Renderpass);
         assert_eq!(c.screenshot, None);
         assert_eq!(c.screenshot_path, "framescope-%p-frame%N.png");
     }
@@ -920,6 +944,17 @@ mod tests {
     }
 
     #[test]
+    fn gpu_timing_off_turns_samples_off_whatever_samples_says() {
+        let (c, errors) = parse("gpu_timing=0,samples=draw");
+        assert!(errors.is_empty(), "{errors:?}");
+        assert!(!c.gpu_timing);
+        assert_eq!(c.samples, Samples::Draw, "the key keeps what was set, for the header");
+        assert_eq!(c.effective_samples(), Samples::Off);
+        let (c, _) = parse("gpu_timing=1,samples=draw");
+        assert_eq!(c.effective_samples(), Samples::Draw);
+    }
+
+    #[test]
     fn bad_entries_give_one_line_errors_and_keep_defaults() {
         let (c, errors) = parse("bogus=1,dump_start=abc,dump_duration=0,samples=everything,dump_start");
         assert_eq!(c, Config::default());
@@ -935,7 +970,7 @@ mod tests {
              (valid keys: dump, dump_start, dump_duration, hud, hud_refresh_ms, hud_position, hud_scale, \
              hud_font_size, hud_alpha, hud_history, hud_toggle_key, hud_fps, hud_frame_time, hud_frame_graph, \
              hud_gpu, hud_gpu_graph, hud_counts, hud_device, hud_swapchain, hud_counters, hud_regions, screenshot, \
-             screenshot_path, samples, sample_stats, log)"
+             screenshot_path, gpu_timing, samples, sample_stats, log)"
         );
         assert_eq!(
             lines[1],

@@ -39,8 +39,9 @@ impl HudOptions {
             fps: c.hud_fps,
             frame_time: c.hud_frame_time,
             frame_graph: c.hud_frame_graph,
-            gpu: c.hud_gpu,
-            gpu_graph: c.hud_gpu_graph,
+            // Without GPU timing there is nothing to show there.
+            gpu: c.hud_gpu && c.gpu_timing,
+            gpu_graph: c.hud_gpu_graph && c.gpu_timing,
             counts: c.hud_counts,
             device: c.hud_device,
             swapchain: c.hud_swapchain,

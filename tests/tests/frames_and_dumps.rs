@@ -236,3 +236,51 @@ fn offscreen_app_gets_frames_through_the_emulated_frame_boundary_extension() {
         assert!(f["gpu_busy_ns"].as_u64().is_some_and(|b| b > 0), "{f}");
     }
 }
+
+/// `gpu_timing=0` (the Mesa overlay's key, off by default there): no timing queries set up,
+/// frames come out at once with no GPU time, reason `disabled`, and no samples, though
+/// `samples` asks for them; the HUD still draws (validation on).
+#[test]
+fn gpu_timing_off_gives_frames_without_gpu_time_or_samples() {
+    require_program("vkcube");
+    let a = Artifacts::get();
+    let x = Xvfb::start();
+    const SET_UP: &str = "GPU timing on a queue of family";
+    // The control: the same run with GPU timing sets it up, and says so at log=debug.
+    let mut on = Sandbox::new("gputimingon");
+    on.display(&x).set("FRAMESCOPE_CONFIG", "log=debug");
+    let out = on.run_under_framescope(&a, "vkcube", &["--c", "20"], LIMIT);
+    assert_eq!(out.code(), Some(0), "{}", out.describe());
+    assert!(out.combined().contains(SET_UP), "{}", out.describe());
+
+    let mut sb = Sandbox::new("gputimingoff");
+    let path = sb.path("vkcube.jsonl");
+    sb.display(&x)
+        .with_validation()
+        .set("FRAMESCOPE_CONFIG", "gpu_timing=0,samples=draw,log=debug")
+        .set("FRAMESCOPE_DUMP", path.display().to_string());
+    let out = sb.run_under_framescope(&a, "vkcube", &["--c", "120"], LIMIT);
+    assert_eq!(out.code(), Some(0), "{}", out.describe());
+    validation::assert_clean("vkcube gpu_timing=0", &out.combined());
+    assert!(
+        !out.combined().contains(SET_UP),
+        "timing set up anyway: {}",
+        out.describe()
+    );
+    let d = dump::read(&path);
+    assert_eq!(d.header["config"]["gpu_timing"], false);
+    assert_eq!(d.u64s("frame"), (0..120).collect::<Vec<u64>>(), "every frame, in order");
+    for f in &d.frames {
+        assert!(
+            f["draws"].as_u64().is_some_and(|n| n > 0),
+            "vkcube draws every frame: {f}"
+        );
+        assert!(f["gpu_busy_ns"].is_null(), "GPU time without GPU timing: {f}");
+        assert_eq!(f["gpu_missing"], "disabled", "{f}");
+        assert_eq!(f["queues_without_timestamps"], 0, "{f}");
+        assert!(
+            f["samples"].as_array().is_none_or(|s| s.is_empty()),
+            "samples without GPU timing: {f}"
+        );
+    }
+}

@@ -362,3 +362,37 @@ fn a_panic_in_the_swap_hook_is_contained_and_logged_once() {
     let errors = out.lines_with("framescope: internal error in swap buffers");
     assert_eq!(errors.len(), 1, "{}", out.describe());
 }
+
+/// `gpu_timing=0`: the shim writes no timer queries; every frame says why it has no GPU time.
+#[test]
+fn glxgears_with_gpu_timing_off_gets_frames_without_gpu_time() {
+    let _serial = serial();
+    require_program("glxgears");
+    require_program("timeout");
+    let a = Artifacts::get();
+    let x = Xvfb::start();
+    let mut sb = Sandbox::new("gears-notiming");
+    let path = sb.path("gears.jsonl");
+    sb.display(&x)
+        .set("FRAMESCOPE_CONFIG", "gpu_timing=0")
+        .set("FRAMESCOPE_DUMP", path.display().to_string());
+    let out = sb.run_under_framescope(&a, "timeout", &["-s", "INT", "3", "glxgears"], LIMIT);
+    assert_eq!(out.code(), Some(124), "timeout ends glxgears: {}", out.describe());
+    let d = dump::read(&path);
+    assert_contiguous("glxgears gpu_timing=0", &d);
+    assert!(d.frames.len() > 10, "only {} frames", d.frames.len());
+    let unavailable = d.header["unavailable"].to_string();
+    assert!(
+        !unavailable.contains("gl_timer_query"),
+        "timer queries are not missing: {unavailable}"
+    );
+    for f in &d.frames {
+        assert!(f["gpu_busy_ns"].is_null(), "GPU time without GPU timing: {f}");
+        assert_eq!(f["gpu_missing"], "disabled", "{f}");
+        assert!(
+            f.get("samples")
+                .is_none_or(|s| s.as_array().is_some_and(|s| s.is_empty())),
+            "{f}"
+        );
+    }
+}

@@ -61,6 +61,18 @@ const CONFIGS: &[Config] = &[
         env: &[("FRAMESCOPE_CONFIG", "hud=0")],
     },
     Config {
+        name: "framescope samples=off",
+        what: "framescope run, FRAMESCOPE_CONFIG=samples=off (HUD and frame timing: what MangoHud shows, plus GPU busy time from timestamps)",
+        framescope: true,
+        env: &[("FRAMESCOPE_CONFIG", "samples=off")],
+    },
+    Config {
+        name: "framescope gpu_timing=0",
+        what: "framescope run, FRAMESCOPE_CONFIG=gpu_timing=0 (HUD without GPU queries: its own cost)",
+        framescope: true,
+        env: &[("FRAMESCOPE_CONFIG", "gpu_timing=0")],
+    },
+    Config {
         name: "MangoHud",
         what: "MANGOHUD=1 (implicit layer of the Debian package, default HUD)",
         framescope: false,
@@ -435,10 +447,26 @@ fn vkcube_section(framescope: &Path, runtime: &Path) -> Result<(String, String),
             )
         }
     };
+    // The lighter configurations, so the cost of each part can be read off.
+    let lighter = |name: &str| {
+        let i = CONFIGS.iter().position(|c| c.name == name).expect("bench row");
+        let mango = added_of[mango_i];
+        if mango <= 0.0 {
+            String::new()
+        } else {
+            format!(
+                "Wall time of `{name}`: {:.2}x MangoHud's (CPU time {:.2}x).",
+                added_of[i] / mango,
+                cpu_added_of[i] / cpu_added_of[mango_i].max(f64::MIN_POSITIVE)
+            )
+        }
+    };
     let verdict = [
         ratio("Wall time", added_of[1], added_of[mango_i], "wall time"),
         ratio("CPU time", cpu_added_of[1], cpu_added_of[mango_i], "CPU time"),
         ratio("Instructions", ir[1] - ir[0], ir[mango_i] - ir[0], "instructions"),
+        lighter("framescope samples=off"),
+        lighter("framescope gpu_timing=0"),
     ]
     .join("\n\n");
 

@@ -214,7 +214,8 @@ impl Ctx {
             return c;
         }
         gl.load_rest(ws, &c.info);
-        c.timing = gl.supports_timestamps(&c.info);
+        // gpu_timing=0: no timer queries of ours; frames close with gpu_missing = disabled.
+        c.timing = cfg.gpu_timing && gl.supports_timestamps(&c.info);
         c.query_buffer = c.timing && gl.has_query_buffer(&c.info);
         if c.timing {
             let mut names = [0u32; 2 * RING];
@@ -350,7 +351,7 @@ impl Ctx {
         });
         // GL timestamps are in nanoseconds.
         h.timestamp_period = self.timing.then_some(1.0);
-        if !self.timing {
+        if !self.timing && settings::get().gpu_timing {
             h.unavailable.push(Unavailable {
                 source: "gl_timer_query".into(),
                 reason: "the context has no GL_TIMESTAMP queries (GL 3.3, GL_ARB_timer_query or GL_EXT_disjoint_timer_query)".into(),

@@ -301,7 +301,7 @@ pub fn unavailable(samples: Option<&CtxSamples>, timing: bool, es: bool) -> Vec<
         source: source.into(),
         reason: reason.into(),
     };
-    let config = Level::from_config(crate::settings::get().samples);
+    let config = Level::from_config(crate::settings::get().effective_samples());
     match samples {
         Some(s) => {
             let mut v = Vec::new();

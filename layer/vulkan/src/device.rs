@@ -153,7 +153,7 @@ impl Device {
         // SAFETY: as above.
         let sample_fns = SampleFns::load(|name| unsafe { next_gdpa(handle, name.as_ptr()) });
         let cfg = crate::settings::get();
-        let level = Level::from(cfg.samples);
+        let level = Level::from(cfg.effective_samples());
         let samples = SampleState::new(&fns, level, cfg.sample_stats, augment.pipeline_stats);
         if level != Level::Off && samples.is_none() {
             crate::log::error(format_args!("cannot create query pools for samples; samples are off"));

@@ -30,7 +30,10 @@ pub struct FrameState {
 impl FrameState {
     pub fn new() -> Self {
         FrameState {
-            assembler: FrameAssembler::new(AssemblerOptions::default()),
+            assembler: FrameAssembler::new(AssemblerOptions {
+                gpu_timing: crate::settings::get().gpu_timing,
+                ..AssemblerOptions::default()
+            }),
             counts: FrameCounts::default(),
             dump: None,
             dump_checked: false,

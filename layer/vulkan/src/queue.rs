@@ -75,10 +75,16 @@ fn begin_timed_submit(
     cbs: impl Iterator<Item = vk::CommandBuffer>,
     timeable: bool,
 ) -> Option<(vk::CommandBuffer, vk::CommandBuffer, u64, u32)> {
-    if !inner.timing_tried {
+    // gpu_timing=0: no queries of ours; frames close with gpu_missing = disabled.
+    if !inner.timing_tried && crate::settings::get().gpu_timing {
         inner.timing_tried = true;
         match QueueTiming::new(d, q.family) {
-            Ok(t) => inner.timing = t,
+            Ok(t) => {
+                if t.is_some() {
+                    crate::log::debug(format_args!("GPU timing on a queue of family {}", q.family));
+                }
+                inner.timing = t;
+            }
             Err(e) => crate::log::error(format_args!(
                 "cannot set up GPU timing on queue family {}: {e:?}",
                 q.family
@@ -113,8 +119,11 @@ fn begin_timed_submit(
             Some((b, e, frame, cb_base))
         }
         None => {
-            // A family without timestamps: the submission retires at once, without a time.
-            frames.counts.queues_without_timestamps = frames.counts.queues_without_timestamps.saturating_add(1);
+            // A family without timestamps (or gpu_timing=0): the submission retires at once,
+            // without a time.
+            if frames.assembler.gpu_timing() {
+                frames.counts.queues_without_timestamps = frames.counts.queues_without_timestamps.saturating_add(1);
+            }
             let f = frames.assembler.on_submit();
             frames.retire(f, None);
             None
