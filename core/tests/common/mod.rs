@@ -23,6 +23,22 @@ pub fn read_lines(path: &std::path::Path) -> Vec<Value> {
         .collect()
 }
 
+/// Like [`read_lines`] for a dump whose writer was killed: the one damage the writer's design
+/// allows (a kill inside its last `write`, see core/src/dump/writer.rs) is a cut last line,
+/// which is dropped here; every line before it must be whole and parse. Returns the lines and
+/// whether the last one was cut.
+pub fn read_lines_of_killed(path: &std::path::Path) -> (Vec<Value>, bool) {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+    let whole = text.rfind('\n').map_or(0, |i| i + 1);
+    let cut = whole < text.len();
+    let lines = text[..whole]
+        .lines()
+        .enumerate()
+        .map(|(i, l)| serde_json::from_str(l).unwrap_or_else(|e| panic!("line {} does not parse: {e}: {l}", i + 1)))
+        .collect();
+    (lines, cut)
+}
+
 /// The compiled dump schema.
 pub struct Validator {
     schemas: boon::Schemas,
