@@ -27,12 +27,18 @@ fn our_extension() -> vk::ExtensionProperties {
     p
 }
 
-/// Whether the driver (and layers below) implement the extension themselves.
+/// Whether the driver (and layers below) implement the extension themselves; enumerated once
+/// per physical device.
 pub fn native(inst: &instance::Instance, phys: vk::PhysicalDevice) -> bool {
+    if let Some(&(_, known)) = inst.frame_boundary_native.lock().iter().find(|(p, _)| *p == phys) {
+        return known;
+    }
     // SAFETY: querying a physical device of this instance.
-    unsafe { inst.fns.enumerate_device_extension_properties(phys) }
+    let has = unsafe { inst.fns.enumerate_device_extension_properties(phys) }
         .map(|v| v.iter().any(|e| e.extension_name_as_c_str() == Ok(NAME)))
-        .unwrap_or(false)
+        .unwrap_or(false);
+    inst.frame_boundary_native.lock().push((phys, has));
+    has
 }
 
 pub unsafe extern "system" fn enumerate_device_extension_properties(
@@ -105,30 +111,46 @@ pub unsafe extern "system" fn get_physical_device_features2(
     phys: vk::PhysicalDevice,
     f: *mut vk::PhysicalDeviceFeatures2<'_>,
 ) {
-    features2(phys, f, false)
+    features2(phys, f)
 }
 
+/// The KHR alias goes down as the core command: see `Instance::next_features2`.
 pub unsafe extern "system" fn get_physical_device_features2_khr(
     phys: vk::PhysicalDevice,
     f: *mut vk::PhysicalDeviceFeatures2<'_>,
 ) {
-    features2(phys, f, true)
+    features2(phys, f)
 }
 
-fn features2(phys: vk::PhysicalDevice, f: *mut vk::PhysicalDeviceFeatures2<'_>, khr: bool) {
+thread_local! {
+    /// Set while this thread is inside `features2`: a call that comes back up the chain into
+    /// us must not go down again (it would recurse until the stack overflows).
+    static IN_FEATURES2: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+static REENTERED: std::sync::Once = std::sync::Once::new();
+
+fn features2(phys: vk::PhysicalDevice, f: *mut vk::PhysicalDeviceFeatures2<'_>) {
     let Some(inst) = instance::lookup(phys.as_raw()) else {
         return;
     };
-    let next: Option<vk::PFN_vkGetPhysicalDeviceFeatures2> = if khr {
-        let name = c"vkGetPhysicalDeviceFeatures2KHR";
-        // SAFETY: querying an instance command; the name implies the signature.
-        unsafe { (inst.next_gipa)(inst.handle, name.as_ptr()) }.map(|p| unsafe {
-            std::mem::transmute::<unsafe extern "system" fn(), vk::PFN_vkGetPhysicalDeviceFeatures2>(p)
-        })
-    } else {
-        Some(inst.fns.fp_v1_1().get_physical_device_features2)
-    };
-    let Some(next) = next else { return };
+    let Some(next) = inst.next_features2 else { return };
+    if IN_FEATURES2.with(|c| c.replace(true)) {
+        // The chain below led back to us: leave the struct as the app filled it.
+        REENTERED.call_once(|| {
+            crate::log::error(format_args!(
+                "vkGetPhysicalDeviceFeatures2 below framescope calls back into it; answering without going down again"
+            ))
+        });
+        return;
+    }
+    struct Leave;
+    impl Drop for Leave {
+        fn drop(&mut self) {
+            IN_FEATURES2.with(|c| c.set(false));
+        }
+    }
+    let _leave = Leave;
     let emulate = !f.is_null() && guarded(&FEATURES2, || !native(&inst, phys)).unwrap_or(false);
     if !emulate {
         // SAFETY: forwarding the app's arguments.

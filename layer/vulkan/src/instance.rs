@@ -16,6 +16,14 @@ pub struct Instance {
     /// Whether the app enabled `VK_KHR_get_physical_device_properties2` or asked for 1.1+,
     /// i.e. whether `vkGetPhysicalDeviceFeatures2`/`Properties2` may be called.
     pub api_version: u32,
+    /// The next layer's `vkGetPhysicalDeviceFeatures2`, else its `...2KHR` alias; `None` when
+    /// neither exists. Resolved once: the loader's terminator answers the KHR name with its
+    /// trampoline, which re-enters the top of the chain (us) and recursed until the stack
+    /// overflowed (vulkaninfo, vkd3d, zink and libplacebo all call the KHR name).
+    pub next_features2: Option<vk::PFN_vkGetPhysicalDeviceFeatures2>,
+    /// Per physical device: whether the layers and driver below implement
+    /// `VK_EXT_frame_boundary` themselves (asked once; the answer cannot change).
+    pub frame_boundary_native: parking_lot::Mutex<Vec<(vk::PhysicalDevice, bool)>>,
 }
 
 pub static INSTANCES: Registry<Instance> = Registry::new();
@@ -75,11 +83,21 @@ pub unsafe extern "system" fn create_instance(
                 handle,
             )
         };
+        let next_features2 = [c"vkGetPhysicalDeviceFeatures2", c"vkGetPhysicalDeviceFeatures2KHR"]
+            .iter()
+            // SAFETY: querying instance commands of `handle` by name.
+            .find_map(|name| unsafe { next_gipa(handle, name.as_ptr()) })
+            // SAFETY: both names have the PFN_vkGetPhysicalDeviceFeatures2 signature (aliases).
+            .map(|f| unsafe {
+                std::mem::transmute::<unsafe extern "system" fn(), vk::PFN_vkGetPhysicalDeviceFeatures2>(f)
+            });
         let state = Arc::new(Instance {
             handle,
             next_gipa,
             fns,
             api_version,
+            next_features2,
+            frame_boundary_native: parking_lot::Mutex::new(Vec::new()),
         });
         // SAFETY: handle is a live instance created through the loader.
         INSTANCES.insert(unsafe { dispatch_key(handle.as_raw()) }, state);
