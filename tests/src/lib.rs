@@ -6,6 +6,7 @@ pub mod artifacts;
 pub mod dump;
 pub mod glmark;
 pub mod image;
+pub mod lane;
 pub mod runner;
 pub mod validation;
 pub mod xvfb;

@@ -40,8 +40,11 @@ impl Outcome {
 
     pub fn describe(&self) -> String {
         format!(
-            "status {:?}\n--- stdout ---\n{}\n--- stderr ---\n{}",
-            self.status, self.stdout, self.stderr
+            "lane {}, status {:?}\n--- stdout ---\n{}\n--- stderr ---\n{}",
+            crate::lane::Lane::current().name(),
+            self.status,
+            self.stdout,
+            self.stderr
         )
     }
 }
@@ -86,9 +89,13 @@ impl Sandbox {
         self.set("DISPLAY", &x.display)
     }
 
-    /// Validation layer below framescope for everything started in this sandbox.
+    /// The lane's layers below framescope for everything started in this sandbox: the
+    /// validation layer in the `validation` lane, none in the `driver` lane (`crate::lane`).
     pub fn with_validation(&mut self) -> &mut Self {
-        self.set("VK_INSTANCE_LAYERS", "VK_LAYER_KHRONOS_validation")
+        match crate::lane::Lane::current() {
+            crate::lane::Lane::Validation => self.set("VK_INSTANCE_LAYERS", "VK_LAYER_KHRONOS_validation"),
+            crate::lane::Lane::Driver => self.unset("VK_INSTANCE_LAYERS"),
+        }
     }
 
     pub fn path(&self, rel: &str) -> PathBuf {

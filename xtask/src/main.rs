@@ -52,10 +52,16 @@ fn root() -> PathBuf {
 }
 
 fn cargo(args: &[&str]) -> Result<(), String> {
+    cargo_env(args, &[])
+}
+
+fn cargo_env(args: &[&str], env: &[(&str, &str)]) -> Result<(), String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    eprintln!("xtask: cargo {}", args.join(" "));
+    let shown: Vec<String> = env.iter().map(|(k, v)| format!("{k}={v} ")).collect();
+    eprintln!("xtask: {}cargo {}", shown.concat(), args.join(" "));
     let status = Command::new(&cargo)
         .args(args)
+        .envs(env.iter().copied())
         .current_dir(root())
         .status()
         .map_err(|e| format!("cargo: {e}"))?;
@@ -72,8 +78,34 @@ fn test() -> Result<(), String> {
     cargo(&["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"])?;
     // Integration tests run the built layer, CLI and test apps: build them all first.
     cargo(&["build", "--workspace", "--bins", "--lib"])?;
-    cargo(&["test", "--workspace", "--no-fail-fast"])
+    // Every test, the Vulkan ones with the validation layer below framescope; then the Vulkan
+    // integration tests again with framescope directly on the driver (tests/src/lane.rs says
+    // why). Both lanes run even when the first fails, so one CI run shows everything.
+    let all = cargo(&["test", "--workspace", "--no-fail-fast"]);
+    let mut driver_lane = vec!["test", "-p", "framescope-tests", "--no-fail-fast"];
+    for t in DRIVER_LANE_TESTS {
+        driver_lane.extend(["--test", t]);
+    }
+    let driver = cargo_env(&driver_lane, &[("FRAMESCOPE_TEST_LANE", "driver")]);
+    match (all, driver) {
+        (Ok(()), Ok(())) => Ok(()),
+        (a, d) => Err(format!(
+            "tests failed: validation lane {}, driver lane {}",
+            if a.is_ok() { "passed" } else { "FAILED" },
+            if d.is_ok() { "passed" } else { "FAILED" }
+        )),
+    }
 }
+
+/// The integration tests that run Vulkan apps, run a second time in the `driver` lane.
+const DRIVER_LANE_TESTS: &[&str] = &[
+    "vulkan_foundation",
+    "frames_and_dumps",
+    "samples",
+    "hud_vulkan",
+    "steady_allocations",
+    "zink",
+];
 
 fn demo() -> Result<(), String> {
     deps::install()?;
