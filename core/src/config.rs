@@ -897,9 +897,7 @@ pub fn read_config_file(path: &Path) -> std::io::Result<String> {
         } else {
             "something else"
         };
-        return Err(std::io::Error::other(format!(
-            "it is {what}, not a regular file"
-        )));
+        return Err(std::io::Error::other(format!("it is {what}, not a regular file")));
     }
     let too_big = || std::io::Error::other(format!("it is larger than {} KiB", MAX_FILE_BYTES / 1024));
     if meta.len() > MAX_FILE_BYTES {
@@ -1202,7 +1200,10 @@ mod tests {
             _ => None,
         };
         let (c, errors) = Config::load_with(env, files(&[]));
-        assert_eq!(c.dump.as_deref().map(OsStr::as_bytes), Some(&b"/tmp/\xffdump-%p.jsonl"[..]));
+        assert_eq!(
+            c.dump.as_deref().map(OsStr::as_bytes),
+            Some(&b"/tmp/\xffdump-%p.jsonl"[..])
+        );
         assert!(c.hud, "no entry of a non-UTF-8 FRAMESCOPE_CONFIG is applied");
         assert_eq!(errors.len(), 1, "{errors:?}");
         assert_eq!(
@@ -1253,7 +1254,10 @@ mod tests {
         assert!(e.to_string().contains("directory"), "{e}");
         let big = d.join("big.conf");
         std::fs::write(&big, vec![b'#'; MAX_FILE_BYTES as usize + 1]).unwrap();
-        assert_eq!(read_config_file(&big).unwrap_err().to_string(), "it is larger than 64 KiB");
+        assert_eq!(
+            read_config_file(&big).unwrap_err().to_string(),
+            "it is larger than 64 KiB"
+        );
         std::fs::write(&big, vec![b'#'; MAX_FILE_BYTES as usize]).unwrap();
         assert!(read_config_file(&big).is_ok(), "exactly the limit is fine");
         let bin = d.join("bin.conf");
@@ -1268,7 +1272,9 @@ mod tests {
         assert_eq!(c, Config::default());
         assert_eq!(errors.len(), 1);
         assert!(
-            errors[0].to_string().ends_with("fifo.conf': it is a FIFO, not a regular file; using defaults"),
+            errors[0]
+                .to_string()
+                .ends_with("fifo.conf': it is a FIFO, not a regular file; using defaults"),
             "{}",
             errors[0]
         );

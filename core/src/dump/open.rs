@@ -161,10 +161,7 @@ pub fn write_all(file: &File, mut buf: &[u8], give_up: &dyn Fn() -> bool) -> io:
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                 if give_up() {
-                    return Err(io::Error::new(
-                        io::ErrorKind::TimedOut,
-                        "its reader stopped reading",
-                    ));
+                    return Err(io::Error::new(io::ErrorKind::TimedOut, "its reader stopped reading"));
                 }
                 let mut pfd = libc::pollfd {
                     fd: file.as_raw_fd(),
