@@ -1,7 +1,13 @@
 //! PNG screenshots of presented images.
+//!
+//! The file is opened by `framescope_core::dump::open` with the dump's rules: created new
+//! (`O_CREAT | O_EXCL | O_NOFOLLOW`, mode 0644 less the umask), a numbered sibling when the
+//! path already holds a file, never through a symbolic link. FIFOs and devices are refused:
+//! a PNG is a file, and opening a FIFO could block the thread that writes it.
 
+use framescope_core::dump::open::{self, open_output};
 use std::io::BufWriter;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Expands a screenshot path template: `%N` is the frame index, then `%p`, `%n`, `%t`, `%%` as
 /// for dump paths. `index` > 0 (a second swapchain in the same frame) adds `-index` before the
@@ -44,7 +50,8 @@ pub enum PixelOrder {
 }
 
 /// Writes `width` x `height` 8-bit pixels (rows of `row_pitch` bytes) as an RGB PNG. Alpha is
-/// dropped: a presented image is opaque.
+/// dropped: a presented image is opaque. Returns the path written: `path`, or its numbered
+/// sibling when `path` already existed (see the module docs).
 pub fn write_png(
     path: &Path,
     width: u32,
@@ -52,7 +59,7 @@ pub fn write_png(
     row_pitch: usize,
     order: PixelOrder,
     pixels: &[u8],
-) -> Result<(), String> {
+) -> Result<PathBuf, String> {
     let (w, h) = (width as usize, height as usize);
     if row_pitch < w * 4 || pixels.len() < row_pitch * h.saturating_sub(1) + w * 4 {
         return Err(format!("{} bytes are too few for {width}x{height}", pixels.len()));
@@ -66,13 +73,22 @@ pub fn write_png(
             }
         }
     }
-    let file = std::fs::File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let mut enc = png::Encoder::new(BufWriter::new(file), width, height);
+    let opened =
+        open_output(path, false).map_err(|e| format!("cannot write '{}': {e}", open::display(path.as_os_str())))?;
+    if opened.sibling {
+        framescope_core::log::info(format_args!(
+            "'{}' already exists; writing the screenshot to '{}' instead",
+            open::display(path.as_os_str()),
+            open::display(opened.path.as_os_str())
+        ));
+    }
+    let mut enc = png::Encoder::new(BufWriter::new(opened.file), width, height);
     enc.set_color(png::ColorType::Rgb);
     enc.set_depth(png::BitDepth::Eight);
     let mut w = enc.write_header().map_err(|e| e.to_string())?;
     w.write_image_data(&rgb).map_err(|e| e.to_string())?;
-    w.finish().map_err(|e| e.to_string())
+    w.finish().map_err(|e| e.to_string())?;
+    Ok(opened.path)
 }
 
 #[cfg(test)]
@@ -94,7 +110,7 @@ mod tests {
         let path = dir.join("a.png");
         // 2x1, row pitch 12 (4 bytes of padding), BGRA: blue then red.
         let px = [255, 0, 0, 255, 0, 0, 255, 255, 9, 9, 9, 9];
-        write_png(&path, 2, 1, 12, PixelOrder::Bgra, &px).unwrap();
+        assert_eq!(write_png(&path, 2, 1, 12, PixelOrder::Bgra, &px).unwrap(), path);
         let dec = png::Decoder::new(std::fs::File::open(&path).unwrap());
         let mut r = dec.read_info().unwrap();
         let mut buf = vec![0; r.output_buffer_size()];
@@ -102,6 +118,48 @@ mod tests {
         assert_eq!((info.width, info.height), (2, 1));
         assert_eq!(&buf[..6], &[0, 0, 255, 255, 0, 0]);
         assert!(write_png(&path, 4, 4, 16, PixelOrder::Rgba, &px).is_err());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn never_clobbers_follows_links_or_blocks_on_a_fifo() {
+        use std::os::unix::ffi::OsStrExt;
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("framescope-png-hostile-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let px = [1u8, 2, 3, 255];
+        // An existing file: left alone, a sibling written, mode 0644 less the umask.
+        let existing = dir.join("shot.png");
+        std::fs::write(&existing, "theirs").unwrap();
+        std::fs::set_permissions(&existing, std::fs::Permissions::from_mode(0o666)).unwrap();
+        let got = write_png(&existing, 1, 1, 4, PixelOrder::Rgba, &px).unwrap();
+        assert_eq!(got, dir.join("shot.1.png"));
+        assert_eq!(std::fs::read_to_string(&existing).unwrap(), "theirs");
+        // SAFETY: reading the umask means setting it; it is put back at once.
+        let umask = unsafe { libc::umask(0o022) };
+        // SAFETY: as above.
+        unsafe { libc::umask(umask) };
+        let mode = std::fs::metadata(&got).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o644 & !umask);
+        // A symbolic link: refused, its target untouched.
+        let target = dir.join("target");
+        std::fs::write(&target, "precious").unwrap();
+        std::os::unix::fs::symlink(&target, dir.join("link.png")).unwrap();
+        let e = write_png(&dir.join("link.png"), 1, 1, 4, PixelOrder::Rgba, &px).unwrap_err();
+        assert!(e.contains("symbolic link"), "{e}");
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "precious");
+        // A FIFO nobody reads: refused at once (a plain open would block forever).
+        let fifo = dir.join("fifo.png");
+        let c = std::ffi::CString::new(fifo.as_os_str().as_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let f2 = fifo.clone();
+        std::thread::spawn(move || tx.send(write_png(&f2, 1, 1, 4, PixelOrder::Rgba, &px)));
+        let r = rx.recv_timeout(std::time::Duration::from_secs(30));
+        let e = r.expect("write_png blocked on a FIFO").unwrap_err();
+        assert!(e.contains("regular files only"), "{e}");
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
