@@ -6,8 +6,8 @@
 
 use framescope_tests::artifacts::require_program;
 use framescope_tests::{dump, validation, Artifacts, Outcome, Sandbox, Xvfb};
-use std::os::unix::fs::PermissionsExt;
 use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::time::Duration;
 
@@ -38,7 +38,11 @@ fn assert_ok_with_one_line(out: &Outcome, what: &str, needle: &str) {
         "{what}: {}",
         out.describe()
     );
-    let hits = out.lines_with("framescope: ").into_iter().filter(|l| l.contains(needle)).count();
+    let hits = out
+        .lines_with("framescope: ")
+        .into_iter()
+        .filter(|l| l.contains(needle))
+        .count();
     assert_eq!(hits, 1, "{what}: want one line with '{needle}'\n{}", out.describe());
 }
 
@@ -97,7 +101,10 @@ fn dev_zero_as_config_file_is_refused_in_bounded_memory() {
     sb.set("FRAMESCOPE_BIN", a.framescope.display().to_string());
     let out = sb.run(
         Path::new("/bin/sh"),
-        &["-c", "ulimit -v 3145728 && exec \"$FRAMESCOPE_BIN\" run -- vkcube --c 3"],
+        &[
+            "-c",
+            "ulimit -v 3145728 && exec \"$FRAMESCOPE_BIN\" run -- vkcube --c 3",
+        ],
         LIMIT,
     );
     assert_ok_with_one_line(&out, "/dev/zero config", "it is a character device, not a regular file");
@@ -120,7 +127,12 @@ fn a_symlink_at_the_dump_or_screenshot_path_is_refused_and_its_target_untouched(
     assert_eq!(out.code(), Some(0), "{}", out.describe());
     let refusals = out.lines_with("framescope: ");
     let refusals: Vec<&String> = refusals.iter().filter(|l| l.contains("symbolic link")).collect();
-    assert_eq!(refusals.len(), 2, "one line each for dump and screenshot\n{}", out.describe());
+    assert_eq!(
+        refusals.len(),
+        2,
+        "one line each for dump and screenshot\n{}",
+        out.describe()
+    );
     assert!(refusals.iter().any(|l| l.contains("dump.jsonl")) && refusals.iter().any(|l| l.contains("shot.png")));
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "precious\n");
 }
