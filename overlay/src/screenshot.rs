@@ -8,6 +8,13 @@
 use framescope_core::dump::open::{self, open_output};
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// How long teardown waits for screenshot threads, all together. Encoding one large frame
+/// takes well under a second; what takes longer is a stalled file system, which must not hold
+/// the app's device destruction.
+pub const JOIN_LIMIT: Duration = Duration::from_secs(3);
 
 /// Expands a screenshot path template: `%N` is the frame index, then `%p`, `%n`, `%t`, `%%` as
 /// for dump paths. `index` > 0 (a second swapchain in the same frame) adds `-index` before the
@@ -40,6 +47,33 @@ pub fn process_path(template: &str, frame: u64, index: usize) -> String {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
     expand_path(template, frame, index, std::process::id(), &exe, now)
+}
+
+/// Joins screenshot writer threads, waiting at most `limit` for all of them together. Threads
+/// still running then are left to end with the process, and one line says how many. Returns
+/// that number.
+pub fn join_bounded(handles: Vec<JoinHandle<()>>, limit: Duration) -> usize {
+    let deadline = Instant::now() + limit;
+    let mut left = Vec::new();
+    for h in handles {
+        // JoinHandle has no timed join: poll is_finished (teardown only, never per frame).
+        while !h.is_finished() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        if h.is_finished() {
+            let _ = h.join();
+        } else {
+            left.push(h);
+        }
+    }
+    if !left.is_empty() {
+        framescope_core::log::error(format_args!(
+            "{} screenshot writer(s) did not finish within {} s (stalled file system?); leaving them",
+            left.len(),
+            limit.as_secs_f32()
+        ));
+    }
+    left.len()
 }
 
 /// Pixel layout of the image bytes handed to [`write_png`].
@@ -119,6 +153,21 @@ mod tests {
         assert_eq!(&buf[..6], &[0, 0, 255, 255, 0, 0]);
         assert!(write_png(&path, 4, 4, 16, PixelOrder::Rgba, &px).is_err());
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn joins_are_bounded() {
+        let (_keep, rx) = std::sync::mpsc::channel::<()>();
+        let stuck = std::thread::spawn(move || {
+            let _ = rx.recv();
+        });
+        let quick = std::thread::spawn(|| {});
+        let (tx, done) = std::sync::mpsc::channel();
+        std::thread::spawn(move || tx.send(join_bounded(vec![quick, stuck], Duration::from_millis(200))));
+        let left = done
+            .recv_timeout(Duration::from_secs(30))
+            .expect("join_bounded blocked");
+        assert_eq!(left, 1, "the stuck thread is left, the finished one joined");
     }
 
     #[test]

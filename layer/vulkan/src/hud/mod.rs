@@ -429,7 +429,5 @@ fn write_png_async(path: String, width: u32, height: u32, order: PixelOrder, pix
 
 fn join_png_writers() {
     let handles: Vec<_> = PNG_WRITERS.lock().drain(..).collect();
-    for h in handles {
-        let _ = h.join();
-    }
+    framescope_overlay::screenshot::join_bounded(handles, framescope_overlay::screenshot::JOIN_LIMIT);
 }
