@@ -4,7 +4,7 @@
 //! - a new file is created with `O_CREAT | O_EXCL | O_NOFOLLOW` and mode 0644 (less the
 //!   umask), so nothing that already exists is ever opened for writing, truncated, or
 //!   written through a symbolic link someone planted at the path;
-//! - a path that already holds something (a dump of an earlier process, any other file)
+//! - a path that already holds a regular file (a dump of an earlier process, any other file)
 //!   gets the first free numbered sibling, `seq.jsonl` → `seq.1.jsonl`, `seq.2.jsonl`, …:
 //!   the older file is never truncated;
 //! - a symbolic link is refused, except (for dumps) one that leads to a FIFO or a character
@@ -132,6 +132,18 @@ pub fn open_output(path: &Path, streams: bool) -> io::Result<Opened> {
         return Err(refuse(
             "it is a FIFO or a device; this is written to regular files only".into(),
         ));
+    }
+    if !ft.is_file() {
+        let what = if ft.is_dir() {
+            "a directory (name a file in it, e.g. DIR/%n-%p.jsonl)"
+        } else if ft.is_block_device() {
+            "a block device"
+        } else if ft.is_socket() {
+            "a socket"
+        } else {
+            "neither a file nor a FIFO"
+        };
+        return Err(refuse(format!("it is {what}")));
     }
     for n in 1..=MAX_SIBLINGS {
         let p = sibling(path, n);
@@ -299,6 +311,17 @@ mod tests {
         let e = write_all(&o.file, &big, &|| true).unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::TimedOut);
         drop(reader);
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn directories_are_refused_not_given_siblings() {
+        let d = scratch("dir");
+        let e = open_output(&d, true).unwrap_err();
+        assert!(e.to_string().contains("directory"), "{e}");
+        let with_slash = PathBuf::from(format!("{}/", d.display()));
+        assert!(open_output(&with_slash, true).is_err());
+        assert_eq!(std::fs::read_dir(&d).unwrap().count(), 0, "nothing created inside");
         std::fs::remove_dir_all(&d).unwrap();
     }
 
