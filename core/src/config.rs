@@ -6,6 +6,12 @@
 //! 2. `FRAMESCOPE_CONFIG` (`key=value` entries separated by commas);
 //! 3. `FRAMESCOPE_DUMP=PATH`, a shorthand for `dump=PATH`.
 //!
+//! Paths are bytes: `FRAMESCOPE_DUMP` and the file location variables may hold any byte a
+//! file name can. `FRAMESCOPE_CONFIG` and the file are text; non-UTF-8 there is one error.
+//! The file is read only if it is a regular file of at most [`MAX_FILE_BYTES`], opened
+//! without blocking, so a FIFO or `/dev/zero` named as config costs one line, not a hang or
+//! the app's memory.
+//!
 //! Every key is one row of [`KEYS`]: its type, default and one-line doc live there, so adding
 //! a key is one row (plus its field in [`Config`]) and the README table can be generated from
 //! or checked against [`markdown_table`]. Bad input never stops the app: each problem becomes a
@@ -13,7 +19,16 @@
 //! command; values are only ever parsed as numbers, names or a path template.
 
 use serde_json::{json, Value as Json};
+use std::ffi::OsString;
 use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// Largest config file read. The longest useful file (every key with a long value, plus
+/// comments) is a few KiB; 64 KiB bounds what a wrong path can cost.
+pub const MAX_FILE_BYTES: u64 = 64 * 1024;
+
+/// Config errors printed one per line; more are summed up in one further line.
+pub const MAX_REPORTED_ERRORS: usize = 10;
 
 /// Which per-draw GPU samples a later issue collects.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -123,8 +138,8 @@ impl HudPosition {
 /// The configuration in effect. `Default` is built from the defaults in [`KEYS`].
 #[derive(Clone, Debug, PartialEq)]
 pub struct Config {
-    /// Dump path template (`%p`, `%n`, `%t`, `%%`); `None`: no dump.
-    pub dump: Option<String>,
+    /// Dump path template (`%p`, `%n`, `%t`, `%%`); `None`: no dump. Bytes, as paths are.
+    pub dump: Option<OsString>,
     /// Seconds after start before frames are written to the dump.
     pub dump_start: f64,
     /// Seconds of frames to write after `dump_start`; `None`: until the end.
@@ -303,9 +318,9 @@ pub static KEYS: &[KeySpec] = &[
         name: "dump",
         ty: ValueType::PathTemplate,
         default: "none",
-        doc: "write a JSON Lines per-frame dump to this path template (%p pid, %n exe, %t UTC start time YYYYmmdd-HHMMSS)",
-        set: |c, v| if let Value::Path(p) = v { c.dump = p },
-        get: |c| json!(c.dump),
+        doc: "write a JSON Lines per-frame dump to this path template (%p pid, %n exe, %t UTC start time YYYYmmdd-HHMMSS); an existing file is never overwritten (a numbered sibling is written instead, so use %p), symbolic links are refused, a FIFO or /dev/stdout gets the dump as a stream",
+        set: |c, v| if let Value::Path(p) = v { c.dump = p.map(OsString::from) },
+        get: |c| json!(c.dump.as_ref().map(|d| d.to_string_lossy())),
     },
     KeySpec {
         name: "dump_start",
@@ -480,7 +495,7 @@ pub static KEYS: &[KeySpec] = &[
         name: "screenshot_path",
         ty: ValueType::ImagePath,
         default: "framescope-%p-frame%N.png",
-        doc: "where screenshot= writes; relative paths are relative to the app's working directory; a second swapchain presented in the same frame gets `-1`, `-2`, ... before the extension",
+        doc: "where screenshot= writes; relative paths are relative to the app's working directory; a second swapchain presented in the same frame gets `-1`, `-2`, ... before the extension; an existing file is never overwritten (a numbered sibling such as `shot.1.png` is written instead), symbolic links, FIFOs and devices are refused",
         set: |c, v| if let Value::Text(t) = v { c.screenshot_path = t },
         get: |c| json!(c.screenshot_path),
     },
@@ -578,6 +593,10 @@ pub enum ConfigErrorKind {
         path: String,
         error: String,
     },
+    /// A variable that holds config text is not UTF-8.
+    NotUtf8 {
+        var: &'static str,
+    },
 }
 
 /// One config problem. Its `Display` is a single line starting with `framescope: `.
@@ -627,6 +646,10 @@ impl fmt::Display for ConfigError {
                 "framescope: cannot read config file '{}': {}; using defaults",
                 path.escape_debug(),
                 error.escape_debug()
+            ),
+            ConfigErrorKind::NotUtf8 { var } => write!(
+                f,
+                "framescope: {var} is not valid UTF-8 (config entries are text); ignored"
             ),
         }
     }
@@ -697,43 +720,44 @@ impl Config {
     /// Reads the config file (a little I/O), so call it once at layer initialisation, never
     /// per frame. A missing default-location file is not an error.
     pub fn load_from_env() -> (Config, Vec<ConfigError>) {
-        Self::load_with(|name| std::env::var(name).ok(), |path| std::fs::read_to_string(path))
+        Self::load_with(|name| std::env::var_os(name), read_config_file)
     }
 
-    /// [`Config::load_from_env`], printing each error as one stderr line.
+    /// [`Config::load_from_env`], printing the errors as stderr lines (see [`error_lines`]).
     pub fn load_and_report() -> Config {
         let (c, errors) = Self::load_from_env();
-        for e in &errors {
-            eprintln!("{e}");
+        for line in error_lines(&errors) {
+            eprintln!("{line}");
         }
         c
     }
 
     /// [`Config::load_from_env`] with the environment and file reads injected (for tests).
     pub fn load_with(
-        env: impl Fn(&str) -> Option<String>,
-        read_file: impl Fn(&str) -> std::io::Result<String>,
+        env: impl Fn(&str) -> Option<OsString>,
+        read_file: impl Fn(&Path) -> std::io::Result<String>,
     ) -> (Config, Vec<ConfigError>) {
         let mut c = Config::default();
         let mut errors = Vec::new();
         let nonempty = |name: &str| env(name).filter(|v| !v.is_empty());
-        let explicit = nonempty("FRAMESCOPE_CONFIG_FILE");
+        let explicit = nonempty("FRAMESCOPE_CONFIG_FILE").map(PathBuf::from);
         let path = explicit.clone().or_else(|| {
             nonempty("XDG_CONFIG_HOME")
-                .map(|x| format!("{x}/framescope/framescope.conf"))
-                .or_else(|| nonempty("HOME").map(|h| format!("{h}/.config/framescope/framescope.conf")))
+                .map(|x| PathBuf::from(x).join("framescope/framescope.conf"))
+                .or_else(|| nonempty("HOME").map(|h| PathBuf::from(h).join(".config/framescope/framescope.conf")))
         });
         if let Some(path) = path {
+            let shown = path.to_string_lossy().into_owned();
             match read_file(&path) {
-                Ok(text) => errors.extend(c.apply_file_str(&text, &path)),
+                Ok(text) => errors.extend(c.apply_file_str(&text, &shown)),
                 // Only a file the user named is worth a complaint when it is missing.
                 Err(e) if explicit.is_some() || e.kind() != std::io::ErrorKind::NotFound => errors.push(ConfigError {
                     origin: Origin::File {
-                        path: path.clone(),
+                        path: shown.clone(),
                         line: 0,
                     },
                     kind: ConfigErrorKind::UnreadableFile {
-                        path,
+                        path: shown,
                         error: e.to_string(),
                     },
                 }),
@@ -741,10 +765,22 @@ impl Config {
             }
         }
         if let Some(s) = env("FRAMESCOPE_CONFIG") {
-            errors.extend(c.apply_env_str(&s));
+            match s.to_str() {
+                Some(s) => errors.extend(c.apply_env_str(s)),
+                None => errors.push(ConfigError {
+                    origin: Origin::Env,
+                    kind: ConfigErrorKind::NotUtf8 {
+                        var: "FRAMESCOPE_CONFIG",
+                    },
+                }),
+            }
         }
         if let Some(p) = nonempty("FRAMESCOPE_DUMP") {
-            errors.extend(c.apply_entry("dump", Some(&p), Origin::DumpEnv));
+            match p.to_str() {
+                Some(p) => errors.extend(c.apply_entry("dump", Some(p), Origin::DumpEnv)),
+                // A file name may hold any byte: the path is used as it is.
+                None => c.dump = Some(p),
+            }
         }
         (c, errors)
     }
@@ -821,6 +857,66 @@ impl Config {
     }
 }
 
+/// The lines [`Config::load_and_report`] prints for `errors`: the first
+/// [`MAX_REPORTED_ERRORS`], then one line counting the rest, so a wrong file of thousands of
+/// lines cannot flood the app's stderr.
+pub fn error_lines(errors: &[ConfigError]) -> Vec<String> {
+    let mut lines: Vec<String> = errors.iter().take(MAX_REPORTED_ERRORS).map(|e| e.to_string()).collect();
+    if errors.len() > MAX_REPORTED_ERRORS {
+        lines.push(format!(
+            "framescope: {} more config errors not shown",
+            errors.len() - MAX_REPORTED_ERRORS
+        ));
+    }
+    lines
+}
+
+/// Reads a config file: a regular file of at most [`MAX_FILE_BYTES`] of UTF-8 text. Opened
+/// with `O_NONBLOCK`, so a FIFO is refused at once instead of blocking until a writer comes
+/// (open(2)); its type is checked on the open descriptor, so it cannot change in between.
+pub fn read_config_file(path: &Path) -> std::io::Result<String> {
+    use std::io::Read;
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)?;
+    let meta = file.metadata()?;
+    let t = meta.file_type();
+    if !t.is_file() {
+        let what = if t.is_fifo() {
+            "a FIFO"
+        } else if t.is_char_device() {
+            "a character device"
+        } else if t.is_block_device() {
+            "a block device"
+        } else if t.is_dir() {
+            "a directory"
+        } else if t.is_socket() {
+            "a socket"
+        } else {
+            "something else"
+        };
+        return Err(std::io::Error::other(format!("it is {what}, not a regular file")));
+    }
+    let too_big = || std::io::Error::other(format!("it is larger than {} KiB", MAX_FILE_BYTES / 1024));
+    if meta.len() > MAX_FILE_BYTES {
+        return Err(too_big());
+    }
+    // The size can change after fstat: read one byte more than allowed to notice.
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(too_big());
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        std::io::Error::other(format!(
+            "it is not UTF-8 text (invalid byte at offset {})",
+            e.utf8_error().valid_up_to()
+        ))
+    })
+}
+
 fn split_entry(entry: &str) -> (&str, Option<&str>) {
     match entry.split_once('=') {
         Some((k, v)) => (k.trim(), Some(v.trim())),
@@ -832,7 +928,9 @@ fn split_entry(entry: &str) -> (&str, Option<&str>) {
 mod tests {
     use super::*;
     use std::collections::HashMap;
+    use std::ffi::OsStr;
     use std::io;
+    use std::os::unix::ffi::OsStrExt;
 
     #[test]
     fn defaults_match_the_table() {
@@ -926,7 +1024,7 @@ mod tests {
     fn parses_values_of_every_type() {
         let (c, errors) = parse("dump=/tmp/x-%p.jsonl, dump_start=2.5,dump_duration=10,hud=0,samples=draw,log=debug");
         assert!(errors.is_empty(), "{errors:?}");
-        assert_eq!(c.dump.as_deref(), Some("/tmp/x-%p.jsonl"));
+        assert_eq!(c.dump.as_deref(), Some(OsStr::new("/tmp/x-%p.jsonl")));
         assert_eq!(c.dump_start, 2.5);
         assert_eq!(c.dump_duration, Some(10.0));
         assert!(!c.hud);
@@ -1015,13 +1113,13 @@ mod tests {
         }
     }
 
-    fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
-        let m: HashMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<OsString> {
+        let m: HashMap<String, OsString> = pairs.iter().map(|(k, v)| (k.to_string(), OsString::from(v))).collect();
         move |k| m.get(k).cloned()
     }
 
-    fn files(pairs: &[(&str, &str)]) -> impl Fn(&str) -> io::Result<String> {
-        let m: HashMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    fn files(pairs: &[(&str, &str)]) -> impl Fn(&Path) -> io::Result<String> {
+        let m: HashMap<PathBuf, String> = pairs.iter().map(|(k, v)| (PathBuf::from(k), v.to_string())).collect();
         move |p| {
             m.get(p)
                 .cloned()
@@ -1039,7 +1137,7 @@ mod tests {
         assert!(errors.is_empty(), "{errors:?}");
         assert_eq!(c.log, LogLevel::Quiet);
         assert!(!c.hud);
-        assert_eq!(c.dump.as_deref(), Some("/from/file"));
+        assert_eq!(c.dump.as_deref(), Some(OsStr::new("/from/file")));
 
         let (c, _) = Config::load_with(
             env_of(&[
@@ -1049,7 +1147,7 @@ mod tests {
             ]),
             files(&[("/home/u/.config/framescope/framescope.conf", file)]),
         );
-        assert_eq!(c.dump.as_deref(), Some("/b"));
+        assert_eq!(c.dump.as_deref(), Some(OsStr::new("/b")));
     }
 
     #[test]
@@ -1092,6 +1190,95 @@ mod tests {
         assert!(errors[0]
             .to_string()
             .starts_with("framescope: cannot read config file '/missing.conf'"));
+    }
+
+    #[test]
+    fn non_utf8_dump_path_is_kept_as_bytes_and_non_utf8_config_is_one_error() {
+        let env = |k: &str| match k {
+            "FRAMESCOPE_DUMP" => Some(OsStr::from_bytes(b"/tmp/\xffdump-%p.jsonl").to_os_string()),
+            "FRAMESCOPE_CONFIG" => Some(OsStr::from_bytes(b"hud=0,log=\xfe").to_os_string()),
+            _ => None,
+        };
+        let (c, errors) = Config::load_with(env, files(&[]));
+        assert_eq!(
+            c.dump.as_deref().map(OsStr::as_bytes),
+            Some(&b"/tmp/\xffdump-%p.jsonl"[..])
+        );
+        assert!(c.hud, "no entry of a non-UTF-8 FRAMESCOPE_CONFIG is applied");
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert_eq!(
+            errors[0].to_string(),
+            "framescope: FRAMESCOPE_CONFIG is not valid UTF-8 (config entries are text); ignored"
+        );
+        // The header shows the path lossily.
+        assert_eq!(c.to_json()["dump"], "/tmp/\u{fffd}dump-%p.jsonl");
+    }
+
+    #[test]
+    fn error_output_is_capped() {
+        let text: String = (0..100_000).map(|i| format!("bogus{i}=1\n")).collect();
+        let mut c = Config::default();
+        let errors = c.apply_file_str(&text, "/big.conf");
+        assert_eq!(errors.len(), 100_000);
+        let lines = error_lines(&errors);
+        assert_eq!(lines.len(), MAX_REPORTED_ERRORS + 1);
+        assert!(lines[0].contains("'bogus0'"), "{}", lines[0]);
+        assert_eq!(lines[10], "framescope: 99990 more config errors not shown");
+        assert_eq!(error_lines(&errors[..3]).len(), 3);
+        assert_eq!(error_lines(&errors[..10]).len(), 10);
+    }
+
+    fn scratch(tag: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("framescope-config-{}-{tag}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    #[test]
+    fn config_files_that_are_not_small_regular_text_files_are_refused_without_blocking() {
+        let d = scratch("files");
+        let ok = d.join("ok.conf");
+        std::fs::write(&ok, "hud=0\n").unwrap();
+        assert_eq!(read_config_file(&ok).unwrap(), "hud=0\n");
+        // A FIFO nobody writes: opening it for reading would block without O_NONBLOCK.
+        let fifo = d.join("fifo.conf");
+        let c = std::ffi::CString::new(fifo.as_os_str().as_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let e = read_config_file(&fifo).unwrap_err();
+        assert_eq!(e.to_string(), "it is a FIFO, not a regular file");
+        let e = read_config_file(Path::new("/dev/zero")).unwrap_err();
+        assert_eq!(e.to_string(), "it is a character device, not a regular file");
+        let e = read_config_file(&d).unwrap_err();
+        assert!(e.to_string().contains("directory"), "{e}");
+        let big = d.join("big.conf");
+        std::fs::write(&big, vec![b'#'; MAX_FILE_BYTES as usize + 1]).unwrap();
+        assert_eq!(
+            read_config_file(&big).unwrap_err().to_string(),
+            "it is larger than 64 KiB"
+        );
+        std::fs::write(&big, vec![b'#'; MAX_FILE_BYTES as usize]).unwrap();
+        assert!(read_config_file(&big).is_ok(), "exactly the limit is fine");
+        let bin = d.join("bin.conf");
+        std::fs::write(&bin, b"hud=0\n\xff").unwrap();
+        assert!(read_config_file(&bin).unwrap_err().to_string().contains("not UTF-8"));
+        // Through the loader: one error line naming the file, defaults kept.
+        let fifo_env = fifo.clone().into_os_string();
+        let (c, errors) = Config::load_with(
+            |k| (k == "FRAMESCOPE_CONFIG_FILE").then(|| fifo_env.clone()),
+            read_config_file,
+        );
+        assert_eq!(c, Config::default());
+        assert_eq!(errors.len(), 1);
+        assert!(
+            errors[0]
+                .to_string()
+                .ends_with("fifo.conf': it is a FIFO, not a regular file; using defaults"),
+            "{}",
+            errors[0]
+        );
+        std::fs::remove_dir_all(&d).unwrap();
     }
 
     #[test]

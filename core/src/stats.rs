@@ -10,8 +10,24 @@
 //! - the 1% (0.1%) low is the mean fps of the slowest 1% (0.1%) of frame times:
 //!   `k / sum(k largest frame times)` with `k = ceil(n / 100)` (`ceil(n / 1000)`), so at
 //!   least one frame.
+//!
+//! Memory is bounded: the first [`EXACT_VALUES`] values of a distribution are kept and the
+//! statistics above are exact; past that they go into an HDR histogram with 3 significant
+//! digits (buckets at most 1/1024 of their value wide), and every reported percentile is the
+//! top of the exact value's bucket (never above the exact maximum): at most 0.1% above the
+//! exact value, never below. The lows sum those bucket tops, so they are at most 0.1% below
+//! the exact fps. Count, mean, `fps_mean` and max stay exact.
 
+use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
+
+/// Values of a distribution kept exactly (8 bytes each) before switching to the histogram:
+/// 16384 frame times are over 4 minutes at 60 fps.
+pub const EXACT_VALUES: usize = 16 * 1024;
+
+/// Significant decimal digits of the histogram: its buckets are at most 2^-10 of their lower
+/// bound wide (HdrHistogram's sub-bucket count for 3 digits is 2048).
+const SIGNIFICANT_DIGITS: u8 = 3;
 
 /// Nearest-rank percentiles of a set of durations, in ns.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -92,16 +108,130 @@ pub fn distribution(values: &mut [u64]) -> Option<Distribution> {
     })
 }
 
-/// Accumulates frames and produces a [`Summary`]. Keeps every frame time (8 bytes per
-/// frame) so percentiles are exact; it runs on the writer thread or in the CLI, never on
-/// the app's threads.
+/// A distribution's values in bounded memory: exact up to [`EXACT_VALUES`], then a histogram
+/// (see the module docs for the error).
+#[derive(Clone, Debug, Default)]
+pub struct Values {
+    exact: Vec<u64>,
+    hist: Option<Histogram<u64>>,
+    count: u64,
+    sum: u128,
+    max: u64,
+}
+
+impl Values {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn add(&mut self, v: u64) {
+        self.count += 1;
+        self.sum += u128::from(v);
+        self.max = self.max.max(v);
+        if let Some(h) = &mut self.hist {
+            record(h, v);
+            return;
+        }
+        self.exact.push(v);
+        if self.exact.len() > EXACT_VALUES {
+            let mut h = Histogram::<u64>::new(SIGNIFICANT_DIGITS).expect("3 significant digits are valid");
+            for &x in &self.exact {
+                record(&mut h, x);
+            }
+            self.exact = Vec::new();
+            self.hist = Some(h);
+        }
+    }
+
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    /// Whether the values went into the histogram (statistics within its error).
+    pub fn is_approximate(&self) -> bool {
+        self.hist.is_some()
+    }
+
+    /// Ascending (bucket top clamped to the exact max, count) pairs of the histogram.
+    fn buckets(h: &Histogram<u64>, max: u64) -> Vec<(u64, u64)> {
+        h.iter_recorded()
+            .map(|v| (v.value_iterated_to().min(max), v.count_at_value()))
+            .collect()
+    }
+
+    /// The distribution; `None` when empty.
+    pub fn distribution(&self) -> Option<Distribution> {
+        let Some(h) = &self.hist else {
+            return distribution(&mut self.exact.clone());
+        };
+        let n = self.count;
+        let buckets = Self::buckets(h, self.max);
+        let at = |permille: u64| {
+            let rank = (n * permille).div_ceil(1000).clamp(1, n);
+            let mut seen = 0;
+            for &(v, c) in &buckets {
+                seen += c;
+                if seen >= rank {
+                    return v;
+                }
+            }
+            self.max
+        };
+        Some(Distribution {
+            count: n,
+            mean: self.sum as f64 / n as f64,
+            p50: at(500),
+            p90: at(900),
+            p95: at(950),
+            p99: at(990),
+            p99_9: at(999),
+            max: self.max,
+        })
+    }
+
+    /// `count / sum` in fps; `None` when empty or the sum is 0.
+    pub fn fps(&self) -> Option<f64> {
+        fps(self.count, u64::try_from(self.sum).unwrap_or(u64::MAX))
+    }
+
+    /// Mean fps of the slowest `ceil(n / divisor)` values (see [`low_fps`]).
+    pub fn low_fps(&self, divisor: u64) -> Option<f64> {
+        let Some(h) = &self.hist else {
+            let mut v = self.exact.clone();
+            v.sort_unstable();
+            return low_fps(&v, divisor);
+        };
+        let k = self.count.div_ceil(divisor).max(1);
+        let (mut left, mut sum) = (k, 0u64);
+        for (v, c) in Self::buckets(h, self.max).into_iter().rev() {
+            let take = c.min(left);
+            sum = sum.saturating_add(v.saturating_mul(take));
+            left -= take;
+            if left == 0 {
+                break;
+            }
+        }
+        fps(k, sum)
+    }
+}
+
+/// Records `v`, growing the histogram up to it (`saturating_record` clamps to the current
+/// top instead of growing); a value past what it can grow to is clamped.
+fn record(h: &mut Histogram<u64>, v: u64) {
+    if h.record(v).is_err() {
+        h.saturating_record(v);
+    }
+}
+
+/// Accumulates frames and produces a [`Summary`], in bounded memory ([`Values`]); it runs on
+/// the writer thread or in the CLI, never on the app's threads.
 #[derive(Clone, Debug, Default)]
 pub struct SummaryBuilder {
     frames: u64,
     first_t_ns: Option<u64>,
     last_t_ns: u64,
-    frame_times: Vec<u64>,
-    gpu_busy: Vec<u64>,
+    frame_times: Values,
+    gpu_busy: Values,
     gpu_missing: u64,
 }
 
@@ -116,10 +246,10 @@ impl SummaryBuilder {
         self.first_t_ns.get_or_insert(t_ns);
         self.last_t_ns = t_ns;
         if let Some(ft) = cpu_frame_ns {
-            self.frame_times.push(ft);
+            self.frame_times.add(ft);
         }
         match gpu_busy_ns {
-            Some(b) => self.gpu_busy.push(b),
+            Some(b) => self.gpu_busy.add(b),
             None => self.gpu_missing += 1,
         }
     }
@@ -130,18 +260,15 @@ impl SummaryBuilder {
 
     /// The summary of the frames added so far.
     pub fn summary(&self) -> Summary {
-        let mut ft = self.frame_times.clone();
-        let mut gpu = self.gpu_busy.clone();
-        let frame_time_ns = distribution(&mut ft);
-        let sum: u64 = ft.iter().sum();
+        let ft = &self.frame_times;
         Summary {
             frames: self.frames,
             duration_ns: self.first_t_ns.map_or(0, |f| self.last_t_ns.saturating_sub(f)),
-            fps_mean: fps(ft.len() as u64, sum),
-            frame_time_ns,
-            low_1pct_fps: low_fps(&ft, 100),
-            low_0_1pct_fps: low_fps(&ft, 1000),
-            gpu_busy_ns: distribution(&mut gpu),
+            fps_mean: ft.fps(),
+            frame_time_ns: ft.distribution(),
+            low_1pct_fps: ft.low_fps(100),
+            low_0_1pct_fps: ft.low_fps(1000),
+            gpu_busy_ns: self.gpu_busy.distribution(),
             gpu_missing_frames: self.gpu_missing,
         }
     }
@@ -233,6 +360,107 @@ mod tests {
         assert_eq!((g.count, g.p50, g.max), (5, 4 * MS, 5 * MS));
         assert!(close(g.mean, 3.4 * MS as f64));
         assert_eq!(s.gpu_missing_frames, 1);
+    }
+
+    /// A deterministic spread of frame times: mostly 14-18 ms, some spikes up to 250 ms.
+    fn synthetic_frame_times(n: usize) -> Vec<u64> {
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        (0..n)
+            .map(|i| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let base = 14 * MS + x % (4 * MS);
+                if i % 97 == 0 {
+                    base + x % (236 * MS)
+                } else {
+                    base
+                }
+            })
+            .collect()
+    }
+
+    /// Exact summary numbers of `v`, from the exact functions above.
+    fn exact(v: &[u64]) -> (Distribution, f64, f64) {
+        let mut s = v.to_vec();
+        let d = distribution(&mut s).unwrap();
+        (d, low_fps(&s, 100).unwrap(), low_fps(&s, 1000).unwrap())
+    }
+
+    #[test]
+    fn past_the_exact_limit_percentiles_stay_within_the_documented_error() {
+        for n in [EXACT_VALUES + 1, 100_000, 1_000_000] {
+            let v = synthetic_frame_times(n);
+            let mut b = SummaryBuilder::new();
+            let mut t = 0;
+            for &ft in &v {
+                t += ft;
+                b.add(t, Some(ft), Some(ft / 2));
+            }
+            assert!(b.frame_times.is_approximate() && b.frame_times.exact.capacity() == 0);
+            let s = b.summary();
+            let (d, low1, low01) = exact(&v);
+            let got = s.frame_time_ns.unwrap();
+            let rel = 1.0 / 1024.0;
+            for (name, g, e) in [
+                ("p50", got.p50, d.p50),
+                ("p90", got.p90, d.p90),
+                ("p95", got.p95, d.p95),
+                ("p99", got.p99, d.p99),
+                ("p99.9", got.p99_9, d.p99_9),
+            ] {
+                assert!(g >= e, "{n} {name}: {g} below exact {e}");
+                assert!((g - e) as f64 <= e as f64 * rel, "{n} {name}: {g} vs exact {e}");
+            }
+            assert_eq!((got.count, got.max), (d.count, d.max), "{n}");
+            assert!(close(got.mean, d.mean), "{n}");
+            assert!(close(
+                s.fps_mean.unwrap(),
+                n as f64 * 1e9 / v.iter().sum::<u64>() as f64
+            ));
+            for (g, e) in [(s.low_1pct_fps.unwrap(), low1), (s.low_0_1pct_fps.unwrap(), low01)] {
+                assert!(
+                    g <= e * (1.0 + 1e-12) && g >= e / (1.0 + rel),
+                    "{n}: low {g} vs exact {e}"
+                );
+            }
+            let half: Vec<u64> = v.iter().map(|x| x / 2).collect();
+            let g = s.gpu_busy_ns.unwrap();
+            let (e, _, _) = exact(&half);
+            assert!(g.p99 >= e.p99 && (g.p99 - e.p99) as f64 <= e.p99 as f64 * rel);
+        }
+    }
+
+    #[test]
+    fn memory_stays_bounded_however_long_the_run() {
+        let mut b = SummaryBuilder::new();
+        for i in 0..2_000_000u64 {
+            b.add(i * 16 * MS, Some(16 * MS + i % 1000), Some(i % (50 * MS)));
+        }
+        // The histogram of 3 significant digits up to 50 ms is a few tens of KiB.
+        let h = b.frame_times.hist.as_ref().unwrap();
+        assert!(h.distinct_values() < 64 * 1024, "{}", h.distinct_values());
+        assert_eq!(b.frame_times.exact.capacity(), 0);
+        assert_eq!(b.summary().frame_time_ns.unwrap().count, 2_000_000);
+        // A garbage value cannot make it unbounded or panic: at most 64 binary magnitudes.
+        b.add(0, Some(u64::MAX), Some(u64::MAX));
+        let d = b.summary().frame_time_ns.unwrap();
+        assert_eq!(d.max, u64::MAX);
+        assert!(b.frame_times.hist.as_ref().unwrap().distinct_values() < 64 * 1024);
+    }
+
+    #[test]
+    fn up_to_the_limit_everything_is_exact() {
+        let v = synthetic_frame_times(EXACT_VALUES);
+        let mut b = SummaryBuilder::new();
+        for &ft in &v {
+            b.add(0, Some(ft), None);
+        }
+        assert!(!b.frame_times.is_approximate());
+        let (d, low1, low01) = exact(&v);
+        let s = b.summary();
+        assert_eq!(s.frame_time_ns.unwrap(), d);
+        assert_eq!((s.low_1pct_fps.unwrap(), s.low_0_1pct_fps.unwrap()), (low1, low01));
     }
 
     #[test]

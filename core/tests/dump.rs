@@ -353,7 +353,7 @@ fn frame_stats_are_written_when_measured_and_layer_drops_are_counted() {
 }
 
 #[test]
-fn a_second_writer_on_the_same_path_backs_off_and_the_first_file_stays_intact() {
+fn a_second_writer_on_the_same_path_gets_a_sibling_and_the_first_file_stays_intact() {
     let path = temp_path("twice");
     let first = DumpWriter::start(DumpOptions::new(path.to_str().unwrap()), header());
     let origin = first.origin_ns();
@@ -368,11 +368,16 @@ fn a_second_writer_on_the_same_path_backs_off_and_the_first_file_stays_intact() 
         std::fs::read_to_string(&path).is_ok_and(|t| t.lines().count() >= 6)
     });
     let second = DumpWriter::start(DumpOptions::new(path.to_str().unwrap()), header());
-    wait_until("the second writer to give up", || !second.is_active());
+    let origin2 = second.origin_ns();
     for f in 5..10u64 {
         first.push(FrameRecord {
             frame: f,
             t_ns: origin + f * MS,
+            ..FrameRecord::default()
+        });
+        second.push(FrameRecord {
+            frame: f - 5,
+            t_ns: origin2 + f * MS,
             ..FrameRecord::default()
         });
     }
@@ -382,5 +387,133 @@ fn a_second_writer_on_the_same_path_backs_off_and_the_first_file_stays_intact() 
     let idx: Vec<u64> = c.frames.iter().map(|f| f["frame"].as_u64().unwrap()).collect();
     assert_eq!(idx, (0..10).collect::<Vec<u64>>());
     assert_eq!(c.summary.as_ref().unwrap()["frames"], 10);
+    let sibling = framescope_core::dump::open::sibling(&path, 1);
+    let lines = read_lines(&sibling);
+    assert_eq!(lines[0]["dump_path"], sibling.display().to_string());
+    let c = check_structure(&lines);
+    assert_eq!(c.summary.as_ref().unwrap()["frames"], 5);
+    std::fs::remove_file(&path).unwrap();
+    std::fs::remove_file(&sibling).unwrap();
+}
+
+fn mkfifo(p: &std::path::Path) {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(p.as_os_str().as_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+}
+
+/// Generous bound for calls that must not hang: far above FINISH_LIMIT, far below forever.
+const HANG: Duration = Duration::from_secs(30);
+
+/// Runs `w.finish()` on another thread and fails if it has not returned within [`HANG`], so
+/// a hang is a failure rather than a test that never ends.
+fn finish_within_hang_bound(w: &DumpWriter) {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let w2 = w.clone();
+    std::thread::spawn(move || {
+        w2.finish();
+        let _ = tx.send(());
+    });
+    assert!(rx.recv_timeout(HANG).is_ok(), "finish() still blocked after {HANG:?}");
+}
+
+#[test]
+fn a_fifo_nobody_reads_is_refused_at_once() {
+    let path = temp_path("fifo-noreader");
+    mkfifo(&path);
+    let w = DumpWriter::start(DumpOptions::new(path.to_str().unwrap()), header());
+    finish_within_hang_bound(&w);
+    assert!(!w.is_active());
+    std::fs::remove_file(&path).unwrap();
+}
+
+#[test]
+fn a_fifo_with_a_reader_receives_the_whole_dump() {
+    use std::io::Read;
+    let path = temp_path("fifo-reader");
+    mkfifo(&path);
+    let p2 = path.clone();
+    // The reader opens first (blocking until the writer comes), then reads to EOF.
+    let reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        std::fs::File::open(&p2).unwrap().read_to_string(&mut s).unwrap();
+        s
+    });
+    // The writer's non-blocking open needs the reader to be there already.
+    let w = loop {
+        let w = DumpWriter::start(DumpOptions::new(path.to_str().unwrap()), header());
+        std::thread::sleep(Duration::from_millis(50));
+        if w.is_active() {
+            break w;
+        }
+    };
+    let origin = w.origin_ns();
+    for f in 0..3u64 {
+        w.push(FrameRecord {
+            frame: f,
+            t_ns: origin + f * MS,
+            cpu_frame_ns: (f > 0).then_some(MS),
+            ..FrameRecord::default()
+        });
+    }
+    w.finish();
+    let text = reader.join().unwrap();
+    let lines: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let c = check_structure(&lines);
+    assert_eq!(c.frames.len(), 3);
+    assert_eq!(c.summary.as_ref().unwrap()["frames"], 3);
+    std::fs::remove_file(&path).unwrap();
+}
+
+#[test]
+fn finish_does_not_wait_forever_for_a_reader_that_stopped_reading() {
+    use std::os::unix::fs::OpenOptionsExt;
+    let path = temp_path("fifo-stalled");
+    mkfifo(&path);
+    // A reader that never reads: the pipe fills up (64 KiB on Linux) and the writer waits.
+    let _reader = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(&path)
+        .unwrap();
+    let w = DumpWriter::start(DumpOptions::new(path.to_str().unwrap()), header());
+    let origin = w.origin_ns();
+    for f in 0..1000u64 {
+        w.push(FrameRecord {
+            frame: f,
+            t_ns: origin + f * MS,
+            ..FrameRecord::default()
+        });
+    }
+    finish_within_hang_bound(&w);
+    assert!(!w.is_active());
+    std::fs::remove_file(&path).unwrap();
+}
+
+#[test]
+fn a_symlink_at_the_path_is_refused_and_its_target_untouched() {
+    let target = temp_path("link-target");
+    std::fs::write(&target, "precious\n").unwrap();
+    let link = temp_path("link");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let w = DumpWriter::start(DumpOptions::new(link.to_str().unwrap()), header());
+    wait_until("the writer to give up", || !w.is_active());
+    w.finish();
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "precious\n");
+    std::fs::remove_file(&link).unwrap();
+    std::fs::remove_file(&target).unwrap();
+}
+
+#[test]
+fn a_non_utf8_path_is_written_as_given() {
+    use std::os::unix::ffi::OsStringExt;
+    let mut bytes = temp_path("bytes").into_os_string().into_vec();
+    bytes.extend_from_slice(b"-\xff\xfe.jsonl");
+    let path = std::path::PathBuf::from(std::ffi::OsString::from_vec(bytes));
+    let w = DumpWriter::start(DumpOptions::new(path.clone()), header());
+    w.finish();
+    let c = check_structure(&read_lines(&path));
+    assert_eq!(c.summary.as_ref().unwrap()["frames"], 0);
     std::fs::remove_file(&path).unwrap();
 }

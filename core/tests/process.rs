@@ -37,6 +37,12 @@ fn child() {
             scope: "frame".into(),
         })
         .collect();
+    if mode == "sigpipe" {
+        // What a C app has: SIGPIPE's default action, terminating the process (the Rust test
+        // harness ignores it).
+        // SAFETY: resetting a signal disposition to its default in this child process.
+        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    }
     let w = DumpWriter::start(DumpOptions::new(path), h);
     w.finish_at_exit();
     let mut prev = None;
@@ -68,6 +74,14 @@ fn child() {
                 frame(i);
                 std::thread::sleep(Duration::from_micros(200));
             }
+        }
+        // Frames for a while (the parent closes the FIFO's reading end meanwhile), then finish.
+        "sigpipe" => {
+            for i in 0..200 {
+                frame(i);
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            w.finish();
         }
         // A few frames, then a normal exit: the atexit hook writes the summary.
         "exit" => {
@@ -143,4 +157,57 @@ fn unwritable_dump_costs_one_stderr_line() {
         ours[0]
     );
     assert!(ours[0].ends_with("dumping disabled"), "{}", ours[0]);
+}
+
+/// A FIFO whose reader goes away: the writer's next write fails with EPIPE, and the SIGPIPE
+/// that comes with it must not kill the app (the default action in a C program).
+#[test]
+fn a_fifo_reader_going_away_costs_one_line_not_the_process() {
+    use std::io::Read;
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::OpenOptionsExt;
+    let path = common::temp_path("sigpipe");
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let mut reader = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(&path)
+        .unwrap();
+    let mut child = spawn_child("sigpipe", path.to_str().unwrap())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Read until the dump has begun, then close the reading end.
+    let t = Instant::now();
+    let mut buf = [0u8; 4096];
+    loop {
+        match reader.read(&mut buf) {
+            Ok(n) if n > 0 => break,
+            _ => {
+                assert!(t.elapsed() < Duration::from_secs(30), "no dump bytes arrived");
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        }
+    }
+    drop(reader);
+    let t = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(t.elapsed() < Duration::from_secs(60), "child still running");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut stderr = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(status.signal(), None, "killed by a signal: {status:?}\n{stderr}");
+    assert!(status.success(), "{status:?}\n{stderr}");
+    let ours: Vec<&str> = stderr.lines().filter(|l| l.starts_with("framescope:")).collect();
+    assert_eq!(ours.len(), 1, "{stderr}");
+    assert!(ours[0].contains("Broken pipe"), "{}", ours[0]);
+    std::fs::remove_file(&path).unwrap();
 }

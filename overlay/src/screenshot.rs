@@ -1,7 +1,20 @@
 //! PNG screenshots of presented images.
+//!
+//! The file is opened by `framescope_core::dump::open` with the dump's rules: created new
+//! (`O_CREAT | O_EXCL | O_NOFOLLOW`, mode 0644 less the umask), a numbered sibling when the
+//! path already holds a file, never through a symbolic link. FIFOs and devices are refused:
+//! a PNG is a file, and opening a FIFO could block the thread that writes it.
 
+use framescope_core::dump::open::{self, open_output};
 use std::io::BufWriter;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// How long teardown waits for screenshot threads, all together. Encoding one large frame
+/// takes well under a second; what takes longer is a stalled file system, which must not hold
+/// the app's device destruction.
+pub const JOIN_LIMIT: Duration = Duration::from_secs(3);
 
 /// Expands a screenshot path template: `%N` is the frame index, then `%p`, `%n`, `%t`, `%%` as
 /// for dump paths. `index` > 0 (a second swapchain in the same frame) adds `-index` before the
@@ -36,6 +49,33 @@ pub fn process_path(template: &str, frame: u64, index: usize) -> String {
     expand_path(template, frame, index, std::process::id(), &exe, now)
 }
 
+/// Joins screenshot writer threads, waiting at most `limit` for all of them together. Threads
+/// still running then are left to end with the process, and one line says how many. Returns
+/// that number.
+pub fn join_bounded(handles: Vec<JoinHandle<()>>, limit: Duration) -> usize {
+    let deadline = Instant::now() + limit;
+    let mut left = Vec::new();
+    for h in handles {
+        // JoinHandle has no timed join: poll is_finished (teardown only, never per frame).
+        while !h.is_finished() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        if h.is_finished() {
+            let _ = h.join();
+        } else {
+            left.push(h);
+        }
+    }
+    if !left.is_empty() {
+        framescope_core::log::error(format_args!(
+            "{} screenshot writer(s) did not finish within {} s (stalled file system?); leaving them",
+            left.len(),
+            limit.as_secs_f32()
+        ));
+    }
+    left.len()
+}
+
 /// Pixel layout of the image bytes handed to [`write_png`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PixelOrder {
@@ -44,7 +84,8 @@ pub enum PixelOrder {
 }
 
 /// Writes `width` x `height` 8-bit pixels (rows of `row_pitch` bytes) as an RGB PNG. Alpha is
-/// dropped: a presented image is opaque.
+/// dropped: a presented image is opaque. Returns the path written: `path`, or its numbered
+/// sibling when `path` already existed (see the module docs).
 pub fn write_png(
     path: &Path,
     width: u32,
@@ -52,7 +93,7 @@ pub fn write_png(
     row_pitch: usize,
     order: PixelOrder,
     pixels: &[u8],
-) -> Result<(), String> {
+) -> Result<PathBuf, String> {
     let (w, h) = (width as usize, height as usize);
     if row_pitch < w * 4 || pixels.len() < row_pitch * h.saturating_sub(1) + w * 4 {
         return Err(format!("{} bytes are too few for {width}x{height}", pixels.len()));
@@ -66,13 +107,22 @@ pub fn write_png(
             }
         }
     }
-    let file = std::fs::File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let mut enc = png::Encoder::new(BufWriter::new(file), width, height);
+    let opened =
+        open_output(path, false).map_err(|e| format!("cannot write '{}': {e}", open::display(path.as_os_str())))?;
+    if opened.sibling {
+        framescope_core::log::info(format_args!(
+            "'{}' already exists; writing the screenshot to '{}' instead",
+            open::display(path.as_os_str()),
+            open::display(opened.path.as_os_str())
+        ));
+    }
+    let mut enc = png::Encoder::new(BufWriter::new(opened.file), width, height);
     enc.set_color(png::ColorType::Rgb);
     enc.set_depth(png::BitDepth::Eight);
     let mut w = enc.write_header().map_err(|e| e.to_string())?;
     w.write_image_data(&rgb).map_err(|e| e.to_string())?;
-    w.finish().map_err(|e| e.to_string())
+    w.finish().map_err(|e| e.to_string())?;
+    Ok(opened.path)
 }
 
 #[cfg(test)]
@@ -94,7 +144,7 @@ mod tests {
         let path = dir.join("a.png");
         // 2x1, row pitch 12 (4 bytes of padding), BGRA: blue then red.
         let px = [255, 0, 0, 255, 0, 0, 255, 255, 9, 9, 9, 9];
-        write_png(&path, 2, 1, 12, PixelOrder::Bgra, &px).unwrap();
+        assert_eq!(write_png(&path, 2, 1, 12, PixelOrder::Bgra, &px).unwrap(), path);
         let dec = png::Decoder::new(std::fs::File::open(&path).unwrap());
         let mut r = dec.read_info().unwrap();
         let mut buf = vec![0; r.output_buffer_size()];
@@ -102,6 +152,63 @@ mod tests {
         assert_eq!((info.width, info.height), (2, 1));
         assert_eq!(&buf[..6], &[0, 0, 255, 255, 0, 0]);
         assert!(write_png(&path, 4, 4, 16, PixelOrder::Rgba, &px).is_err());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn joins_are_bounded() {
+        let (_keep, rx) = std::sync::mpsc::channel::<()>();
+        let stuck = std::thread::spawn(move || {
+            let _ = rx.recv();
+        });
+        let quick = std::thread::spawn(|| {});
+        let (tx, done) = std::sync::mpsc::channel();
+        std::thread::spawn(move || tx.send(join_bounded(vec![quick, stuck], Duration::from_millis(200))));
+        let left = done
+            .recv_timeout(Duration::from_secs(30))
+            .expect("join_bounded blocked");
+        assert_eq!(left, 1, "the stuck thread is left, the finished one joined");
+    }
+
+    #[test]
+    fn never_clobbers_follows_links_or_blocks_on_a_fifo() {
+        use std::os::unix::ffi::OsStrExt;
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("framescope-png-hostile-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let px = [1u8, 2, 3, 255];
+        // An existing file: left alone, a sibling written, mode 0644 less the umask.
+        let existing = dir.join("shot.png");
+        std::fs::write(&existing, "theirs").unwrap();
+        std::fs::set_permissions(&existing, std::fs::Permissions::from_mode(0o666)).unwrap();
+        let got = write_png(&existing, 1, 1, 4, PixelOrder::Rgba, &px).unwrap();
+        assert_eq!(got, dir.join("shot.1.png"));
+        assert_eq!(std::fs::read_to_string(&existing).unwrap(), "theirs");
+        // SAFETY: reading the umask means setting it; it is put back at once.
+        let umask = unsafe { libc::umask(0o022) };
+        // SAFETY: as above.
+        unsafe { libc::umask(umask) };
+        let mode = std::fs::metadata(&got).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o644 & !umask);
+        // A symbolic link: refused, its target untouched.
+        let target = dir.join("target");
+        std::fs::write(&target, "precious").unwrap();
+        std::os::unix::fs::symlink(&target, dir.join("link.png")).unwrap();
+        let e = write_png(&dir.join("link.png"), 1, 1, 4, PixelOrder::Rgba, &px).unwrap_err();
+        assert!(e.contains("symbolic link"), "{e}");
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "precious");
+        // A FIFO nobody reads: refused at once (a plain open would block forever).
+        let fifo = dir.join("fifo.png");
+        let c = std::ffi::CString::new(fifo.as_os_str().as_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let f2 = fifo.clone();
+        std::thread::spawn(move || tx.send(write_png(&f2, 1, 1, 4, PixelOrder::Rgba, &px)));
+        let r = rx.recv_timeout(std::time::Duration::from_secs(30));
+        let e = r.expect("write_png blocked on a FIFO").unwrap_err();
+        assert!(e.contains("regular files only"), "{e}");
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

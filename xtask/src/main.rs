@@ -144,6 +144,8 @@ fn demo() -> Result<(), String> {
     );
     // Frame 1000 with the HUD, saved as PNG: what the HUD looks like on a machine with no display.
     let shot = std::env::temp_dir().join("framescope-demo-frame%N.png");
+    // framescope never overwrites an existing screenshot (it would write a numbered sibling).
+    let _ = std::fs::remove_file(std::env::temp_dir().join("framescope-demo-frame1000.png"));
     let status = Command::new(bin.join("framescope"))
         .args(["run", "--dump"])
         .arg(&dump)

@@ -6,6 +6,7 @@
 //! [`DumpWriter`], pushes each [`crate::frame::FrameRecord`] the assembler emits, and calls
 //! [`DumpWriter::finish`] at `vkDestroyDevice` (and registers [`DumpWriter::finish_at_exit`]).
 
+pub mod open;
 pub mod path;
 mod record;
 mod writer;
@@ -14,7 +15,7 @@ pub use record::{
     format_driver_version, format_vk_version, write_frame, Api, CounterDesc, DeviceInfo, Header, SummaryRecord,
     Unavailable,
 };
-pub use writer::{DumpOptions, DumpWriter, END_GRACE_NS};
+pub use writer::{DumpOptions, DumpWriter, END_GRACE_NS, FINISH_LIMIT};
 
 /// Path of the JSON Schema of `framescope.v1`, relative to the core crate.
 pub const SCHEMA_PATH: &str = "schema/framescope.v1.schema.json";

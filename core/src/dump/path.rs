@@ -1,36 +1,69 @@
 //! Dump path templates: `%p` pid, `%n` exe name, `%t` UTC start time, `%%` a `%`.
 
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+
 /// Expands a dump path template. `%t` is the UTC start time as `YYYYmmdd-HHMMSS`; a leading
 /// `~/` is the home directory; any other `%x` is kept as written. `exe_name` is made safe for
 /// a file name (`/` and control characters become `_`).
 pub fn expand(template: &str, pid: u32, exe_name: &str, start_unix_s: u64, home: Option<&str>) -> String {
-    let mut out = String::with_capacity(template.len() + 32);
+    let out = expand_bytes(
+        template.as_bytes(),
+        pid,
+        exe_name,
+        start_unix_s,
+        home.map(str::as_bytes),
+    );
+    // Only ASCII and whole UTF-8 strings were inserted into UTF-8 text.
+    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
+/// [`expand`] for paths as the OS has them: bytes, not necessarily UTF-8 (a file name may
+/// hold any byte but `/` and NUL, and `FRAMESCOPE_DUMP` may name one).
+pub fn expand_os(template: &OsStr, pid: u32, exe_name: &str, start_unix_s: u64, home: Option<&OsStr>) -> OsString {
+    OsString::from_vec(expand_bytes(
+        template.as_bytes(),
+        pid,
+        exe_name,
+        start_unix_s,
+        home.map(OsStr::as_bytes),
+    ))
+}
+
+fn expand_bytes(template: &[u8], pid: u32, exe_name: &str, start_unix_s: u64, home: Option<&[u8]>) -> Vec<u8> {
+    let mut out = Vec::with_capacity(template.len() + 32);
     let mut rest = template;
-    if let (Some(h), Some(r)) = (home, template.strip_prefix("~/")) {
-        out.push_str(h.trim_end_matches('/'));
-        out.push('/');
+    if let (Some(h), Some(r)) = (home, template.strip_prefix(b"~/")) {
+        let mut h = h;
+        while let Some(t) = h.strip_suffix(b"/") {
+            h = t;
+        }
+        out.extend_from_slice(h);
+        out.push(b'/');
         rest = r;
     }
-    let mut chars = rest.chars();
-    while let Some(c) = chars.next() {
-        if c != '%' {
-            out.push(c);
+    let mut bytes = rest.iter().copied();
+    while let Some(b) = bytes.next() {
+        if b != b'%' {
+            out.push(b);
             continue;
         }
-        match chars.next() {
-            Some('p') => out.push_str(&pid.to_string()),
-            Some('n') => out.extend(
-                exe_name
+        match bytes.next() {
+            Some(b'p') => out.extend_from_slice(pid.to_string().as_bytes()),
+            Some(b'n') => {
+                let safe: String = exe_name
                     .chars()
-                    .map(|c| if c == '/' || c.is_control() { '_' } else { c }),
-            ),
-            Some('t') => out.push_str(&utc_stamp(start_unix_s)),
-            Some('%') => out.push('%'),
+                    .map(|c| if c == '/' || c.is_control() { '_' } else { c })
+                    .collect();
+                out.extend_from_slice(safe.as_bytes());
+            }
+            Some(b't') => out.extend_from_slice(utc_stamp(start_unix_s).as_bytes()),
+            Some(b'%') => out.push(b'%'),
             Some(other) => {
-                out.push('%');
+                out.push(b'%');
                 out.push(other);
             }
-            None => out.push('%'),
+            None => out.push(b'%'),
         }
     }
     out
@@ -83,5 +116,14 @@ mod tests {
         assert_eq!(p, "/tmp/vk_cube-42-19700101-000000-100%-%q%");
         assert_eq!(expand("~/d/%p.jsonl", 7, "x", 0, Some("/home/u/")), "/home/u/d/7.jsonl");
         assert_eq!(expand("~/d", 7, "x", 0, None), "~/d");
+    }
+
+    #[test]
+    fn non_utf8_bytes_pass_through() {
+        let t = OsStr::from_bytes(b"/tmp/\xff\xfe-%p.jsonl");
+        let home = OsStr::from_bytes(b"/h\xff");
+        assert_eq!(expand_os(t, 9, "x", 0, None).as_bytes(), b"/tmp/\xff\xfe-9.jsonl");
+        let t = OsStr::from_bytes(b"~/%n");
+        assert_eq!(expand_os(t, 9, "a/b", 0, Some(home)).as_bytes(), b"/h\xff/a_b");
     }
 }

@@ -5,7 +5,13 @@
 //! batch, so a killed process leaves whole lines (the page cache outlives the process). The
 //! only damage possible is a line cut by a kill in the middle of that `write`, always the
 //! last one; `framescope report` tolerates it.
+//!
+//! Never hurting the app: the file is opened by [`super::open`] (no blocking open, no
+//! truncation, no symbolic links), writes to a FIFO or device wait for the reader only on
+//! this thread, and [`DumpWriter::finish`] waits for the thread a bounded time
+//! ([`FINISH_LIMIT`]), then leaves it with one log line.
 
+use super::open::{self, Kind};
 use super::path;
 use super::record::{write_frame, write_header, Header, ProcessFacts, SummaryRecord};
 use crate::clock::monotonic_now_ns;
@@ -14,8 +20,8 @@ use crate::frame::FrameRecord;
 use crate::sample::SampleRecord;
 use crate::stats::SummaryBuilder;
 use crossbeam_queue::ArrayQueue;
-use parking_lot::Mutex;
-use std::io::Write;
+use parking_lot::{Condvar, Mutex};
+use std::ffi::OsString;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
@@ -25,11 +31,17 @@ use std::time::Duration;
 /// (their GPU results may lag by up to the assembler's 2 s timeout) when no later frame comes.
 pub const END_GRACE_NS: u64 = 2_500_000_000;
 
+/// How long [`DumpWriter::finish`] waits for the writer thread before leaving it. The thread
+/// writes at least every 100 ms, so a healthy finish has little left to do; what takes longer
+/// is a FIFO whose reader stopped reading or a stalled file system, which must not hold the
+/// app's `vkDestroyDevice` or exit.
+pub const FINISH_LIMIT: Duration = Duration::from_secs(3);
+
 /// Settings of a [`DumpWriter`].
 #[derive(Clone, Debug, PartialEq)]
 pub struct DumpOptions {
-    /// Path template (see [`path::expand`]).
-    pub path_template: String,
+    /// Path template (see [`path::expand_os`]); bytes, as paths are.
+    pub path_template: OsString,
     /// Frames with `t_ns` before writer start + this are not written.
     pub dump_start_s: f64,
     /// Frames with `t_ns` at or after writer start + `dump_start_s` + this are not written;
@@ -46,7 +58,7 @@ pub struct DumpOptions {
 
 impl DumpOptions {
     /// Options for `path_template` with the defaults.
-    pub fn new(path_template: impl Into<String>) -> Self {
+    pub fn new(path_template: impl Into<OsString>) -> Self {
         DumpOptions {
             path_template: path_template.into(),
             dump_start_s: 0.0,
@@ -75,6 +87,11 @@ struct Shared {
     /// False once dumping is off (unwritable file, window over, finished): pushes are no-ops.
     accepting: AtomicBool,
     stop: AtomicBool,
+    /// Set when `finish` stopped waiting: a write waiting for a stream reader gives up.
+    abandon: AtomicBool,
+    /// Whether the writer thread has returned (or never started), with its condition variable.
+    done: Mutex<bool>,
+    done_cv: Condvar,
     dropped: AtomicU64,
     origin_ns: u64,
     thread: Mutex<Option<JoinHandle<()>>>,
@@ -116,6 +133,9 @@ impl DumpWriter {
             dropped_samples: AtomicU64::new(0),
             accepting: AtomicBool::new(true),
             stop: AtomicBool::new(false),
+            abandon: AtomicBool::new(false),
+            done: Mutex::new(false),
+            done_cv: Condvar::new(),
             dropped: AtomicU64::new(0),
             origin_ns: monotonic_now_ns(),
             thread: Mutex::new(None),
@@ -125,6 +145,8 @@ impl DumpWriter {
             .name("framescope-dump".into())
             .spawn(move || {
                 crate::alloc_count::mark_own_thread();
+                open::block_sigpipe_on_this_thread();
+                let _done = DoneOnDrop(&for_thread);
                 run(&for_thread, &opts, &header)
             });
         match spawned {
@@ -186,7 +208,8 @@ impl DumpWriter {
     }
 
     /// Writes what is queued and the summary (exactly once over all calls and clones), and
-    /// joins the writer thread. Idempotent. Blocks for the final write: call it at
+    /// joins the writer thread. Idempotent. Blocks for the final write, at most
+    /// [`FINISH_LIMIT`] (then the thread is left and one line says so): call it at
     /// `vkDestroyDevice` and at exit, after flushing the assembler, never per frame.
     pub fn finish(&self) {
         finish_shared(&self.shared);
@@ -220,6 +243,28 @@ extern "C" fn run_at_exit() {
     });
 }
 
+/// Marks the writer thread done when its body returns or unwinds.
+struct DoneOnDrop<'a>(&'a Shared);
+
+impl Drop for DoneOnDrop<'_> {
+    fn drop(&mut self) {
+        *self.0.done.lock() = true;
+        self.0.done_cv.notify_all();
+    }
+}
+
+/// Waits until the writer thread is done or `limit` passed; true when done.
+fn wait_done(s: &Shared, limit: Duration) -> bool {
+    let deadline = std::time::Instant::now() + limit;
+    let mut done = s.done.lock();
+    while !*done {
+        if s.done_cv.wait_until(&mut done, deadline).timed_out() {
+            return *done;
+        }
+    }
+    true
+}
+
 fn finish_shared(s: &Shared) {
     s.accepting.store(false, Ordering::Relaxed);
     // Holding the lock through the join makes a concurrent second finish wait for the
@@ -231,8 +276,24 @@ fn finish_shared(s: &Shared) {
         }
         s.stop.store(true, Ordering::Release);
         h.thread().unpark();
-        // A panic on the writer thread has already lost the file; nothing to add here.
-        let _ = h.join();
+        // Most of the limit for the summary; then a write stuck on a stream reader is told to
+        // give up (it notices within its 100 ms poll step) and gets the rest to return.
+        let mut done = wait_done(s, FINISH_LIMIT.mul_f32(0.8));
+        if !done {
+            s.abandon.store(true, Ordering::Release);
+            done = wait_done(s, FINISH_LIMIT.mul_f32(0.2));
+        }
+        if done {
+            // A panic on the writer thread has already lost the file; nothing to add here.
+            let _ = h.join();
+        } else {
+            // Dropping the handle detaches the thread; it ends with the process.
+            eprintln!(
+                "framescope: the dump writer did not finish within {} s (its file system or reader \
+                 is stalled); leaving it, so the dump may lack its summary",
+                FINISH_LIMIT.as_secs()
+            );
+        }
     }
 }
 
@@ -244,28 +305,6 @@ fn exe_name_and_path() -> (String, String) {
         .unwrap_or_default();
     let name = path.rsplit('/').next().filter(|n| !n.is_empty()).unwrap_or("unknown");
     (name.to_string(), path)
-}
-
-/// Opens `path` for writing, truncated, after taking an exclusive `flock` on it: a second
-/// writer on the same path (the GL shim and the Vulkan layer in one process, or two processes
-/// given the same path) fails here instead of truncating and interleaving the first one's file.
-fn open_exclusive(path: &str) -> std::io::Result<std::fs::File> {
-    use std::os::fd::AsRawFd;
-    let file = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(path)?;
-    // SAFETY: flock on a descriptor we own; the lock lives as long as the file stays open.
-    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-        let e = std::io::Error::last_os_error();
-        return Err(std::io::Error::new(
-            e.kind(),
-            format!("another framescope writer holds it ({e})"),
-        ));
-    }
-    file.set_len(0)?;
-    Ok(file)
 }
 
 /// Moves the queued samples of `frame` into `out`; older ones (their frame was never written)
@@ -296,35 +335,47 @@ fn run(s: &Shared, opts: &DumpOptions, header: &Header) {
     let start_unix_ns = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64);
-    let home = std::env::var("HOME").ok();
-    let path = path::expand(
+    let home = std::env::var_os("HOME");
+    let asked = std::path::PathBuf::from(path::expand_os(
         &opts.path_template,
         pid,
         &exe_name,
         start_unix_ns / 1_000_000_000,
         home.as_deref(),
-    );
+    ));
+    let mut shown = open::display(asked.as_os_str());
 
-    let fail = |what: &str, e: std::io::Error| {
-        eprintln!(
-            "framescope: cannot {what} dump '{}': {e}; dumping disabled",
-            path.escape_debug()
-        );
+    let fail = |shown: &str, e: std::io::Error| {
+        eprintln!("framescope: cannot write dump '{shown}': {e}; dumping disabled");
         s.accepting.store(false, Ordering::Relaxed);
     };
-    let mut file = match open_exclusive(&path) {
-        Ok(f) => f,
-        Err(e) => return fail("write", e),
+    let opened = match open::open_output(&asked, true) {
+        Ok(o) => o,
+        Err(e) => return fail(&shown, e),
     };
-    if opts.log >= LogLevel::Debug {
-        eprintln!("framescope: writing dump to '{}'", path.escape_debug());
+    if opened.sibling {
+        let now = open::display(opened.path.as_os_str());
+        if opts.log >= LogLevel::Info {
+            eprintln!(
+                "framescope: '{shown}' already exists; writing the dump to '{now}' instead \
+                 (put %p in the dump path for one file per process)"
+            );
+        }
+        shown = now;
+    } else if opts.log >= LogLevel::Debug {
+        eprintln!("framescope: writing dump to '{shown}'");
+    }
+    let file = opened.file;
+    let give_up = || s.abandon.load(Ordering::Acquire);
+    if opened.kind == Kind::Stream && opts.log >= LogLevel::Debug {
+        eprintln!("framescope: '{shown}' is a FIFO or device: the dump streams to it");
     }
 
     let facts = ProcessFacts {
         pid,
         exe: exe_path,
         args: std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect(),
-        path: path.clone(),
+        path: opened.path.to_string_lossy().into_owned(),
         start_ns: s.origin_ns,
         start_unix_ns,
         queue_capacity: s.queue.capacity(),
@@ -383,8 +434,8 @@ fn run(s: &Shared, opts: &DumpOptions, header: &Header) {
         }
         if !batch.is_empty() {
             // One write per batch of whole lines; see the module docs.
-            if let Err(e) = file.write_all(&batch).and_then(|()| file.flush()) {
-                return fail("write", e);
+            if let Err(e) = open::write_all(&file, &batch, &give_up) {
+                return fail(&shown, e);
             }
             batch.clear();
         }

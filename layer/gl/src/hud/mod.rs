@@ -450,7 +450,7 @@ fn write_png(path: &str, size: [u32; 2], px: &[u8]) {
         PixelOrder::Rgba,
         &top_down,
     ) {
-        Ok(()) => log::info(format_args!("screenshot written to {path}")),
+        Ok(written) => log::info(format_args!("screenshot written to {}", written.display())),
         Err(e) => log::error(format_args!("screenshot {path}: {e}")),
     }
 }

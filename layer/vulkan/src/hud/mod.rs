@@ -417,7 +417,7 @@ fn write_png_async(path: String, width: u32, height: u32, order: PixelOrder, pix
         framescope_core::alloc_count::mark_own_thread();
         let p = std::path::Path::new(&path);
         match framescope_overlay::screenshot::write_png(p, width, height, width as usize * 4, order, &pixels) {
-            Ok(()) => crate::log::info(format_args!("screenshot written to {path}")),
+            Ok(written) => crate::log::info(format_args!("screenshot written to {}", written.display())),
             Err(e) => crate::log::error(format_args!("screenshot {path}: {e}")),
         }
     };
@@ -429,7 +429,5 @@ fn write_png_async(path: String, width: u32, height: u32, order: PixelOrder, pix
 
 fn join_png_writers() {
     let handles: Vec<_> = PNG_WRITERS.lock().drain(..).collect();
-    for h in handles {
-        let _ = h.join();
-    }
+    framescope_overlay::screenshot::join_bounded(handles, framescope_overlay::screenshot::JOIN_LIMIT);
 }
