@@ -431,8 +431,7 @@ fn notes_about(d: &Dump) -> Vec<String> {
         ),
         (
             d.bad_jumps,
-            "frame record(s) whose index skips more frames than nanoseconds passed were ignored"
-                .into(),
+            "frame record(s) whose index skips more frames than nanoseconds passed were ignored".into(),
         ),
         (
             d.bad_frame_times,

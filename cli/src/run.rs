@@ -195,6 +195,7 @@ fn places() -> impl Iterator<Item = Result<PathBuf, String>> {
     let temp = || {
         tempfile::Builder::new()
             .prefix("framescope-")
+            .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
             .tempdir()
             .map(tempfile::TempDir::keep)
             .map_err(|e| format!("{}: {e}", show(std::env::temp_dir().as_os_str())))

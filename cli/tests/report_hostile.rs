@@ -91,7 +91,8 @@ fn temp_path(tag: &str) -> PathBuf {
     std::env::temp_dir().join(format!("framescope-hostile-{}-{tag}.jsonl", std::process::id()))
 }
 
-const HEADER: &str = r#"{"type":"header","schema":"framescope.v1","pid":7,"exe":"/bin/app","api":"vulkan","device":null}"#;
+const HEADER: &str =
+    r#"{"type":"header","schema":"framescope.v1","pid":7,"exe":"/bin/app","api":"vulkan","device":null}"#;
 
 fn frame(i: u64, t: u64, ft: Option<u64>, gpu: Option<u64>) -> String {
     let n = |v: Option<u64>| v.map_or("null".to_string(), |v| v.to_string());
@@ -195,7 +196,10 @@ fn hostile_numbers_and_a_forged_summary_are_ignored_and_counted() {
     assert!(out.contains("frames      5\n"), "{out}");
     assert!(out.contains("duration    0.040 s\n"), "{out}");
     assert!(out.contains("fps mean    100.00 fps\n"), "{out}");
-    assert!(out.contains("note: 2 frame record(s) not after the previous frame"), "{out}");
+    assert!(
+        out.contains("note: 2 frame record(s) not after the previous frame"),
+        "{out}"
+    );
     assert!(
         out.contains("note: 2 frame record(s) whose index skips more frames than nanoseconds"),
         "{out}"
@@ -205,7 +209,10 @@ fn hostile_numbers_and_a_forged_summary_are_ignored_and_counted() {
         out.contains("note: 1 frame time(s) longer than the time since the previous frame were ignored"),
         "{out}"
     );
-    assert!(out.contains("note: 1 gpu busy time(s) over 3600 s were ignored"), "{out}");
+    assert!(
+        out.contains("note: 1 gpu busy time(s) over 3600 s were ignored"),
+        "{out}"
+    );
     assert!(
         out.contains("note: the dump's summary record (by writer, ended by finish) disagrees"),
         "{out}"
@@ -243,11 +250,19 @@ fn control_characters_are_escaped_and_bad_lines_capped() {
         !out.chars().any(|c| c.is_control() && c != '\n') && !out.contains('\u{202e}'),
         "{out:?}"
     );
-    assert!(out.contains(r"exe         /bin/\u{1b}]0;owned\u{7}app\u{202e} (pid 7)"), "{out}");
-    assert!(out.contains(r"GPU\u{1b}[31m [0001:0002], driver drv\u{a} 1\u{8}"), "{out}");
+    assert!(
+        out.contains(r"exe         /bin/\u{1b}]0;owned\u{7}app\u{202e} (pid 7)"),
+        "{out}"
+    );
+    assert!(
+        out.contains(r"GPU\u{1b}[31m [0001:0002], driver drv\u{a} 1\u{8}"),
+        "{out}"
+    );
     assert!(out.contains(r"schema is framescope.v1\u{1b}[2J"), "{out}");
     assert!(
-        out.contains("note: 25 line(s) could not be read and were ignored: 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, and 15 more\n"),
+        out.contains(
+            "note: 25 line(s) could not be read and were ignored: 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, and 15 more\n"
+        ),
         "{out}"
     );
 }
