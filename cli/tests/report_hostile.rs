@@ -46,6 +46,8 @@ fn report(args: &[&str]) -> Run {
             Ok(())
         });
     }
+    // Reaped below with wait4, which `Child::wait` cannot do: it loses the child's rusage.
+    #[allow(clippy::zombie_processes)]
     let child = cmd.spawn().unwrap();
     let pid = child.id() as libc::pid_t;
     let start = Instant::now();

@@ -12,7 +12,7 @@ use framescope_tests::{Artifacts, Outcome, Sandbox, Xvfb};
 use std::io::{Read, Write};
 use std::os::linux::net::SocketAddrExt;
 use std::os::unix::net::{SocketAddr, UnixListener, UnixStream};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -150,7 +150,7 @@ fn forward(mut client: UnixStream, mut server: UnixStream, stalled: &AtomicUsize
     })();
 }
 
-fn run_app(a: &Artifacts, proxy: &StallingProxy, name: &str, app: &PathBuf, args: &[&str]) -> Outcome {
+fn run_app(a: &Artifacts, proxy: &StallingProxy, name: &str, app: &Path, args: &[&str]) -> Outcome {
     let mut sb = Sandbox::new(name);
     sb.set("DISPLAY", &proxy.display).set("FRAMESCOPE_CONFIG", "hud=1");
     let app = app.display().to_string();
