@@ -189,6 +189,8 @@ struct Lines<R> {
     since_record: u64,
     /// Empty lines skipped before the current line (they still count in line numbers).
     blank: u64,
+    /// [`GIVE_UP`], smaller in tests.
+    give_up: u64,
 }
 
 impl<R: BufRead> Lines<R> {
@@ -218,7 +220,7 @@ impl<R: BufRead> Lines<R> {
                     self.blank += blank as u64;
                     self.since_record += blank as u64;
                     self.r.consume(blank);
-                    if self.since_record > GIVE_UP {
+                    if self.since_record > self.give_up {
                         return Ok(Some((self.blank, Line::GiveUp)));
                     }
                     continue;
@@ -242,11 +244,11 @@ impl<R: BufRead> Lines<R> {
             if end {
                 break;
             }
-            if self.since_record > GIVE_UP {
+            if self.since_record > self.give_up {
                 return Ok(Some((self.blank, Line::GiveUp)));
             }
         }
-        if self.since_record > GIVE_UP {
+        if self.since_record > self.give_up {
             return Ok(Some((self.blank, Line::GiveUp)));
         }
         let line = if too_long { Line::TooLong } else { Line::Text(&self.buf) };
@@ -255,12 +257,17 @@ impl<R: BufRead> Lines<R> {
 }
 
 fn read_dump(input: impl Read) -> std::io::Result<Dump> {
+    read_dump_giving_up_after(input, GIVE_UP)
+}
+
+fn read_dump_giving_up_after(input: impl Read, give_up: u64) -> std::io::Result<Dump> {
     let mut d = Dump::default();
     let mut lines = Lines {
         r: BufReader::with_capacity(1 << 16, input),
         buf: Vec::new(),
         since_record: 0,
         blank: 0,
+        give_up,
     };
     // The newest line that did not parse: a truncated last line when only blank lines follow.
     let mut unparsed: Option<u64> = None;
@@ -543,4 +550,63 @@ pub fn main(args: &[OsString]) -> i32 {
         print!("{}", render(&path, &d, &rec, &notes));
     }
     0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+
+    const FRAME0: &str = r#"{"type":"frame","frame":0,"t_ns":5}"#;
+
+    fn read(s: &[u8]) -> Dump {
+        read_dump(s).unwrap()
+    }
+
+    #[test]
+    fn blank_lines_count_in_line_numbers() {
+        let d = read(format!("\n\nnot json\n\n{FRAME0}\n").as_bytes());
+        assert_eq!(d.bad_lines, [3]);
+        assert_eq!(d.bad_line_count, 1);
+        assert!(!d.truncated_last_line);
+        assert_eq!(d.builder.frames(), 1);
+    }
+
+    #[test]
+    fn a_bad_last_line_is_the_truncated_one_even_with_blank_lines_after_it() {
+        let d = read(format!("{FRAME0}\n{{\"type\":\"fra\n\n\r\n").as_bytes());
+        assert!(d.truncated_last_line);
+        assert_eq!(d.bad_line_count, 0);
+    }
+
+    #[test]
+    fn endless_blank_lines_stop_after_the_give_up_budget() {
+        const MIB: u64 = 1 << 20;
+        let d = read_dump_giving_up_after(std::io::repeat(b'\n'), MIB).unwrap();
+        assert!(d.gave_up);
+        let d = read_dump_giving_up_after(std::io::repeat(b'x'), MIB).unwrap();
+        assert!(d.gave_up);
+        // A record resets the budget: the same bytes after one frame are read to the end.
+        let input = FRAME0.as_bytes().chain(std::io::repeat(b'\n').take(MIB - 1024));
+        let d = read_dump_giving_up_after(input, MIB).unwrap();
+        assert!(!d.gave_up);
+        assert_eq!(d.builder.frames(), 1);
+    }
+
+    #[test]
+    fn wrong_types_make_a_bad_line_not_a_panic() {
+        let lines = [
+            r#"{"type":"frame","frame":-1,"t_ns":5}"#,
+            r#"{"type":"frame","frame":1e30,"t_ns":5}"#,
+            r#"{"type":"frame","frame":"0","t_ns":5}"#,
+            r#"{"type":"header","exe":7}"#,
+            r#"{"type":"summary","frames":"many"}"#,
+            r#"{"type":17}"#,
+            r#"[1,2,3]"#,
+            r#""frame""#,
+        ];
+        let d = read((lines.join("\n") + "\n" + FRAME0 + "\n").as_bytes());
+        assert_eq!(d.bad_line_count, lines.len() as u64);
+        assert_eq!(d.builder.frames(), 1);
+    }
 }
