@@ -85,8 +85,10 @@ struct Dump {
     long_lines: u64,
     extra_headers: u64,
     extra_summaries: u64,
-    /// Frame records whose index or time is not after the previous frame's.
+    /// Frame records whose index is not after the previous frame's.
     out_of_order: u64,
+    /// Sum of the frame times accepted.
+    frame_time_sum: u64,
     /// Frame records whose index skips more frames than nanoseconds passed.
     bad_jumps: u64,
     /// `cpu_frame_ns` longer than the time since the previous frame (or since boot).
@@ -116,13 +118,16 @@ impl Dump {
             return;
         };
         let since_prev = match self.last_frame {
-            Some((prev, prev_t)) if frame <= prev || t_ns < prev_t => {
+            Some((prev, _)) if frame <= prev => {
                 self.out_of_order += 1;
                 return;
             }
+            // `t_ns` may go back a little between frames presented from different threads
+            // (each reads the clock before taking the frame lock); the writer then records a
+            // frame time of 0, and so does this.
             Some((prev, prev_t)) => {
                 // Every lost frame took at least a nanosecond of the clock.
-                let (lost, since) = (frame - prev - 1, t_ns - prev_t);
+                let (lost, since) = (frame - prev - 1, t_ns.saturating_sub(prev_t));
                 if lost > since {
                     self.bad_jumps += 1;
                     return;
@@ -135,12 +140,14 @@ impl Dump {
             None => t_ns,
         };
         self.last_frame = Some((frame, t_ns));
-        // A frame time is the time from the previous present, so the accepted ones sum to at
-        // most the last `t_ns`: the sums in `stats` cannot overflow.
+        // A frame time is the time from the previous present. Capping the running sum too
+        // keeps the sums in `stats` from overflowing even when a forged `t_ns` swings back
+        // and forth.
         let cpu = f.cpu_frame_ns.filter(|&ft| {
-            let ok = ft <= since_prev;
-            self.bad_frame_times += u64::from(!ok);
-            ok
+            let sum = self.frame_time_sum.checked_add(ft).filter(|_| ft <= since_prev);
+            self.frame_time_sum = sum.unwrap_or(self.frame_time_sum);
+            self.bad_frame_times += u64::from(sum.is_none());
+            sum.is_some()
         });
         let gpu = f.gpu_busy_ns.filter(|&g| {
             let ok = g <= MAX_GPU_BUSY_NS;
@@ -591,6 +598,24 @@ mod tests {
         let d = read_dump_giving_up_after(input, MIB).unwrap();
         assert!(!d.gave_up);
         assert_eq!(d.builder.frames(), 1);
+    }
+
+    #[test]
+    fn a_clock_swinging_back_and_forth_cannot_overflow_the_sums() {
+        let max = u64::MAX;
+        let mut text = String::new();
+        for i in 0..10u64 {
+            let t = if i % 2 == 0 { 0 } else { max };
+            text += &format!("{{\"type\":\"frame\",\"frame\":{i},\"t_ns\":{t},\"cpu_frame_ns\":{max}}}\n");
+        }
+        let d = read(text.as_bytes());
+        // Overflowing sums panic here in a debug build.
+        let s = d.builder.summary();
+        assert_eq!(d.builder.frames(), 10);
+        // Only frame 1's fits: frame 0 has no time before it, the even frames went back to
+        // 0, and frame 3's would overflow the sum.
+        assert_eq!(s.frame_time_ns.map(|f| f.count), Some(1));
+        assert_eq!(d.bad_frame_times, 9);
     }
 
     #[test]
