@@ -42,8 +42,13 @@ pub fn install_main(args: &[OsString]) -> i32 {
 fn install(args: &[OsString]) -> Result<(), String> {
     let l = layout(args, "install")?;
     let built = locate::find_library(VK_LIB)?;
-    std::fs::create_dir_all(&l.lib_dir).map_err(|e| format!("{}: {e}", l.lib_dir.display()))?;
     let lib = l.lib_dir.join(VK_LIB);
+    // Rendered first: a path a manifest cannot name fails before anything is written.
+    let manifests = [
+        (&l.implicit_dir, locate::render_manifest(IMPLICIT_TEMPLATE, &lib)?),
+        (&l.explicit_dir, locate::render_manifest(EXPLICIT_TEMPLATE, &lib)?),
+    ];
+    std::fs::create_dir_all(&l.lib_dir).map_err(|e| format!("{}: {e}", show(l.lib_dir.as_os_str())))?;
     // Copy to a fresh temporary file and rename: an app running with the old library keeps its
     // mapping, and a symlink left at a fixed temporary name is never written through.
     let copy = || -> std::io::Result<()> {
@@ -56,17 +61,13 @@ fn install(args: &[OsString]) -> Result<(), String> {
         tmp.persist(&lib).map_err(|e| e.error)?;
         Ok(())
     };
-    copy().map_err(|e| format!("copy {} -> {}: {e}", built.display(), lib.display()))?;
-    for (dir, template) in [
-        (&l.implicit_dir, IMPLICIT_TEMPLATE),
-        (&l.explicit_dir, EXPLICIT_TEMPLATE),
-    ] {
+    copy().map_err(|e| format!("copy {} -> {}: {e}", show(built.as_os_str()), show(lib.as_os_str())))?;
+    for (dir, manifest) in manifests {
         let path = dir.join(MANIFEST_FILE);
-        locate::write_atomically(&path, &locate::render_manifest(template, &lib)?)
-            .map_err(|e| format!("{}: {e}", path.display()))?;
-        println!("installed {}", path.display());
+        locate::write_atomically(&path, &manifest).map_err(|e| format!("{}: {e}", show(path.as_os_str())))?;
+        println!("installed {}", show(path.as_os_str()));
     }
-    println!("installed {}", lib.display());
+    println!("installed {}", show(lib.as_os_str()));
     println!("enable per app with FRAMESCOPE=1 (implicit layer); DISABLE_FRAMESCOPE=1 turns it off");
     Ok(())
 }
@@ -86,10 +87,10 @@ pub fn uninstall_main(args: &[OsString]) -> i32 {
         l.lib_dir.join(VK_LIB),
     ] {
         match std::fs::remove_file(&path) {
-            Ok(()) => println!("removed {}", path.display()),
+            Ok(()) => println!("removed {}", show(path.as_os_str())),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => {
-                eprintln!("framescope uninstall: {}: {e}", path.display());
+                eprintln!("framescope uninstall: {}: {e}", show(path.as_os_str()));
                 code = 1;
             }
         }

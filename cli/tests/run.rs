@@ -318,3 +318,18 @@ fn install_never_writes_through_a_symlink_left_at_a_temporary_name() {
     assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
     assert_eq!(std::fs::read(lib_dir.join("libframescope_vk.so")).unwrap(), b"stand-in");
 }
+
+#[test]
+fn install_with_a_prefix_no_manifest_can_name_fails_in_one_line_before_writing() {
+    let s = Scratch::new("install-utf8");
+    let prefix = s.path("").join(OsStr::from_bytes(b"pr\xe9fix"));
+    let out = s
+        .command(&[os("install"), os("--prefix"), prefix.as_os_str()], &[])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("a layer manifest can only name a UTF-8 path"), "{err}");
+    assert!(!prefix.exists(), "nothing written");
+}
