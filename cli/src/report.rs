@@ -27,6 +27,9 @@ pub const MAX_LINE: usize = 16 << 20;
 /// Bytes read since the last readable record after which reading stops.
 pub const GIVE_UP: u64 = 256 << 20;
 
+/// Longest `summary` line parsed.
+const MAX_SUMMARY_LINE: usize = 64 << 10;
+
 /// Bad line numbers listed; the rest are counted.
 const BAD_LINES_SHOWN: usize = 10;
 
@@ -170,6 +173,10 @@ impl Dump {
                 Err(_) => self.bad_line(n),
             },
             Some("summary") if self.summary.is_some() => self.extra_summaries += 1,
+            // `SummaryRecord` flattens `Summary`, so serde buffers every field of the line
+            // before reading it (tens of bytes per array element): a forged 16 MiB summary
+            // would take hundreds of MiB. A real one is under 1 KiB.
+            Some("summary") if line.len() > MAX_SUMMARY_LINE => self.bad_line(n),
             Some("summary") => match serde_json::from_slice::<SummaryRecord>(line) {
                 Ok(s) => self.summary = Some(s),
                 Err(_) => self.bad_line(n),

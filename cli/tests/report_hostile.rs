@@ -170,6 +170,36 @@ fn a_100_mb_line_is_skipped_without_being_kept() {
 }
 
 #[test]
+fn a_huge_forged_summary_is_not_buffered() {
+    let path = temp_path("bigsummary");
+    let mut f = std::fs::File::create(&path).unwrap();
+    writeln!(f, "{HEADER}").unwrap();
+    writeln!(f, "{}", frame(0, 1_000, None, None)).unwrap();
+    // 15 MiB of array elements in an unknown field of a summary line.
+    f.write_all(br#"{"type":"summary","padding":["#).unwrap();
+    let block = "0,".repeat(1 << 19);
+    for _ in 0..15 {
+        f.write_all(block.as_bytes()).unwrap();
+    }
+    f.write_all(
+        b"0]}
+",
+    )
+    .unwrap();
+    drop(f);
+    let r = report(&[path.to_str().unwrap()]);
+    std::fs::remove_file(&path).unwrap();
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stdout
+            .contains("note: 1 line(s) could not be read and were ignored: 3\n"),
+        "{}",
+        r.stdout
+    );
+    assert!(r.max_rss < 64 * MIB, "peak RSS {} MiB", r.max_rss / MIB);
+}
+
+#[test]
 fn hostile_numbers_and_a_forged_summary_are_ignored_and_counted() {
     let path = temp_path("numbers");
     let max = u64::MAX;
