@@ -47,7 +47,15 @@ fn parse_args(args: &[String]) -> Result<Args, String> {
     Ok(out)
 }
 
-pub fn main(args: &[String]) -> i32 {
+pub fn main(args: &[std::ffi::OsString]) -> i32 {
+    let args = match crate::text::all_utf8(args, "an argument of counters") {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("framescope counters: {e}");
+            return 2;
+        }
+    };
+    let args = &args[..];
     if args.iter().any(|a| a == "-h" || a == "--help") {
         println!("{USAGE}");
         return 0;

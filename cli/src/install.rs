@@ -2,6 +2,8 @@
 //! the layer library, under `$XDG_DATA_HOME` (default `~/.local/share`) or `--prefix DIR`.
 
 use crate::locate::{self, EXPLICIT_TEMPLATE, IMPLICIT_TEMPLATE, MANIFEST_FILE, VK_LIB};
+use crate::text::show;
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 struct Layout {
@@ -10,10 +12,14 @@ struct Layout {
     lib_dir: PathBuf,
 }
 
-fn layout(args: &[String], verb: &str) -> Result<Layout, String> {
+fn layout(args: &[OsString], verb: &str) -> Result<Layout, String> {
     let data = match args {
         [] => locate::data_home()?,
-        [flag, dir] if flag == "--prefix" => Path::new(dir).join("share"),
+        // Absolute, because the manifest's `library_path` is read by the loader in every app,
+        // each in a directory of its own: a relative one would name a file that is not there.
+        [flag, dir] if flag == "--prefix" => std::path::absolute(Path::new(dir))
+            .map_err(|e| format!("--prefix {}: {e}", show(dir)))?
+            .join("share"),
         _ => return Err(format!("usage: framescope {verb} [--prefix DIR]")),
     };
     Ok(Layout {
@@ -23,7 +29,7 @@ fn layout(args: &[String], verb: &str) -> Result<Layout, String> {
     })
 }
 
-pub fn install_main(args: &[String]) -> i32 {
+pub fn install_main(args: &[OsString]) -> i32 {
     match install(args) {
         Ok(()) => 0,
         Err(e) => {
@@ -33,30 +39,40 @@ pub fn install_main(args: &[String]) -> i32 {
     }
 }
 
-fn install(args: &[String]) -> Result<(), String> {
+fn install(args: &[OsString]) -> Result<(), String> {
     let l = layout(args, "install")?;
     let built = locate::find_library(VK_LIB)?;
-    std::fs::create_dir_all(&l.lib_dir).map_err(|e| format!("{}: {e}", l.lib_dir.display()))?;
     let lib = l.lib_dir.join(VK_LIB);
-    // Copy to a temporary name and rename: an app running with the old library keeps its mapping.
-    let tmp = l.lib_dir.join(format!(".{VK_LIB}.tmp"));
-    std::fs::copy(&built, &tmp).map_err(|e| format!("copy {} -> {}: {e}", built.display(), tmp.display()))?;
-    std::fs::rename(&tmp, &lib).map_err(|e| format!("{}: {e}", lib.display()))?;
-    for (dir, template) in [
-        (&l.implicit_dir, IMPLICIT_TEMPLATE),
-        (&l.explicit_dir, EXPLICIT_TEMPLATE),
-    ] {
+    // Rendered first: a path a manifest cannot name fails before anything is written.
+    let manifests = [
+        (&l.implicit_dir, locate::render_manifest(IMPLICIT_TEMPLATE, &lib)?),
+        (&l.explicit_dir, locate::render_manifest(EXPLICIT_TEMPLATE, &lib)?),
+    ];
+    std::fs::create_dir_all(&l.lib_dir).map_err(|e| format!("{}: {e}", show(l.lib_dir.as_os_str())))?;
+    // Copy to a fresh temporary file and rename: an app running with the old library keeps its
+    // mapping, and a symlink left at a fixed temporary name is never written through.
+    let copy = || -> std::io::Result<()> {
+        let mut tmp = tempfile::Builder::new()
+            .prefix(".framescope-")
+            .tempfile_in(&l.lib_dir)?;
+        std::io::copy(&mut std::fs::File::open(&built)?, &mut tmp)?;
+        tmp.as_file()
+            .set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o755))?;
+        tmp.persist(&lib).map_err(|e| e.error)?;
+        Ok(())
+    };
+    copy().map_err(|e| format!("copy {} -> {}: {e}", show(built.as_os_str()), show(lib.as_os_str())))?;
+    for (dir, manifest) in manifests {
         let path = dir.join(MANIFEST_FILE);
-        locate::write_atomically(&path, &locate::render_manifest(template, &lib))
-            .map_err(|e| format!("{}: {e}", path.display()))?;
-        println!("installed {}", path.display());
+        locate::write_atomically(&path, &manifest).map_err(|e| format!("{}: {e}", show(path.as_os_str())))?;
+        println!("installed {}", show(path.as_os_str()));
     }
-    println!("installed {}", lib.display());
+    println!("installed {}", show(lib.as_os_str()));
     println!("enable per app with FRAMESCOPE=1 (implicit layer); DISABLE_FRAMESCOPE=1 turns it off");
     Ok(())
 }
 
-pub fn uninstall_main(args: &[String]) -> i32 {
+pub fn uninstall_main(args: &[OsString]) -> i32 {
     let l = match layout(args, "uninstall") {
         Ok(l) => l,
         Err(e) => {
@@ -71,10 +87,10 @@ pub fn uninstall_main(args: &[String]) -> i32 {
         l.lib_dir.join(VK_LIB),
     ] {
         match std::fs::remove_file(&path) {
-            Ok(()) => println!("removed {}", path.display()),
+            Ok(()) => println!("removed {}", show(path.as_os_str())),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => {
-                eprintln!("framescope uninstall: {}: {e}", path.display());
+                eprintln!("framescope uninstall: {}: {e}", show(path.as_os_str()));
                 code = 1;
             }
         }

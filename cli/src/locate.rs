@@ -33,24 +33,33 @@ pub fn find_library(lib: &str) -> Result<PathBuf, String> {
     ))
 }
 
-/// A manifest with an absolute `library_path`; JSON-escaped so any path is valid.
-pub fn render_manifest(template: &str, library: &Path) -> String {
-    let quoted = serde_json::to_string(&library.display().to_string()).expect("string serialises");
-    template.replace("\"@LIBRARY_PATH@\"", &quoted)
+/// A manifest with an absolute `library_path`; JSON-escaped so any path is valid. JSON holds
+/// only Unicode text, so a library path that is not UTF-8 cannot be named in a manifest.
+pub fn render_manifest(template: &str, library: &Path) -> Result<String, String> {
+    let path = library.to_str().ok_or_else(|| {
+        format!(
+            "{}: a layer manifest can only name a UTF-8 path (JSON is text)",
+            crate::text::show(library.as_os_str())
+        )
+    })?;
+    let quoted = serde_json::to_string(path).map_err(|e| e.to_string())?;
+    Ok(template.replace("\"@LIBRARY_PATH@\"", &quoted))
 }
 
-/// Writes `contents` to `path` through a temporary file and a rename, so concurrent runs never
-/// see a half-written manifest.
+/// Writes `contents` to `path` through a fresh temporary file (random name, `O_EXCL`, so never
+/// through a symlink someone left there) and a rename, so concurrent runs never see a
+/// half-written manifest and a symlink at `path` is replaced, not followed.
 pub fn write_atomically(path: &Path, contents: &str) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)?;
-    let tmp = dir.join(format!(
-        ".{}.{}.tmp",
-        path.file_name().unwrap_or_default().to_string_lossy(),
-        std::process::id()
-    ));
-    std::fs::write(&tmp, contents)?;
-    std::fs::rename(&tmp, path)
+    let mut tmp = tempfile::Builder::new().prefix(".framescope-").tempfile_in(dir)?;
+    std::io::Write::write_all(&mut tmp, contents.as_bytes())?;
+    // Manifests are read by the loader in every process of the user; 0644 like the file
+    // `install` used to write, not the 0600 of a temporary file.
+    tmp.as_file()
+        .set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644))?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    Ok(())
 }
 
 pub fn home_dir() -> Option<PathBuf> {
@@ -67,11 +76,10 @@ pub fn data_home() -> Result<PathBuf, String> {
     }
 }
 
-/// `$XDG_CACHE_HOME`, else `~/.cache`, else the temp dir.
-pub fn cache_home() -> PathBuf {
+/// `$XDG_CACHE_HOME`, else `~/.cache`.
+pub fn cache_home() -> Option<PathBuf> {
     std::env::var_os("XDG_CACHE_HOME")
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)
         .or_else(|| home_dir().map(|h| h.join(".cache")))
-        .unwrap_or_else(std::env::temp_dir)
 }

@@ -5,6 +5,7 @@ mod install;
 mod locate;
 mod report;
 mod run;
+mod text;
 
 const USAGE: &str = "\
 usage: framescope <command> [args]
@@ -19,13 +20,15 @@ commands:
 ";
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    // Arguments are bytes (paths, the app's own arguments); only what must be text is checked,
+    // where it is used.
+    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
     let Some(cmd) = args.first() else {
         eprint!("{USAGE}");
         std::process::exit(2);
     };
     let rest = &args[1..];
-    let code = match cmd.as_str() {
+    let code = match cmd.to_str().unwrap_or("") {
         "run" => run::main(rest),
         "install" => install::install_main(rest),
         "uninstall" => install::uninstall_main(rest),
@@ -35,8 +38,8 @@ fn main() {
             print!("{USAGE}");
             0
         }
-        other => {
-            eprintln!("framescope: unknown command '{other}'\n{USAGE}");
+        _ => {
+            eprintln!("framescope: unknown command '{}'\n{USAGE}", text::show(cmd));
             2
         }
     };

@@ -1,73 +1,321 @@
 //! `framescope report [--json] DUMP`: the summary of a JSON Lines dump.
 //!
-//! Uses the dump's own `summary` record when there is one. When it is missing (the app
-//! crashed or was killed) the summary is recomputed from the frame records with the same
-//! `framescope_core::stats` code the writer uses, and the report says so. A truncated last
-//! line (a kill in the middle of a write) is ignored and reported.
+//! The dump is read as a stream, one line at a time, with bounded memory whatever it holds: a
+//! line longer than [`MAX_LINE`] is skipped without being kept, and reading stops after
+//! [`GIVE_UP`] bytes without a readable record (`/dev/zero`, an endless pipe of blank lines).
+//! Nothing in the file is trusted: frame records out of order or repeated, and values that
+//! their own timestamps contradict, are ignored and counted. The summary is always recomputed
+//! from the frame records with the same `framescope_core::stats` code the writer uses; the
+//! dump's own `summary` record is shown only when it agrees, and the report says when it does
+//! not or is missing (the app crashed or was killed). A truncated last line (a kill in the
+//! middle of a write) is ignored and reported. Text from the file is printed escaped.
 
+use crate::text::{escape, show};
 use framescope_core::dump::SummaryRecord;
 use framescope_core::stats::{Distribution, SummaryBuilder};
-use serde_json::Value;
+use serde::Deserialize;
+use std::ffi::{OsStr, OsString};
+use std::io::{BufRead, BufReader, Read};
 
 const USAGE: &str = "usage: framescope report [--json] DUMP";
 
+/// Longest line read. A frame line carries its GPU samples; at about 150 bytes a sample this
+/// is some 100,000 draws in one frame (`samples=draw`), far past what the writer's sample
+/// queue keeps.
+pub const MAX_LINE: usize = 16 << 20;
+
+/// Bytes read since the last readable record after which reading stops.
+pub const GIVE_UP: u64 = 256 << 20;
+
+/// Longest `summary` line parsed.
+const MAX_SUMMARY_LINE: usize = 64 << 10;
+
+/// Bad line numbers listed; the rest are counted.
+const BAD_LINES_SHOWN: usize = 10;
+
+/// No GPU works on one frame for an hour: drivers reset a GPU that runs a job for seconds
+/// (amdgpu's default `lockup_timeout` is 10 s, i915's heartbeat 2.5 s).
+const MAX_GPU_BUSY_NS: u64 = 3_600 * 1_000_000_000;
+
+/// A line's record type; the other fields are skipped without being stored.
+#[derive(Deserialize)]
+struct Kind {
+    #[serde(rename = "type")]
+    kind: Option<String>,
+}
+
+/// The fields of a frame record that the report reads.
+#[derive(Deserialize)]
+struct Fields {
+    frame: Option<u64>,
+    t_ns: Option<u64>,
+    cpu_frame_ns: Option<u64>,
+    gpu_busy_ns: Option<u64>,
+}
+
+#[derive(Deserialize, Default)]
+struct Header {
+    schema: Option<String>,
+    exe: Option<String>,
+    pid: Option<u64>,
+    api: Option<String>,
+    device: Option<Device>,
+}
+
+#[derive(Deserialize, Default)]
+struct Device {
+    name: Option<String>,
+    vendor_id: Option<u64>,
+    device_id: Option<u64>,
+    driver_name: Option<String>,
+    driver_version: Option<String>,
+}
+
 /// What was read from a dump.
+#[derive(Default)]
 struct Dump {
-    header: Option<Value>,
+    header: Option<Header>,
     summary: Option<SummaryRecord>,
     builder: SummaryBuilder,
     /// Frame indices missing between consecutive frame records (lost frames).
     gaps: u64,
     truncated_last_line: bool,
-    /// Lines that did not parse, other than a truncated last line.
-    bad_lines: Vec<usize>,
+    /// Lines that did not parse or were not records of a dump, other than a truncated last
+    /// line: the first [`BAD_LINES_SHOWN`] line numbers, and how many in all.
+    bad_lines: Vec<u64>,
+    bad_line_count: u64,
+    /// Lines longer than [`MAX_LINE`], skipped unread.
+    long_lines: u64,
+    extra_headers: u64,
+    extra_summaries: u64,
+    /// Frame records whose index is not after the previous frame's.
+    out_of_order: u64,
+    /// Sum of the frame times accepted.
+    frame_time_sum: u64,
+    /// Frame records whose index skips more frames than nanoseconds passed.
+    bad_jumps: u64,
+    /// `cpu_frame_ns` longer than the time since the previous frame (or since boot).
+    bad_frame_times: u64,
+    /// `gpu_busy_ns` over [`MAX_GPU_BUSY_NS`].
+    bad_gpu_times: u64,
+    /// Reading stopped after [`GIVE_UP`] bytes without a record.
+    gave_up: bool,
+    last_frame: Option<(u64, u64)>,
 }
 
-fn read_dump(text: &str) -> Dump {
-    let mut d = Dump {
-        header: None,
-        summary: None,
-        builder: SummaryBuilder::new(),
-        gaps: 0,
-        truncated_last_line: false,
-        bad_lines: Vec::new(),
-    };
-    let mut last_frame: Option<u64> = None;
-    let lines: Vec<&str> = text.split_terminator('\n').collect();
-    for (i, line) in lines.iter().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        let Ok(v) = serde_json::from_str::<Value>(line) else {
-            if i + 1 == lines.len() {
-                d.truncated_last_line = true;
-            } else {
-                d.bad_lines.push(i + 1);
-            }
-            continue;
-        };
-        match v["type"].as_str() {
-            Some("header") if d.header.is_none() => d.header = Some(v),
-            Some("frame") => {
-                let (Some(frame), Some(t_ns)) = (v["frame"].as_u64(), v["t_ns"].as_u64()) else {
-                    d.bad_lines.push(i + 1);
-                    continue;
-                };
-                if let Some(prev) = last_frame {
-                    d.gaps += frame.saturating_sub(prev + 1);
-                }
-                last_frame = Some(frame);
-                d.builder
-                    .add(t_ns, v["cpu_frame_ns"].as_u64(), v["gpu_busy_ns"].as_u64());
-            }
-            Some("summary") => match serde_json::from_value::<SummaryRecord>(v) {
-                Ok(s) => d.summary = Some(s),
-                Err(_) => d.bad_lines.push(i + 1),
-            },
-            _ => d.bad_lines.push(i + 1),
+impl Dump {
+    fn bad_line(&mut self, n: u64) {
+        self.bad_line_count += 1;
+        if self.bad_lines.len() < BAD_LINES_SHOWN {
+            self.bad_lines.push(n);
         }
     }
-    d
+
+    fn frame(&mut self, line: &[u8], n: u64) {
+        let Ok(f) = serde_json::from_slice::<Fields>(line) else {
+            self.bad_line(n);
+            return;
+        };
+        let (Some(frame), Some(t_ns)) = (f.frame, f.t_ns) else {
+            self.bad_line(n);
+            return;
+        };
+        let since_prev = match self.last_frame {
+            Some((prev, _)) if frame <= prev => {
+                self.out_of_order += 1;
+                return;
+            }
+            // `t_ns` may go back a little between frames presented from different threads
+            // (each reads the clock before taking the frame lock); the writer then records a
+            // frame time of 0, and so does this.
+            Some((prev, prev_t)) => {
+                // Every lost frame took at least a nanosecond of the clock.
+                let (lost, since) = (frame - prev - 1, t_ns.saturating_sub(prev_t));
+                if lost > since {
+                    self.bad_jumps += 1;
+                    return;
+                }
+                self.gaps = self.gaps.saturating_add(lost);
+                since
+            }
+            // The first frame in the dump may follow frames before `dump_start`; its frame time
+            // is at most the time since boot (`t_ns` is CLOCK_MONOTONIC).
+            None => t_ns,
+        };
+        self.last_frame = Some((frame, t_ns));
+        // A frame time is the time from the previous present. Capping the running sum too
+        // keeps the sums in `stats` from overflowing even when a forged `t_ns` swings back
+        // and forth.
+        let cpu = f.cpu_frame_ns.filter(|&ft| {
+            let sum = self.frame_time_sum.checked_add(ft).filter(|_| ft <= since_prev);
+            self.frame_time_sum = sum.unwrap_or(self.frame_time_sum);
+            self.bad_frame_times += u64::from(sum.is_none());
+            sum.is_some()
+        });
+        let gpu = f.gpu_busy_ns.filter(|&g| {
+            let ok = g <= MAX_GPU_BUSY_NS;
+            self.bad_gpu_times += u64::from(!ok);
+            ok
+        });
+        self.builder.add(t_ns, cpu, gpu);
+    }
+
+    /// One line's record. `false` when it is not one.
+    fn record(&mut self, line: &[u8], n: u64) -> bool {
+        let Ok(k) = serde_json::from_slice::<Kind>(line) else {
+            return false;
+        };
+        match k.kind.as_deref() {
+            Some("frame") => self.frame(line, n),
+            Some("header") if self.header.is_some() => self.extra_headers += 1,
+            Some("header") => match serde_json::from_slice::<Header>(line) {
+                Ok(h) => self.header = Some(h),
+                Err(_) => self.bad_line(n),
+            },
+            Some("summary") if self.summary.is_some() => self.extra_summaries += 1,
+            // `SummaryRecord` flattens `Summary`, so serde buffers every field of the line
+            // before reading it (tens of bytes per array element): a forged 16 MiB summary
+            // would take hundreds of MiB. A real one is under 1 KiB.
+            Some("summary") if line.len() > MAX_SUMMARY_LINE => self.bad_line(n),
+            Some("summary") => match serde_json::from_slice::<SummaryRecord>(line) {
+                Ok(s) => self.summary = Some(s),
+                Err(_) => self.bad_line(n),
+            },
+            _ => self.bad_line(n),
+        }
+        true
+    }
+}
+
+/// One line of the input, without its newline.
+enum Line<'a> {
+    Text(&'a [u8]),
+    /// Longer than [`MAX_LINE`]: skipped, not kept.
+    TooLong,
+    /// [`GIVE_UP`] bytes without a record: stop.
+    GiveUp,
+}
+
+struct Lines<R> {
+    r: R,
+    buf: Vec<u8>,
+    /// Bytes read since the last record; reset by the caller.
+    since_record: u64,
+    /// Empty lines skipped before the current line (they still count in line numbers).
+    blank: u64,
+    /// [`GIVE_UP`], smaller in tests.
+    give_up: u64,
+}
+
+impl<R: BufRead> Lines<R> {
+    /// The next line, and how many empty lines came before it.
+    fn next(&mut self) -> std::io::Result<Option<(u64, Line<'_>)>> {
+        self.buf.clear();
+        self.blank = 0;
+        let mut too_long = false;
+        let mut any = false;
+        loop {
+            let avail = match self.r.fill_buf() {
+                Ok(a) => a,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            if avail.is_empty() {
+                if !any {
+                    return Ok(None);
+                }
+                break;
+            }
+            if !any {
+                // Blank lines are skipped here in bulk: one call per line made 200 MB of
+                // newlines take minutes in a debug build.
+                let blank = avail.iter().take_while(|&&b| b == b'\n').count();
+                if blank > 0 {
+                    self.blank += blank as u64;
+                    self.since_record += blank as u64;
+                    self.r.consume(blank);
+                    if self.since_record > self.give_up {
+                        return Ok(Some((self.blank, Line::GiveUp)));
+                    }
+                    continue;
+                }
+            }
+            any = true;
+            let (chunk, used, end) = match memchr::memchr(b'\n', avail) {
+                Some(i) => (&avail[..i], i + 1, true),
+                None => (avail, avail.len(), false),
+            };
+            if !too_long {
+                if self.buf.len() + chunk.len() > MAX_LINE {
+                    too_long = true;
+                    self.buf = Vec::new();
+                } else {
+                    self.buf.extend_from_slice(chunk);
+                }
+            }
+            self.r.consume(used);
+            self.since_record += used as u64;
+            if end {
+                break;
+            }
+            if self.since_record > self.give_up {
+                return Ok(Some((self.blank, Line::GiveUp)));
+            }
+        }
+        if self.since_record > self.give_up {
+            return Ok(Some((self.blank, Line::GiveUp)));
+        }
+        let line = if too_long { Line::TooLong } else { Line::Text(&self.buf) };
+        Ok(Some((self.blank, line)))
+    }
+}
+
+fn read_dump(input: impl Read) -> std::io::Result<Dump> {
+    read_dump_giving_up_after(input, GIVE_UP)
+}
+
+fn read_dump_giving_up_after(input: impl Read, give_up: u64) -> std::io::Result<Dump> {
+    let mut d = Dump::default();
+    let mut lines = Lines {
+        r: BufReader::with_capacity(1 << 16, input),
+        buf: Vec::new(),
+        since_record: 0,
+        blank: 0,
+        give_up,
+    };
+    // The newest line that did not parse: a truncated last line when only blank lines follow.
+    let mut unparsed: Option<u64> = None;
+    let mut n = 0u64;
+    while let Some((blank, line)) = lines.next()? {
+        n += 1 + blank;
+        let text = match line {
+            Line::GiveUp => {
+                d.gave_up = true;
+                break;
+            }
+            Line::TooLong => {
+                if let Some(prev) = unparsed.take() {
+                    d.bad_line(prev);
+                }
+                d.long_lines += 1;
+                continue;
+            }
+            Line::Text(t) => t,
+        };
+        if text.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        if let Some(prev) = unparsed.take() {
+            d.bad_line(prev);
+        }
+        if d.record(text, n) {
+            lines.since_record = 0;
+        } else {
+            unparsed = Some(n);
+        }
+    }
+    d.truncated_last_line = unparsed.is_some();
+    Ok(d)
 }
 
 fn ms(ns: f64) -> String {
@@ -78,21 +326,28 @@ fn opt_fps(f: Option<f64>) -> String {
     f.map_or_else(|| "-".to_string(), |f| format!("{f:.2} fps"))
 }
 
-fn device_line(h: &Value) -> Option<String> {
-    let d = h.get("device").filter(|d| d.is_object())?;
+fn text(s: &Option<String>) -> String {
+    s.as_deref().map_or_else(|| "?".to_string(), escape)
+}
+
+fn device_line(d: &Device) -> String {
     let mut s = format!(
         "{} [{:04x}:{:04x}]",
-        d["name"].as_str().unwrap_or("?"),
-        d["vendor_id"].as_u64().unwrap_or(0),
-        d["device_id"].as_u64().unwrap_or(0)
+        text(&d.name),
+        d.vendor_id.unwrap_or(0),
+        d.device_id.unwrap_or(0)
     );
-    if let Some(v) = d["driver_version"].as_str() {
+    if let Some(v) = &d.driver_version {
         s.push_str(&format!(
-            ", driver {}{v}",
-            d["driver_name"].as_str().map(|n| format!("{n} ")).unwrap_or_default()
+            ", driver {}{}",
+            d.driver_name
+                .as_deref()
+                .map(|n| format!("{} ", escape(n)))
+                .unwrap_or_default(),
+            escape(v)
         ));
     }
-    Some(s)
+    s
 }
 
 /// Picks one statistic of a distribution, in ns.
@@ -116,19 +371,19 @@ fn distribution_rows(ft: Option<&Distribution>, gpu: Option<&Distribution>) -> S
     s
 }
 
-fn render(path: &str, d: &Dump, rec: &SummaryRecord, notes: &[String]) -> String {
+fn render(path: &OsStr, d: &Dump, rec: &SummaryRecord, notes: &[String]) -> String {
     let s = &rec.summary;
-    let mut out = format!("framescope report: {path}\n");
+    let mut out = format!("framescope report: {}\n", show(path));
     if let Some(h) = &d.header {
-        let exe = h["exe"].as_str().unwrap_or("?");
         out.push_str(&format!(
-            "  {:<12}{exe} (pid {})\n",
+            "  {:<12}{} (pid {})\n",
             "exe",
-            h["pid"].as_u64().unwrap_or(0)
+            text(&h.exe),
+            h.pid.unwrap_or(0)
         ));
-        out.push_str(&format!("  {:<12}{}\n", "api", h["api"].as_str().unwrap_or("?")));
-        if let Some(dev) = device_line(h) {
-            out.push_str(&format!("  {:<12}{dev}\n", "device"));
+        out.push_str(&format!("  {:<12}{}\n", "api", text(&h.api)));
+        if let Some(dev) = &h.device {
+            out.push_str(&format!("  {:<12}{}\n", "device", device_line(dev)));
         }
     }
     out.push_str(&format!("  {:<12}{}\n", "frames", s.frames));
@@ -146,19 +401,93 @@ fn render(path: &str, d: &Dump, rec: &SummaryRecord, notes: &[String]) -> String
     out
 }
 
-pub fn main(args: &[String]) -> i32 {
+/// What was ignored, one note each.
+fn notes_about(d: &Dump) -> Vec<String> {
+    let mut notes = Vec::new();
+    if let Some(schema) = d.header.as_ref().and_then(|h| h.schema.as_deref()) {
+        if schema != framescope_core::SCHEMA_ID {
+            notes.push(format!(
+                "schema is {}; this framescope reads {}",
+                escape(schema),
+                framescope_core::SCHEMA_ID
+            ));
+        }
+    }
+    if d.header.is_none() {
+        notes.push("the header record is missing".into());
+    }
+    if d.gave_up {
+        notes.push(format!(
+            "stopped reading after {} MiB without a readable record",
+            GIVE_UP >> 20
+        ));
+    }
+    if d.truncated_last_line {
+        notes.push("the last line was truncated (the run was cut short) and was ignored".into());
+    }
+    if d.bad_line_count > 0 {
+        let mut list: Vec<String> = d.bad_lines.iter().map(u64::to_string).collect();
+        if d.bad_line_count > d.bad_lines.len() as u64 {
+            list.push(format!("and {} more", d.bad_line_count - d.bad_lines.len() as u64));
+        }
+        notes.push(format!(
+            "{} line(s) could not be read and were ignored: {}",
+            d.bad_line_count,
+            list.join(", ")
+        ));
+    }
+    let counted = [
+        (
+            d.long_lines,
+            format!("line(s) longer than {} MiB were skipped", MAX_LINE >> 20),
+        ),
+        (d.extra_headers, "header record(s) after the first were ignored".into()),
+        (
+            d.extra_summaries,
+            "summary record(s) after the first were ignored".into(),
+        ),
+        (
+            d.out_of_order,
+            "frame record(s) not after the previous frame (repeated or out of order) were ignored".into(),
+        ),
+        (
+            d.bad_jumps,
+            "frame record(s) whose index skips more frames than nanoseconds passed were ignored".into(),
+        ),
+        (
+            d.bad_frame_times,
+            "frame time(s) longer than the time since the previous frame were ignored".into(),
+        ),
+        (
+            d.bad_gpu_times,
+            format!(
+                "gpu busy time(s) over {} s were ignored",
+                MAX_GPU_BUSY_NS / 1_000_000_000
+            ),
+        ),
+    ];
+    for (n, what) in counted {
+        if n > 0 {
+            notes.push(format!("{n} {what}"));
+        }
+    }
+    notes
+}
+
+pub fn main(args: &[OsString]) -> i32 {
     let mut json = false;
     let mut path = None;
     for a in args {
-        match a.as_str() {
-            "--json" => json = true,
-            "-h" | "--help" => {
+        match a.to_str() {
+            Some("--json") => json = true,
+            Some("-h" | "--help") => {
                 println!("{USAGE}");
                 return 0;
             }
-            _ if path.is_none() && !a.starts_with("--") => path = Some(a.clone()),
+            Some(s) if path.is_none() && !s.starts_with("--") => path = Some(a.clone()),
+            None if path.is_none() => path = Some(a.clone()),
             _ => {
-                eprintln!("framescope: report: unexpected argument '{a}'\n{USAGE}");
+                eprintln!("framescope: report: unexpected argument '{}'\n{USAGE}", show(a));
                 return 2;
             }
         }
@@ -167,62 +496,62 @@ pub fn main(args: &[String]) -> i32 {
         eprintln!("{USAGE}");
         return 2;
     };
-    let bytes = match std::fs::read(&path) {
-        Ok(b) => b,
+    let d = match std::fs::File::open(&path).and_then(read_dump) {
+        Ok(d) => d,
         Err(e) => {
-            eprintln!("framescope: cannot read '{path}': {e}");
+            eprintln!("framescope: cannot read '{}': {e}", show(&path));
             return 1;
         }
     };
-    let d = read_dump(&String::from_utf8_lossy(&bytes));
     if d.header.is_none() && d.builder.frames() == 0 {
-        eprintln!("framescope: '{path}' is not a framescope dump (no header, no frame records)");
+        let why = if d.gave_up {
+            format!("nothing readable in the first {} MiB", GIVE_UP >> 20)
+        } else {
+            "no header, no frame records".into()
+        };
+        eprintln!("framescope: '{}' is not a framescope dump ({why})", show(&path));
         return 1;
     }
 
-    let mut notes = Vec::new();
-    if let Some(schema) = d.header.as_ref().and_then(|h| h["schema"].as_str()) {
-        if schema != framescope_core::SCHEMA_ID {
-            notes.push(format!(
-                "schema is {schema}; this framescope reads {}",
-                framescope_core::SCHEMA_ID
-            ));
-        }
-    }
-    if d.header.is_none() {
-        notes.push("the header record is missing".into());
-    }
-    if d.truncated_last_line {
-        notes.push("the last line was truncated (the run was cut short) and was ignored".into());
-    }
-    if !d.bad_lines.is_empty() {
-        notes.push(format!(
-            "{} line(s) could not be read and were ignored: {:?}",
-            d.bad_lines.len(),
-            d.bad_lines
-        ));
-    }
+    let mut notes = notes_about(&d);
+    let recomputed = SummaryRecord {
+        summary: d.builder.summary(),
+        // Lost frames show as gaps in the frame indices.
+        dropped_frames: d.gaps,
+        dropped_samples: 0,
+        produced_by: "report".into(),
+        ended_by: "recomputed".into(),
+    };
     let rec = match &d.summary {
-        Some(s) => {
+        Some(s) if s.summary == recomputed.summary => {
             notes.push(format!(
                 "summary written by the dump {} (ended by {})",
-                s.produced_by, s.ended_by
+                escape(&s.produced_by),
+                escape(&s.ended_by)
             ));
             s.clone()
+        }
+        Some(s) => {
+            notes.push(format!(
+                "the dump's summary record (by {}, ended by {}) disagrees with its frame records \
+                 ({} frames, {:.3} s in the record; {} frames, {:.3} s in the frames): \
+                 recomputed from the {} frame records",
+                escape(&s.produced_by),
+                escape(&s.ended_by),
+                s.summary.frames,
+                s.summary.duration_ns as f64 / 1e9,
+                recomputed.summary.frames,
+                recomputed.summary.duration_ns as f64 / 1e9,
+                d.builder.frames()
+            ));
+            recomputed
         }
         None => {
             notes.push(format!(
                 "no summary record (the run did not end normally): recomputed from {} frame records",
                 d.builder.frames()
             ));
-            SummaryRecord {
-                summary: d.builder.summary(),
-                // Lost frames show as gaps in the frame indices.
-                dropped_frames: d.gaps,
-                dropped_samples: 0,
-                produced_by: "report".into(),
-                ended_by: "recomputed".into(),
-            }
+            recomputed
         }
     };
 
@@ -235,4 +564,81 @@ pub fn main(args: &[String]) -> i32 {
         print!("{}", render(&path, &d, &rec, &notes));
     }
     0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+
+    const FRAME0: &str = r#"{"type":"frame","frame":0,"t_ns":5}"#;
+
+    fn read(s: &[u8]) -> Dump {
+        read_dump(s).unwrap()
+    }
+
+    #[test]
+    fn blank_lines_count_in_line_numbers() {
+        let d = read(format!("\n\nnot json\n\n{FRAME0}\n").as_bytes());
+        assert_eq!(d.bad_lines, [3]);
+        assert_eq!(d.bad_line_count, 1);
+        assert!(!d.truncated_last_line);
+        assert_eq!(d.builder.frames(), 1);
+    }
+
+    #[test]
+    fn a_bad_last_line_is_the_truncated_one_even_with_blank_lines_after_it() {
+        let d = read(format!("{FRAME0}\n{{\"type\":\"fra\n\n\r\n").as_bytes());
+        assert!(d.truncated_last_line);
+        assert_eq!(d.bad_line_count, 0);
+    }
+
+    #[test]
+    fn endless_blank_lines_stop_after_the_give_up_budget() {
+        const MIB: u64 = 1 << 20;
+        let d = read_dump_giving_up_after(std::io::repeat(b'\n'), MIB).unwrap();
+        assert!(d.gave_up);
+        let d = read_dump_giving_up_after(std::io::repeat(b'x'), MIB).unwrap();
+        assert!(d.gave_up);
+        // A record resets the budget: the same bytes after one frame are read to the end.
+        let input = FRAME0.as_bytes().chain(std::io::repeat(b'\n').take(MIB - 1024));
+        let d = read_dump_giving_up_after(input, MIB).unwrap();
+        assert!(!d.gave_up);
+        assert_eq!(d.builder.frames(), 1);
+    }
+
+    #[test]
+    fn a_clock_swinging_back_and_forth_cannot_overflow_the_sums() {
+        let max = u64::MAX;
+        let mut text = String::new();
+        for i in 0..10u64 {
+            let t = if i % 2 == 0 { 0 } else { max };
+            text += &format!("{{\"type\":\"frame\",\"frame\":{i},\"t_ns\":{t},\"cpu_frame_ns\":{max}}}\n");
+        }
+        let d = read(text.as_bytes());
+        // Overflowing sums panic here in a debug build.
+        let s = d.builder.summary();
+        assert_eq!(d.builder.frames(), 10);
+        // Only frame 1's fits: frame 0 has no time before it, the even frames went back to
+        // 0, and frame 3's would overflow the sum.
+        assert_eq!(s.frame_time_ns.map(|f| f.count), Some(1));
+        assert_eq!(d.bad_frame_times, 9);
+    }
+
+    #[test]
+    fn wrong_types_make_a_bad_line_not_a_panic() {
+        let lines = [
+            r#"{"type":"frame","frame":-1,"t_ns":5}"#,
+            r#"{"type":"frame","frame":1e30,"t_ns":5}"#,
+            r#"{"type":"frame","frame":"0","t_ns":5}"#,
+            r#"{"type":"header","exe":7}"#,
+            r#"{"type":"summary","frames":"many"}"#,
+            r#"{"type":17}"#,
+            r#"[1,2,3]"#,
+            r#""frame""#,
+        ];
+        let d = read((lines.join("\n") + "\n" + FRAME0 + "\n").as_bytes());
+        assert_eq!(d.bad_line_count, lines.len() as u64);
+        assert_eq!(d.builder.frames(), 1);
+    }
 }

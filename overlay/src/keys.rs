@@ -1,51 +1,134 @@
 //! The HUD's show/hide key, read from X11 with `XQueryKeymap` on a connection of our own
 //! (libX11 is dlopen'ed, so the layers do not link it). Polling reads the key state without
 //! grabbing anything: the app still gets every key. No X11 means no hotkey (one log line).
+//!
+//! Every X call is a round trip to the server, so none is made on the app's threads: the
+//! present path only reads an atomic ([`visible`]) and, the first time, starts a thread of
+//! framescope's own that opens the connection and reads the keyboard every 100 ms. A slow or
+//! stalled X server then delays the toggle, never a frame (measured: vkcube at 30 ms of X
+//! latency went from 28 to 21 fps with the query on the present thread). The thread ends by
+//! itself, closing its connection, once nothing has asked for the key for [`IDLE`] (the app
+//! stopped presenting or tore its device down); the next present starts it again.
 
-use parking_lot::Mutex;
 use std::ffi::{c_char, c_int, c_ulong, c_void, CString};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::time::Duration;
 
 /// How often the keyboard is read (a round trip to the X server).
 const POLL: Duration = Duration::from_millis(100);
 
+/// Without a [`poll`] for this long the reader closes its connection and ends.
+pub const IDLE: Duration = Duration::from_secs(5);
+
 static VISIBLE: AtomicBool = AtomicBool::new(true);
+
+/// [`NONE`], [`RUNNING`] or [`OFF`].
+static READER: AtomicU8 = AtomicU8::new(NONE);
+const NONE: u8 = 0;
+const RUNNING: u8 = 1;
+/// X11 or the key is unavailable, or the thread could not start: said once, not retried.
+const OFF: u8 = 2;
+
+/// Bumped by every [`poll`]; the reader ends when it stops moving.
+static POLLS: AtomicU64 = AtomicU64::new(0);
 
 /// Whether the HUD is shown (toggled by the key).
 pub fn visible() -> bool {
     VISIBLE.load(Ordering::Relaxed)
 }
 
+/// Called on every present while the HUD is on: starts the key reader the first time (and
+/// after it ended idle). Never blocks and, once the reader runs, never allocates.
+pub fn poll(combo: &str) {
+    POLLS.fetch_add(1, Ordering::Relaxed);
+    if READER.load(Ordering::Acquire) != NONE
+        || READER
+            .compare_exchange(NONE, RUNNING, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+    {
+        return;
+    }
+    if let Err(why) = start(combo) {
+        framescope_core::log::info(format_args!("HUD toggle key {combo} unavailable: {why}"));
+        READER.store(OFF, Ordering::Release);
+    }
+}
+
+fn start(combo: &str) -> Result<(), String> {
+    if std::env::var_os("DISPLAY").is_none_or(|d| d.is_empty()) {
+        return Err("no DISPLAY".into());
+    }
+    pin_this_library()?;
+    let combo = combo.to_string();
+    std::thread::Builder::new()
+        .name("framescope-keys".into())
+        .spawn(move || {
+            framescope_core::alloc_count::mark_own_thread();
+            // The reader's logic must not unwind into the thread's start: a panic only ends
+            // the hotkey.
+            let r = std::panic::catch_unwind(|| read_keys(&combo));
+            let next = match r {
+                Ok(Ok(())) => NONE,
+                Ok(Err(why)) => {
+                    framescope_core::log::info(format_args!("HUD toggle key {combo} unavailable: {why}"));
+                    OFF
+                }
+                Err(_) => OFF,
+            };
+            READER.store(next, Ordering::Release);
+        })
+        .map(drop)
+        .map_err(|e| format!("cannot start the key thread: {e}"))
+}
+
+/// The Vulkan loader unloads a layer at `vkDestroyInstance`; our thread runs this library's
+/// code, possibly blocked in a call to a stalled X server, so the library must stay mapped
+/// for the life of the process (`RTLD_NODELETE`, dlopen(3)).
+fn pin_this_library() -> Result<(), String> {
+    // SAFETY: dladdr only reads the loader's tables; `info` is a valid out-pointer and its
+    // `dli_fname` is a NUL-terminated string owned by the loader. dlopen with RTLD_NOLOAD
+    // only takes a reference to an object already loaded.
+    unsafe {
+        let mut info: libc::Dl_info = std::mem::zeroed();
+        let here = pin_this_library as *const c_void;
+        if libc::dladdr(here, &mut info) == 0 || info.dli_fname.is_null() {
+            return Err("cannot find framescope's own library".into());
+        }
+        let h = libc::dlopen(info.dli_fname, libc::RTLD_NOW | libc::RTLD_NOLOAD | libc::RTLD_NODELETE);
+        if h.is_null() {
+            return Err("cannot keep framescope's library loaded".into());
+        }
+    }
+    Ok(())
+}
+
 type XOpenDisplay = unsafe extern "C" fn(*const c_char) -> *mut c_void;
+type XCloseDisplay = unsafe extern "C" fn(*mut c_void) -> c_int;
 type XQueryKeymap = unsafe extern "C" fn(*mut c_void, *mut c_char) -> c_int;
 type XStringToKeysym = unsafe extern "C" fn(*const c_char) -> c_ulong;
 type XKeysymToKeycode = unsafe extern "C" fn(*mut c_void, c_ulong) -> u8;
 
 struct X11 {
     display: *mut c_void,
+    close: XCloseDisplay,
     query: XQueryKeymap,
     /// Keycodes that must all be down.
     codes: Vec<u8>,
 }
 
-// SAFETY: the display connection is ours alone and only used under the STATE mutex.
-unsafe impl Send for X11 {}
-
-enum State {
-    Untried,
-    Off,
-    On { x: X11, last: Instant, down: bool },
+impl Drop for X11 {
+    fn drop(&mut self) {
+        // SAFETY: our own display, opened by XOpenDisplay and used only on this thread.
+        unsafe { (self.close)(self.display) };
+    }
 }
 
-static STATE: Mutex<State> = Mutex::new(State::Untried);
-
+/// Opens our connection. libX11 1.8 makes itself thread-safe at load (XInitThreads in its
+/// constructor), and this connection is used by this thread alone.
 fn open(combo: &str) -> Result<X11, String> {
-    if std::env::var_os("DISPLAY").is_none_or(|d| d.is_empty()) {
-        return Err("no DISPLAY".into());
-    }
     // SAFETY: dlopen/dlsym with NUL-terminated names; the library stays loaded for the life of
-    // the process (never dlclosed), so the function pointers stay valid.
+    // the process (never dlclosed), so the function pointers stay valid. The transmutes give
+    // each symbol its libX11 prototype (Xlib.h).
     unsafe {
         let lib = libc::dlopen(c"libX11.so.6".as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL);
         if lib.is_null() {
@@ -55,8 +138,9 @@ fn open(combo: &str) -> Result<X11, String> {
             let p = libc::dlsym(lib, name.as_ptr());
             (!p.is_null()).then_some(p)
         };
-        let (Some(open), Some(query), Some(to_sym), Some(to_code)) = (
+        let (Some(open), Some(close), Some(query), Some(to_sym), Some(to_code)) = (
             sym(c"XOpenDisplay"),
+            sym(c"XCloseDisplay"),
             sym(c"XQueryKeymap"),
             sym(c"XStringToKeysym"),
             sym(c"XKeysymToKeycode"),
@@ -64,6 +148,7 @@ fn open(combo: &str) -> Result<X11, String> {
             return Err("libX11 lacks XQueryKeymap".into());
         };
         let open: XOpenDisplay = std::mem::transmute::<*mut c_void, XOpenDisplay>(open);
+        let close: XCloseDisplay = std::mem::transmute::<*mut c_void, XCloseDisplay>(close);
         let query: XQueryKeymap = std::mem::transmute::<*mut c_void, XQueryKeymap>(query);
         let to_sym: XStringToKeysym = std::mem::transmute::<*mut c_void, XStringToKeysym>(to_sym);
         let to_code: XKeysymToKeycode = std::mem::transmute::<*mut c_void, XKeysymToKeycode>(to_code);
@@ -71,54 +156,57 @@ fn open(combo: &str) -> Result<X11, String> {
         if display.is_null() {
             return Err("cannot open the X display".into());
         }
-        let mut codes = Vec::new();
+        // Owned from here, so an early return closes it.
+        let mut x = X11 {
+            display,
+            close,
+            query,
+            codes: Vec::new(),
+        };
         for name in combo.split('+') {
             let c = CString::new(name).map_err(|_| "bad key name".to_string())?;
             let sym = to_sym(c.as_ptr());
-            let code = if sym == 0 { 0 } else { to_code(display, sym) };
+            let code = if sym == 0 { 0 } else { to_code(x.display, sym) };
             if code == 0 {
                 return Err(format!("unknown key '{name}'"));
             }
-            codes.push(code);
+            x.codes.push(code);
         }
-        Ok(X11 { display, query, codes })
+        Ok(x)
     }
 }
 
-/// Reads the keyboard at most every 100 ms and flips visibility on a press of the combo.
-/// Never blocks on another thread doing the same (`try_lock`).
-pub fn poll(combo: &str) {
-    let Some(mut st) = STATE.try_lock() else { return };
-    if matches!(*st, State::Untried) {
-        *st = match open(combo) {
-            Ok(x) => State::On {
-                x,
-                last: Instant::now() - POLL,
-                down: false,
-            },
-            Err(why) => {
-                framescope_core::log::info(format_args!("HUD toggle key {combo} unavailable: {why}"));
-                State::Off
+/// The reader thread: flips visibility on each press of the combo until no present has asked
+/// for the key for [`IDLE`]. A connection that breaks is libX11's to handle (by default it
+/// ends the process, as it does for the app's own connection to the same server: replacing
+/// the process-wide handler would take it from the app).
+fn read_keys(combo: &str) -> Result<(), String> {
+    let x = open(combo)?;
+    let mut down = false;
+    let (mut seen, mut quiet) = (POLLS.load(Ordering::Relaxed), Duration::ZERO);
+    loop {
+        let mut keys = [0 as c_char; 32];
+        // SAFETY: our own open display; XQueryKeymap fills exactly 32 bytes.
+        unsafe { (x.query)(x.display, keys.as_mut_ptr()) };
+        let pressed = x
+            .codes
+            .iter()
+            .all(|&c| (keys[usize::from(c / 8)] as u8) & (1 << (c % 8)) != 0);
+        if pressed && !down {
+            let v = !VISIBLE.load(Ordering::Relaxed);
+            VISIBLE.store(v, Ordering::Relaxed);
+            framescope_core::log::info(format_args!("HUD {}", if v { "shown" } else { "hidden" }));
+        }
+        down = pressed;
+        std::thread::sleep(POLL);
+        let now = POLLS.load(Ordering::Relaxed);
+        if now == seen {
+            quiet += POLL;
+            if quiet >= IDLE {
+                return Ok(());
             }
-        };
+        } else {
+            (seen, quiet) = (now, Duration::ZERO);
+        }
     }
-    let State::On { x, last, down } = &mut *st else { return };
-    let now = Instant::now();
-    if now.duration_since(*last) < POLL {
-        return;
-    }
-    *last = now;
-    let mut keys = [0 as c_char; 32];
-    // SAFETY: our own open display; XQueryKeymap fills exactly 32 bytes.
-    unsafe { (x.query)(x.display, keys.as_mut_ptr()) };
-    let pressed = x
-        .codes
-        .iter()
-        .all(|&c| (keys[usize::from(c / 8)] as u8) & (1 << (c % 8)) != 0);
-    if pressed && !*down {
-        let v = !VISIBLE.load(Ordering::Relaxed);
-        VISIBLE.store(v, Ordering::Relaxed);
-        framescope_core::log::info(format_args!("HUD {}", if v { "shown" } else { "hidden" }));
-    }
-    *down = pressed;
 }
