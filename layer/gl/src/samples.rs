@@ -228,7 +228,7 @@ pub fn create(ws: WinSys, info: &GlInfo, config: Samples) -> Option<CtxSamples> 
     };
     let no_wait_ok = !info.es && (info.at_least(4, 4) || has("GL_ARB_query_buffer_object"));
     let stats_off = crate::settings::get().sample_stats == framescope_core::config::SampleStats::Off;
-    let (stats, stats_unavailable) = match Stats::detect(ws, info, has) {
+    let (stats, stats_unavailable) = match Stats::detect(ws, info, has, gl.scene_break_fn()) {
         _ if stats_off => (None, Some("sample_stats=off")),
         Ok(s) => (Some(s), None),
         Err(why) => (None, Some(why)),
@@ -458,7 +458,7 @@ impl Shared {
         if current {
             if s.open.stats_active {
                 if let Some(st) = &s.stats {
-                    st.end();
+                    st.end(true);
                 }
                 s.open.stats_active = false;
             }
@@ -569,7 +569,7 @@ impl Sampler {
         let mut has_stats = false;
         if self.open.stats_active {
             if let Some(st) = &self.stats {
-                st.end();
+                st.end(true);
             }
             self.open.stats_active = false;
             has_stats = !self.open.stats_broken;
@@ -880,7 +880,7 @@ impl Sampler {
     fn app_query(&mut self) {
         if self.open.stats_active {
             if let Some(st) = &self.stats {
-                st.end();
+                st.end(false);
             }
             self.open.stats_active = false;
             self.open.stats_broken = true;
