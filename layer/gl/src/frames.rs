@@ -267,7 +267,7 @@ impl Ctx {
             self.abandoned += 1;
         }
         let slot = (self.head + self.len) % RING;
-        gl.timestamp(self.ring[slot].begin);
+        gl.timestamp_own_scene(self.ring[slot].begin);
         self.open_begin = Some(slot);
     }
 
@@ -276,7 +276,7 @@ impl Ctx {
         let Some(gl) = &self.gl else { return };
         match self.open_begin.take() {
             Some(slot) => {
-                gl.timestamp(self.ring[slot].end);
+                gl.timestamp_own_scene(self.ring[slot].end);
                 self.ring[slot].frame = assembler.on_submit();
                 self.len += 1;
             }

@@ -300,11 +300,18 @@ impl GlFns {
     /// `glQueryCounter(id, GL_TIMESTAMP)`: never an active query.
     pub fn timestamp(&self, id: u32) {
         if let Some(f) = self.query_counter {
-            self.scene_break();
             // SAFETY: id is one of our generated query names, never active.
             unsafe { f(id, GL_TIMESTAMP) };
-            self.scene_break();
         }
+    }
+
+    /// [`GlFns::timestamp`] in a scene of its own where the driver needs it: for the frame's
+    /// timestamps, written where the swap ends the app's scene anyway (just before it, and
+    /// just after it, before the app's next command).
+    pub fn timestamp_own_scene(&self, id: u32) {
+        self.scene_break();
+        self.timestamp(id);
+        self.scene_break();
     }
 
     /// Whether the result of an issued query is available (never waits).

@@ -195,6 +195,9 @@ pub struct Shared {
     level: Level,
     /// Why the frame records of this context have no `stats`, if they never will.
     stats_unavailable: Option<&'static str>,
+    /// Debug-group and draw samples asked for but not taken: on this driver they would change
+    /// what it renders (see [`mid_frame_forced`]).
+    mid_frame_refused: bool,
     labels_unavailable: bool,
     sampler: Mutex<Sampler>,
 }
@@ -211,9 +214,13 @@ thread_local! {
 /// Sets up sampling for the context current on this thread (called from `frames::Ctx::new`
 /// once GPU timing is known to work). `None` with `samples=off`.
 pub fn create(ws: WinSys, info: &GlInfo, config: Samples) -> Option<CtxSamples> {
-    let level = Level::from_config(config);
+    let mut level = Level::from_config(config);
     if level == Level::Off {
         return None;
+    }
+    let mid_frame_refused = level > Level::Frame && info.bins_queries_into_scenes() && !mid_frame_forced();
+    if mid_frame_refused {
+        level = Level::Frame;
     }
     let mut gl = GlFns::load_basic(ws)?;
     gl.load_rest(ws, info);
@@ -283,9 +290,24 @@ pub fn create(ws: WinSys, info: &GlInfo, config: Samples) -> Option<CtxSamples> 
     Some(Arc::new(Shared {
         level,
         stats_unavailable,
+        mid_frame_refused,
         labels_unavailable: !labels && level >= Level::Labels,
         sampler: Mutex::new(sampler),
     }))
+}
+
+/// `FRAMESCOPE_GL_LLVMPIPE_SAMPLES=1`: take debug-group and draw samples on llvmpipe although
+/// they change its rendering. llvmpipe bins every query into each tile of the scene, and a tile
+/// with a query runs the general triangle rasterizer instead of the linear one
+/// (`lp_characterize_bin` in Mesa's `lp_rast.c`); keeping our query out of the app's scene
+/// takes a flush, and a scene split at a draw changes which tiles hold only rectangles, so the
+/// linear rasterizer then runs where it would not (the GL test app's full-screen `Post`
+/// triangle alone in its scene: six tiles went linear, and llvmpipe counts no fragment-shader
+/// invocations there). Either way piglit's `vs-*-main-return` tests, which fail bare on
+/// llvmpipe 22.3, passed. Read once; tests set it to exercise the sampling machinery.
+fn mid_frame_forced() -> bool {
+    static FORCED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *FORCED.get_or_init(|| std::env::var_os("FRAMESCOPE_GL_LLVMPIPE_SAMPLES").is_some_and(|v| v == "1"))
 }
 
 /// Where finished samples go: the dump, and the HUD's top-regions table when the HUD is on.
@@ -307,6 +329,14 @@ pub fn unavailable(samples: Option<&CtxSamples>, timing: bool, es: bool) -> Vec<
             let mut v = Vec::new();
             if let Some(why) = s.stats_unavailable {
                 v.push(entry("gl_pipeline_statistics", why));
+            }
+            if s.mid_frame_refused {
+                v.push(entry(
+                    "gl_samples",
+                    "llvmpipe: a query between the app's draws (or a flush to keep it out of their scene) changes \
+                     which rasterizer draws their tiles, so debug-group and draw samples would change the rendering; \
+                     frame statistics only (FRAMESCOPE_GL_LLVMPIPE_SAMPLES=1 takes them anyway)",
+                ));
             }
             if s.labels_unavailable {
                 v.push(entry(
