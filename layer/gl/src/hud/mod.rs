@@ -69,7 +69,11 @@ static DRAW: Site = Site::new("GL HUD");
 
 fn opts() -> &'static HudOptions {
     static OPTS: OnceLock<HudOptions> = OnceLock::new();
-    OPTS.get_or_init(|| HudOptions::from_config(settings::get()))
+    OPTS.get_or_init(|| HudOptions {
+        // GL's GPU time is one timestamp pair around the frame (the dump's `gpu_time: span`).
+        gpu_span: true,
+        ..HudOptions::from_config(settings::get())
+    })
 }
 
 fn check_mode() -> bool {
