@@ -33,14 +33,21 @@ const EXPECTED_EXPORTS: &[&str] = &[
     "eglSwapBuffers",
     "eglSwapBuffersWithDamageEXT",
     "eglSwapBuffersWithDamageKHR",
+    // Legacy draws, which the apps that use them import from libGL directly.
+    "glBegin",
     // The app's own queries: our per-frame statistics queries end before its own begin, even
     // when it imports these from libGL directly.
     "glBeginQuery",
     "glBeginQueryIndexed",
+    "glCallList",
+    "glCallLists",
+    "glEnd",
+    "glEndList",
     "glEndQuery",
     "glEndQueryIndexed",
     "glGetQueryIndexediv",
     "glGetQueryiv",
+    "glNewList",
     "glXDestroyContext",
     "glXGetProcAddress",
     "glXGetProcAddressARB",
@@ -394,5 +401,34 @@ fn glxgears_with_gpu_timing_off_gets_frames_without_gpu_time() {
                 .is_none_or(|s| s.as_array().is_some_and(|s| s.is_empty())),
             "{f}"
         );
+    }
+}
+
+/// Legacy GL draws: `gl_probe --legacy` draws, every frame, two immediate-mode triangles, one
+/// primitive fed by a display list called inside `glBegin`/`glEnd`, one `glCallList` and one
+/// `glCallLists` of two lists; frame 0 also compiles three lists (one with
+/// `GL_COMPILE_AND_EXECUTE`, which draws once). Its one modern draw goes through a lookup.
+#[test]
+fn legacy_immediate_mode_and_display_list_draws_are_counted() {
+    let _serial = serial();
+    let a = Artifacts::get();
+    let x = Xvfb::start();
+    let mut sb = Sandbox::new("gl-legacy");
+    let path = sb.path("legacy.jsonl");
+    sb.display(&x)
+        .set("FRAMESCOPE_CONFIG", "hud=0")
+        .set("FRAMESCOPE_DUMP", path.display().to_string());
+    let probe = env!("CARGO_BIN_EXE_gl_probe");
+    let out = sb.run_under_framescope(&a, probe, &["--profile", "compat", "--frames", "6", "--legacy"], LIMIT);
+    assert_eq!(out.code(), Some(0), "{}", out.describe());
+    let d = dump::read(&path);
+    assert_eq!(d.frames.len(), 6);
+    for f in &d.frames {
+        let k = &f["draws_by_kind"];
+        let first = f["frame"] == 0;
+        assert_eq!(k["draw_immediate"], if first { 4 } else { 3 }, "{f}");
+        assert_eq!(k["draw_call_list"], 3, "{f}");
+        assert_eq!(k["draw"], 1, "{f}");
+        assert_eq!(f["draws"], if first { 8 } else { 7 }, "{f}");
     }
 }

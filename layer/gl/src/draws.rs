@@ -158,17 +158,36 @@ draw_wrappers! {
 // link libGL and call them directly (glxgears compiles its gears into display lists with
 // `glBegin`/`glEnd` and calls one list per gear per frame), so lookups alone would miss them.
 // Nothing is drawn while a list is being compiled with `GL_COMPILE`: `glNewList`/`glEndList`
-// keep a per-thread flag, and `glEnd`/`glCallList(s)` then count nothing.
+// keep a per-thread flag, and `glEnd`/`glCallList(s)` then count nothing. A list called
+// between `glBegin` and `glEnd` only adds vertices to that primitive: not counted either.
 
 const GL_COMPILE: u32 = 0x1300;
 
 thread_local! {
     /// Inside `glNewList(…, GL_COMPILE)` .. `glEndList` on this thread.
     static COMPILING: Cell<bool> = const { Cell::new(false) };
+    /// Inside `glBegin` .. `glEnd`: a list called there adds vertices to that one primitive.
+    static IN_BEGIN: Cell<bool> = const { Cell::new(false) };
 }
 
 fn compiling() -> bool {
     COMPILING.try_with(Cell::get).unwrap_or(false)
+}
+
+fn in_begin() -> bool {
+    IN_BEGIN.try_with(Cell::get).unwrap_or(false)
+}
+
+static BEGIN: Real = Real::new(c"glBegin", Family::Gl);
+
+pub unsafe extern "C" fn begin(mode: E) {
+    let p = BEGIN.get();
+    if p == 0 {
+        return;
+    }
+    let _ = IN_BEGIN.try_with(|c| c.set(true));
+    // SAFETY: p is the real glBegin; the argument is the app's.
+    unsafe { std::mem::transmute::<usize, unsafe extern "C" fn(E)>(p)(mode) }
 }
 
 static END: Real = Real::new(c"glEnd", Family::Gl);
@@ -182,6 +201,7 @@ pub unsafe extern "C" fn end() {
     if p == 0 {
         return;
     }
+    let _ = IN_BEGIN.try_with(|c| c.set(false));
     if !compiling() {
         count(DrawKind::DrawImmediate);
     }
@@ -194,7 +214,7 @@ pub unsafe extern "C" fn call_list(list: U) {
     if p == 0 {
         return;
     }
-    if !compiling() {
+    if !compiling() && !in_begin() {
         count(DrawKind::DrawCallList);
     }
     // SAFETY: p is the real glCallList; the argument is the app's.
@@ -206,7 +226,7 @@ pub unsafe extern "C" fn call_lists(n: I, kind: E, lists: P) {
     if p == 0 {
         return;
     }
-    if !compiling() {
+    if !compiling() && !in_begin() {
         // One per list called; a negative n is an error that calls none.
         let _ = COUNTS.try_with(|c| {
             let cell = &c[DrawKind::DrawCallList as usize];
@@ -242,6 +262,7 @@ pub unsafe extern "C" fn end_list() {
 /// For a legacy entry point we wrap: the slot of the real function and our wrapper.
 pub fn intercept_legacy(name: &[u8]) -> Option<(&'static Real, usize)> {
     Some(match name {
+        b"glBegin" => (&BEGIN, begin as *const () as usize),
         b"glEnd" => (&END, end as *const () as usize),
         b"glCallList" => (&CALL_LIST, call_list as *const () as usize),
         b"glCallLists" => (&CALL_LISTS, call_lists as *const () as usize),

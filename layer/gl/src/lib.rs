@@ -190,6 +190,12 @@ pub unsafe extern "C" fn glGetQueryIndexediv(target: u32, index: u32, pname: u32
 // (see `draws`).
 
 #[no_mangle]
+pub unsafe extern "C" fn glBegin(mode: u32) {
+    // SAFETY: forwarded unchanged.
+    unsafe { draws::begin(mode) }
+}
+
+#[no_mangle]
 pub unsafe extern "C" fn glEnd() {
     // SAFETY: forwarded unchanged.
     unsafe { draws::end() }
