@@ -502,6 +502,9 @@ pub fn after_swap(t: SwapToken) {
         s.begin_frame();
     }
     st.stream.poll(now);
+    drop(guard);
+    // Outside the frame lock, like the HUD before the swap.
+    crate::guard::guarded(&HUD, || hud::after_swap(t.ws, t.key));
 }
 
 /// After a successful make-current: sets the context up on first sight.

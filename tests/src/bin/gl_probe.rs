@@ -11,7 +11,9 @@
 //! `--legacy` (compat): every frame also draws in immediate mode and calls display lists, with
 //! known counts (see `Legacy::frame`).
 //!
-//! `gl_probe --profile core|compat [--frames N] [--size WxH] [--legacy]`: `core` is a 3.3 core profile
+//! `--wait-for PATH`: after the last swap, wait (up to 30 s, presenting nothing) for PATH.
+//!
+//! `gl_probe --profile core|compat [--frames N] [--size WxH] [--legacy] [--wait-for PATH]`: `core` is a 3.3 core profile
 //! context (VAO required), `compat` the default GLX context; with `MESA_GL_VERSION_OVERRIDE=2.1`
 //! and no `GL_ARB_vertex_array_object`, `compat` runs without VAOs and sets attribute arrays
 //! instead. Prints `GL_VERSION` and `probe: N frames, state preserved` (exit 0), or the first
@@ -307,6 +309,10 @@ struct Args {
     core: bool,
     /// `--legacy`: immediate-mode draws and display lists every frame (compat only).
     legacy: bool,
+    /// `--wait-for PATH`: after the last swap, with the context still current and nothing
+    /// presented any more (as an app that draws only on expose), wait up to 30 s for PATH to
+    /// appear; prints `waited: found` or `waited: missing`.
+    wait_for: Option<String>,
     frames: u32,
     size: [u32; 2],
 }
@@ -315,6 +321,7 @@ fn args() -> Args {
     let mut a = Args {
         core: false,
         legacy: false,
+        wait_for: None,
         frames: 60,
         size: [320, 240],
     };
@@ -330,6 +337,7 @@ fn args() -> Args {
                 continue;
             }
             "--frames" => a.frames = next.parse().expect("--frames N"),
+            "--wait-for" => a.wait_for = Some(next.to_string()),
             "--size" => {
                 let (w, h) = next.split_once('x').expect("--size WxH");
                 a.size = [w.parse().expect("width"), h.parse().expect("height")];
@@ -923,6 +931,14 @@ unsafe fn run(a: &Args) -> bool {
                     println!("frame {frame}: got      {got:?}");
                 }
             }
+        }
+        if let Some(path) = &a.wait_for {
+            let start = std::time::Instant::now();
+            let path = std::path::Path::new(path);
+            while !path.exists() && start.elapsed() < std::time::Duration::from_secs(30) {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            println!("waited: {}", if path.exists() { "found" } else { "missing" });
         }
         // The context is destroyed while current, as glmark2 does.
         destroy(dpy, ctx);
