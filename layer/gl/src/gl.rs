@@ -84,8 +84,9 @@ impl GlInfo {
 /// `glFlush` when `flush` is set (see [`GlFns::scene_break`]).
 pub fn scene_break(flush: Option<FlushFn>) {
     if let Some(f) = flush {
-        // SAFETY: glFlush of the current context takes no arguments and never waits for the
-        // GPU (llvmpipe queues the scene to its rasterizer threads).
+        // SAFETY: glFlush of the current context takes no arguments. It does not wait for the
+        // GPU to finish: llvmpipe queues the scene to its rasterizer threads (waiting only when
+        // all its scenes are in flight, as the app's own flushes and swaps would).
         unsafe { f() };
     }
 }

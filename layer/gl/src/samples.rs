@@ -10,6 +10,9 @@
 //! | `renderpass`, `label` | plus one `label` sample per debug group (`glPushDebugGroup` .. `glPopDebugGroup`, KHR variants on GLES): apps mark their passes with debug groups, the closest GL has to a render pass |
 //! | `draw` | plus one `draw` sample per draw call the app looked up through us |
 //!
+//! On llvmpipe the levels above `cmdbuf` act as `cmdbuf` unless `FRAMESCOPE_GL_LLVMPIPE_SAMPLES=1`
+//! (see [`mid_frame_forced`]): samples between the app's draws would change what it renders.
+//!
 //! Every sample is a pair of `glQueryCounter(GL_TIMESTAMP)`s (never `GL_TIME_ELAPSED`, which
 //! cannot nest) written into a per-context ring of query names allocated once when the context
 //! is set up. A frame's samples are read after a later swap, oldest frame first, only when
