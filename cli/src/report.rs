@@ -353,7 +353,7 @@ fn device_line(d: &Device) -> String {
 /// Picks one statistic of a distribution, in ns.
 type Stat = fn(&Distribution) -> f64;
 
-fn distribution_rows(ft: Option<&Distribution>, gpu: Option<&Distribution>) -> String {
+fn distribution_rows(ft: Option<&Distribution>, gpu: Option<&Distribution>, gpu_name: &str) -> String {
     let cell = |d: Option<&Distribution>, f: Stat| d.map_or("-".to_string(), |d| ms(f(d)));
     let rows: [(&str, Stat); 7] = [
         ("mean", |d| d.mean),
@@ -364,7 +364,7 @@ fn distribution_rows(ft: Option<&Distribution>, gpu: Option<&Distribution>) -> S
         ("p99.9", |d| d.p99_9 as f64),
         ("max", |d| d.max as f64),
     ];
-    let mut s = format!("  {:<12}{:>14}{:>14}\n", "", "frame time", "gpu busy");
+    let mut s = format!("  {:<12}{:>14}{:>14}\n", "", "frame time", gpu_name);
     for (name, f) in rows {
         s.push_str(&format!("  {:<12}{:>14}{:>14}\n", name, cell(ft, f), cell(gpu, f)));
     }
@@ -393,7 +393,14 @@ fn render(path: &OsStr, d: &Dump, rec: &SummaryRecord, notes: &[String]) -> Stri
     out.push_str(&format!("  {:<12}{}\n", "0.1% low", opt_fps(s.low_0_1pct_fps)));
     out.push_str(&format!("  {:<12}{} frames\n", "dropped", rec.dropped_frames));
     out.push('\n');
-    out.push_str(&distribution_rows(s.frame_time_ns.as_ref(), s.gpu_busy_ns.as_ref()));
+    // GL dumps time a span around each frame, not busy time (header `gpu_time`).
+    let span = d.header.as_ref().is_some_and(|h| h["gpu_time"] == "span");
+    let gpu_name = if span { "gpu span" } else { "gpu busy" };
+    out.push_str(&distribution_rows(
+        s.frame_time_ns.as_ref(),
+        s.gpu_busy_ns.as_ref(),
+        gpu_name,
+    ));
     out.push_str(&format!("  frames without gpu time: {}\n\n", s.gpu_missing_frames));
     for n in notes {
         out.push_str(&format!("note: {n}\n"));

@@ -22,10 +22,15 @@ pub enum DrawKind {
     DrawMeshTasks,
     DrawMeshTasksIndirect,
     DrawMeshTasksIndirectCount,
+    /// GL immediate mode: one `glBegin`..`glEnd`, counted at `glEnd`.
+    DrawImmediate,
+    /// GL display lists: one `glCallList`, or one per list of `glCallLists`; the draws inside
+    /// a list run in the driver, unseen.
+    DrawCallList,
 }
 
 impl DrawKind {
-    pub const COUNT: usize = 11;
+    pub const COUNT: usize = 13;
     pub const ALL: [DrawKind; Self::COUNT] = [
         DrawKind::Draw,
         DrawKind::DrawIndexed,
@@ -38,6 +43,8 @@ impl DrawKind {
         DrawKind::DrawMeshTasks,
         DrawKind::DrawMeshTasksIndirect,
         DrawKind::DrawMeshTasksIndirectCount,
+        DrawKind::DrawImmediate,
+        DrawKind::DrawCallList,
     ];
 
     /// Name in the dump's `draws_by_kind` object.
@@ -54,6 +61,8 @@ impl DrawKind {
             "draw_mesh_tasks",
             "draw_mesh_tasks_indirect",
             "draw_mesh_tasks_indirect_count",
+            "draw_immediate",
+            "draw_call_list",
         ][self as usize]
     }
 }
@@ -353,8 +362,8 @@ mod tests {
         }
         c.dispatches[DispatchKind::Indirect] = 4;
         c.dispatches[DispatchKind::Base] = 5;
-        // 1 + 2 + ... + 11
-        assert_eq!(c.draws_total(), 66);
+        // 1 + 2 + ... + 13
+        assert_eq!(c.draws_total(), 91);
         assert_eq!(c.dispatches_total(), 9);
     }
 

@@ -19,6 +19,8 @@ pub struct HudOptions {
     pub frame_graph: bool,
     pub gpu: bool,
     pub gpu_graph: bool,
+    /// The GPU time is a span around the frame (GL), not busy time: the line says so.
+    pub gpu_span: bool,
     pub counts: bool,
     pub device: bool,
     pub swapchain: bool,
@@ -42,6 +44,7 @@ impl HudOptions {
             // Without GPU timing there is nothing to show there.
             gpu: c.hud_gpu && c.gpu_timing,
             gpu_graph: c.hud_gpu_graph && c.gpu_timing,
+            gpu_span: false,
             counts: c.hud_counts,
             device: c.hud_device,
             swapchain: c.hud_swapchain,

@@ -218,11 +218,14 @@ fn frame(s: &mut Shared, data: &HudData, opts: &HudOptions, canvas: [u32; 2], ou
                     .build();
             }
             if opts.gpu {
+                let name = if opts.gpu_span { "GPU span" } else { "GPU busy" };
                 line(&mut |t| match data.gpu_ms {
                     Some(v) => {
-                        let _ = write!(t, "GPU busy   {v:8.2} ms");
+                        let _ = write!(t, "{name}   {v:8.2} ms");
                     }
-                    None => t.push_str("GPU busy        - ms"),
+                    None => {
+                        let _ = write!(t, "{name}        - ms");
+                    }
                 });
             }
             if opts.gpu_graph && !data.gpu_graph.is_empty() {

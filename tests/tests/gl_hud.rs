@@ -673,3 +673,37 @@ fn gles3_and_gles2_contexts_get_the_hud_with_their_state_intact() {
         );
     }
 }
+
+/// `screenshot=N` where frame N is the last the app presents (an app that draws only on
+/// expose): the file is written while the app still runs, with nothing presented after frame N
+/// and its context alive, and the readback never waited on the app's thread (GL 4.5 here: a
+/// pixel pack buffer and a fence, fetched after the swap, encoded on framescope's thread).
+#[test]
+fn a_screenshot_of_the_last_presented_frame_is_written_while_the_app_waits() {
+    let _serial = serial();
+    let a = Artifacts::get();
+    let x = Xvfb::start();
+    let mut sb = Sandbox::new("glhud-lastshot");
+    let png = sb.path("last.png");
+    sb.display(&x).set(
+        "FRAMESCOPE_CONFIG",
+        format!("hud=0,log=debug,screenshot=4,screenshot_path={}", png.display()),
+    );
+    let png_s = png.display().to_string();
+    let out = sb.run_under_framescope(
+        &a,
+        PROBE,
+        &["--profile", "compat", "--frames", "5", "--wait-for", &png_s],
+        LIMIT,
+    );
+    assert_eq!(out.code(), Some(0), "{}", out.describe());
+    assert!(out.stdout.contains("waited: found"), "{}", out.describe());
+    assert!(
+        out.combined()
+            .contains("screenshot of frame 4 read back without waiting; written on framescope's thread"),
+        "{}",
+        out.describe()
+    );
+    let shot = Rgb::read(&png);
+    assert_eq!((shot.w, shot.h), (320, 240));
+}

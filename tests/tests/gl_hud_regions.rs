@@ -12,7 +12,8 @@ fn shot(a: &Artifacts, x: &Xvfb, name: &str, config: &str) -> Rgb {
     let mut sb = Sandbox::new(name);
     let png = sb.path("shot.png");
     // The HUD re-renders every 10 ms, so frame 70 shows the regions of the frames before it.
-    sb.display(x).set(
+    // Debug-group samples on llvmpipe only when asked for (they change its rendering).
+    sb.display(x).set("FRAMESCOPE_GL_LLVMPIPE_SAMPLES", "1").set(
         "FRAMESCOPE_CONFIG",
         format!(
             "samples=label,hud_refresh_ms=10,screenshot=70,screenshot_path={},{config}",

@@ -33,14 +33,21 @@ const EXPECTED_EXPORTS: &[&str] = &[
     "eglSwapBuffers",
     "eglSwapBuffersWithDamageEXT",
     "eglSwapBuffersWithDamageKHR",
+    // Legacy draws, which the apps that use them import from libGL directly.
+    "glBegin",
     // The app's own queries: our per-frame statistics queries end before its own begin, even
     // when it imports these from libGL directly.
     "glBeginQuery",
     "glBeginQueryIndexed",
+    "glCallList",
+    "glCallLists",
+    "glEnd",
+    "glEndList",
     "glEndQuery",
     "glEndQueryIndexed",
     "glGetQueryIndexediv",
     "glGetQueryiv",
+    "glNewList",
     "glXDestroyContext",
     "glXGetProcAddress",
     "glXGetProcAddressARB",
@@ -105,10 +112,11 @@ fn glxgears_reports(out: &Outcome) -> Vec<(u64, f64)> {
 /// frame: the begin timestamp executes after the previous swap was issued and the end one
 /// before the next swap is issued (llvmpipe renders at swap and its swap waits, and its
 /// `GL_TIMESTAMP` clock is `CLOCK_MONOTONIC`, so the calibrated values compare with `t_ns`).
-/// GPU time <= the frame's CPU time must hold for at least 99% of frames: a frame's GPU work
-/// runs during its own swap, which its CPU time (previous swap to this one) does not contain,
-/// so a rasterizer thread descheduled on a busy machine can push single frames over.
-/// Returns how many frames had no GPU time.
+/// The GPU time is the frame's span (`gpu_time: span`): on llvmpipe our begin timestamp runs in
+/// a scene of its own right after the previous swap, and the end one after the frame's scene
+/// was rasterized, which happens after the frame's `t_ns`; so the span may exceed the CPU frame
+/// time by that rasterization (it did in 3-5% of glxgears' and glmark2's frames), and the
+/// bounds above are what holds. Returns how many frames had no GPU time.
 fn check_gpu_times(tag: &str, d: &dump::Dump) -> usize {
     const SLACK_NS: u64 = 100_000;
     let (mut missing, mut over) = (0, 0);
@@ -143,12 +151,7 @@ fn check_gpu_times(tag: &str, d: &dump::Dump) -> usize {
         }
     }
     println!(
-        "{tag}: {} frames, {missing} without GPU time, {over} with GPU time > CPU frame time",
-        f.len()
-    );
-    assert!(
-        over * 100 <= f.len(),
-        "{tag}: {over} of {} frames with GPU time > CPU time",
+        "{tag}: {} frames, {missing} without GPU time, {over} with GPU span > CPU frame time",
         f.len()
     );
     missing
@@ -394,5 +397,34 @@ fn glxgears_with_gpu_timing_off_gets_frames_without_gpu_time() {
                 .is_none_or(|s| s.as_array().is_some_and(|s| s.is_empty())),
             "{f}"
         );
+    }
+}
+
+/// Legacy GL draws: `gl_probe --legacy` draws, every frame, two immediate-mode triangles, one
+/// primitive fed by a display list called inside `glBegin`/`glEnd`, one `glCallList` and one
+/// `glCallLists` of two lists; frame 0 also compiles three lists (one with
+/// `GL_COMPILE_AND_EXECUTE`, which draws once). Its one modern draw goes through a lookup.
+#[test]
+fn legacy_immediate_mode_and_display_list_draws_are_counted() {
+    let _serial = serial();
+    let a = Artifacts::get();
+    let x = Xvfb::start();
+    let mut sb = Sandbox::new("gl-legacy");
+    let path = sb.path("legacy.jsonl");
+    sb.display(&x)
+        .set("FRAMESCOPE_CONFIG", "hud=0")
+        .set("FRAMESCOPE_DUMP", path.display().to_string());
+    let probe = env!("CARGO_BIN_EXE_gl_probe");
+    let out = sb.run_under_framescope(&a, probe, &["--profile", "compat", "--frames", "6", "--legacy"], LIMIT);
+    assert_eq!(out.code(), Some(0), "{}", out.describe());
+    let d = dump::read(&path);
+    assert_eq!(d.frames.len(), 6);
+    for f in &d.frames {
+        let k = &f["draws_by_kind"];
+        let first = f["frame"] == 0;
+        assert_eq!(k["draw_immediate"], if first { 4 } else { 3 }, "{f}");
+        assert_eq!(k["draw_call_list"], 3, "{f}");
+        assert_eq!(k["draw"], 1, "{f}");
+        assert_eq!(f["draws"], if first { 8 } else { 7 }, "{f}");
     }
 }

@@ -19,6 +19,18 @@ pub enum Api {
     OpenGLES,
 }
 
+impl Api {
+    /// The header's `gpu_time`: what a frame's `gpu_busy_ns` measures with this API. GL has no
+    /// submissions to time, only a `GL_TIMESTAMP` pair around the frame, so its value is the
+    /// frame's span, idle gaps included, and never comparable with Vulkan's busy time.
+    pub fn gpu_time(self) -> &'static str {
+        match self {
+            Api::Vulkan => "busy",
+            Api::OpenGL | Api::OpenGLES => "span",
+        }
+    }
+}
+
 /// The GPU and driver, as the layer found them.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct DeviceInfo {
@@ -150,6 +162,10 @@ struct HeaderLine<'a> {
     dump_path: &'a str,
     queue_capacity: usize,
     api: Api,
+    /// What the frames' `gpu_busy_ns` measures: `busy` (Vulkan: the union of the frame's
+    /// submission intervals) or `span` (GL: one timestamp pair around the frame, idle gaps
+    /// included).
+    gpu_time: &'static str,
     device: Option<Json>,
     timestamp_period: Option<f64>,
     config: &'a Json,
@@ -172,6 +188,7 @@ const HEADER_FIELDS: &[&str] = &[
     "dump_path",
     "queue_capacity",
     "api",
+    "gpu_time",
     "device",
     "timestamp_period",
     "config",
@@ -196,6 +213,7 @@ pub(crate) fn write_header(out: &mut Vec<u8>, h: &Header, p: &ProcessFacts) {
         dump_path: &p.path,
         queue_capacity: p.queue_capacity,
         api: h.api,
+        gpu_time: h.api.gpu_time(),
         device: h.device.as_ref().map(DeviceInfo::to_json),
         timestamp_period: h.timestamp_period,
         config: &h.config,

@@ -150,3 +150,124 @@ draw_wrappers! {
     c"glMultiDrawElementsBaseVertex" => MULTI_DRAW_ELEMENTS_BV, multi_draw_elements_bv, DrawMultiIndexed,
         (m: E, n: *const I, t: E, x: *const P, d: I, v: *const I) [0, 0, 0, false];
 }
+
+// ---- legacy GL: immediate mode and display lists ----------------------------------------------
+//
+// Counted, never sampled (a timestamp cannot go between `glBegin` and `glEnd`, and a list's
+// draws run inside the driver). These are also exported (see `lib.rs`): apps that use them
+// link libGL and call them directly (glxgears compiles its gears into display lists with
+// `glBegin`/`glEnd` and calls one list per gear per frame), so lookups alone would miss them.
+// Nothing is drawn while a list is being compiled with `GL_COMPILE`: `glNewList`/`glEndList`
+// keep a per-thread flag, and `glEnd`/`glCallList(s)` then count nothing. A list called
+// between `glBegin` and `glEnd` only adds vertices to that primitive: not counted either.
+
+const GL_COMPILE: u32 = 0x1300;
+
+thread_local! {
+    /// Inside `glNewList(…, GL_COMPILE)` .. `glEndList` on this thread.
+    static COMPILING: Cell<bool> = const { Cell::new(false) };
+    /// Inside `glBegin` .. `glEnd`: a list called there adds vertices to that one primitive.
+    static IN_BEGIN: Cell<bool> = const { Cell::new(false) };
+}
+
+fn compiling() -> bool {
+    COMPILING.try_with(Cell::get).unwrap_or(false)
+}
+
+fn in_begin() -> bool {
+    IN_BEGIN.try_with(Cell::get).unwrap_or(false)
+}
+
+static BEGIN: Real = Real::new(c"glBegin", Family::Gl);
+
+pub unsafe extern "C" fn begin(mode: E) {
+    let p = BEGIN.get();
+    if p == 0 {
+        return;
+    }
+    let _ = IN_BEGIN.try_with(|c| c.set(true));
+    // SAFETY: p is the real glBegin; the argument is the app's.
+    unsafe { std::mem::transmute::<usize, unsafe extern "C" fn(E)>(p)(mode) }
+}
+
+static END: Real = Real::new(c"glEnd", Family::Gl);
+static CALL_LIST: Real = Real::new(c"glCallList", Family::Gl);
+static CALL_LISTS: Real = Real::new(c"glCallLists", Family::Gl);
+static NEW_LIST: Real = Real::new(c"glNewList", Family::Gl);
+static END_LIST: Real = Real::new(c"glEndList", Family::Gl);
+
+pub unsafe extern "C" fn end() {
+    let p = END.get();
+    if p == 0 {
+        return;
+    }
+    let _ = IN_BEGIN.try_with(|c| c.set(false));
+    if !compiling() {
+        count(DrawKind::DrawImmediate);
+    }
+    // SAFETY: p is the real glEnd (never ours, see `Real::offer`).
+    unsafe { std::mem::transmute::<usize, unsafe extern "C" fn()>(p)() }
+}
+
+pub unsafe extern "C" fn call_list(list: U) {
+    let p = CALL_LIST.get();
+    if p == 0 {
+        return;
+    }
+    if !compiling() && !in_begin() {
+        count(DrawKind::DrawCallList);
+    }
+    // SAFETY: p is the real glCallList; the argument is the app's.
+    unsafe { std::mem::transmute::<usize, unsafe extern "C" fn(U)>(p)(list) }
+}
+
+pub unsafe extern "C" fn call_lists(n: I, kind: E, lists: P) {
+    let p = CALL_LISTS.get();
+    if p == 0 {
+        return;
+    }
+    if !compiling() && !in_begin() {
+        // One per list called; a negative n is an error that calls none.
+        let _ = COUNTS.try_with(|c| {
+            let cell = &c[DrawKind::DrawCallList as usize];
+            cell.set(cell.get().wrapping_add(n.max(0) as u32));
+        });
+    }
+    // SAFETY: p is the real glCallLists; the arguments are the app's.
+    unsafe { std::mem::transmute::<usize, unsafe extern "C" fn(I, E, P)>(p)(n, kind, lists) }
+}
+
+pub unsafe extern "C" fn new_list(list: U, mode: E) {
+    let p = NEW_LIST.get();
+    if p == 0 {
+        return;
+    }
+    // SAFETY: p is the real glNewList; the arguments are the app's.
+    unsafe { std::mem::transmute::<usize, unsafe extern "C" fn(U, E)>(p)(list, mode) };
+    // An invalid mode or a nested glNewList is an error that starts no list; GL_COMPILE is the
+    // one mode that draws nothing (GL_COMPILE_AND_EXECUTE draws as it compiles).
+    let _ = COMPILING.try_with(|c| c.set(mode == GL_COMPILE));
+}
+
+pub unsafe extern "C" fn end_list() {
+    let p = END_LIST.get();
+    if p == 0 {
+        return;
+    }
+    let _ = COMPILING.try_with(|c| c.set(false));
+    // SAFETY: p is the real glEndList.
+    unsafe { std::mem::transmute::<usize, unsafe extern "C" fn()>(p)() }
+}
+
+/// For a legacy entry point we wrap: the slot of the real function and our wrapper.
+pub fn intercept_legacy(name: &[u8]) -> Option<(&'static Real, usize)> {
+    Some(match name {
+        b"glBegin" => (&BEGIN, begin as *const () as usize),
+        b"glEnd" => (&END, end as *const () as usize),
+        b"glCallList" => (&CALL_LIST, call_list as *const () as usize),
+        b"glCallLists" => (&CALL_LISTS, call_lists as *const () as usize),
+        b"glNewList" => (&NEW_LIST, new_list as *const () as usize),
+        b"glEndList" => (&END_LIST, end_list as *const () as usize),
+        _ => return None,
+    })
+}

@@ -267,7 +267,7 @@ impl Ctx {
             self.abandoned += 1;
         }
         let slot = (self.head + self.len) % RING;
-        gl.timestamp(self.ring[slot].begin);
+        gl.timestamp_own_scene(self.ring[slot].begin);
         self.open_begin = Some(slot);
     }
 
@@ -276,7 +276,7 @@ impl Ctx {
         let Some(gl) = &self.gl else { return };
         match self.open_begin.take() {
             Some(slot) => {
-                gl.timestamp(self.ring[slot].end);
+                gl.timestamp_own_scene(self.ring[slot].end);
                 self.ring[slot].frame = assembler.on_submit();
                 self.len += 1;
             }
@@ -502,6 +502,9 @@ pub fn after_swap(t: SwapToken) {
         s.begin_frame();
     }
     st.stream.poll(now);
+    drop(guard);
+    // Outside the frame lock, like the HUD before the swap.
+    crate::guard::guarded(&HUD, || hud::after_swap(t.ws, t.key));
 }
 
 /// After a successful make-current: sets the context up on first sight.

@@ -33,6 +33,7 @@ type GetQueryObjectuivFn = unsafe extern "C" fn(u32, u32, *mut u32);
 type GetQueryObjectui64vFn = unsafe extern "C" fn(u32, u32, *mut u64);
 type GetQueryivFn = unsafe extern "C" fn(u32, u32, *mut i32);
 type BindBufferFn = unsafe extern "C" fn(u32, u32);
+pub type FlushFn = unsafe extern "C" fn();
 
 /// What the context is, from its strings.
 #[derive(Clone, Debug, Default)]
@@ -51,6 +52,16 @@ impl GlInfo {
         (self.major, self.minor) >= (major, minor)
     }
 
+    /// llvmpipe: a query's begin or end is binned into every tile of the current scene, and a
+    /// tile with any command that is not a rectangle is rasterized by the general triangle
+    /// rasterizer instead of the linear one (`lp_characterize_bin`/`rasterize_bin` in Mesa's
+    /// `lp_rast.c`). A timestamp of ours in the app's scene would thus change which rasterizer
+    /// draws the app's pixels: piglit's `vs-vec4-main-return` fails bare on llvmpipe 22.3 (a
+    /// linear-rasterizer bug) and passed with our timestamps in its scene.
+    pub fn bins_queries_into_scenes(&self) -> bool {
+        self.renderer.starts_with("llvmpipe")
+    }
+
     /// Zink (GL on Vulkan): the Vulkan layer measures these frames, so the shim stays out.
     pub fn is_zink(&self) -> bool {
         self.renderer.to_ascii_lowercase().contains("zink")
@@ -67,6 +78,16 @@ impl GlInfo {
             .map(|s| s.parse::<u32>().unwrap_or(0));
         let (a, b, c) = (n.next().unwrap_or(0), n.next().unwrap_or(0), n.next().unwrap_or(0));
         (a.min(127) << 22) | (b.min(1023) << 12) | c.min(4095)
+    }
+}
+
+/// `glFlush` when `flush` is set (see [`GlFns::scene_break`]).
+pub fn scene_break(flush: Option<FlushFn>) {
+    if let Some(f) = flush {
+        // SAFETY: glFlush of the current context takes no arguments. It does not wait for the
+        // GPU to finish: llvmpipe queues the scene to its rasterizer threads (waiting only when
+        // all its scenes are in flight, as the app's own flushes and swaps would).
+        unsafe { f() };
     }
 }
 
@@ -104,6 +125,9 @@ pub struct GlFns {
     get_query_objectui64v: Option<GetQueryObjectui64vFn>,
     get_queryiv: Option<GetQueryivFn>,
     bind_buffer: Option<BindBufferFn>,
+    /// `glFlush`, only on drivers where a query of ours must not share a scene with the
+    /// app's commands (see [`GlFns::scene_break`]).
+    flush: Option<FlushFn>,
 }
 
 pub(crate) fn load<T: Copy>(ws: WinSys, name: &CStr) -> Option<T> {
@@ -132,6 +156,7 @@ impl GlFns {
             get_query_objectui64v: None,
             get_queryiv: None,
             bind_buffer: None,
+            flush: None,
         })
     }
 
@@ -159,6 +184,21 @@ impl GlFns {
             self.get_queryiv = load(ws, c"glGetQueryiv");
         }
         self.bind_buffer = load(ws, c"glBindBuffer");
+        if info.bins_queries_into_scenes() {
+            self.flush = load(ws, c"glFlush");
+        }
+    }
+
+    /// `glFlush` where our queries need scenes of their own, else `None`.
+    pub fn scene_break_fn(&self) -> Option<FlushFn> {
+        self.flush
+    }
+
+    /// Ends the driver's current scene, so that a query of ours written next lands in a scene
+    /// without the app's commands (only where [`GlInfo::bins_queries_into_scenes`]). Two in a
+    /// row cost nothing: the second finds no scene to flush.
+    pub fn scene_break(&self) {
+        scene_break(self.flush);
     }
 
     /// A `glGetString` value, or empty.
@@ -264,6 +304,15 @@ impl GlFns {
             // SAFETY: id is one of our generated query names, never active.
             unsafe { f(id, GL_TIMESTAMP) };
         }
+    }
+
+    /// [`GlFns::timestamp`] in a scene of its own where the driver needs it: for the frame's
+    /// timestamps, written where the swap ends the app's scene anyway (just before it, and
+    /// just after it, before the app's next command).
+    pub fn timestamp_own_scene(&self, id: u32) {
+        self.scene_break();
+        self.timestamp(id);
+        self.scene_break();
     }
 
     /// Whether the result of an issued query is available (never waits).

@@ -151,7 +151,11 @@ pub fn intercept(name: &[u8]) -> Option<(&'static Real, usize)> {
         b"eglMakeCurrent" => (&EGL_MAKE_CURRENT, egl_make_current as *const () as usize),
         b"glXDestroyContext" => (&GLX_DESTROY_CONTEXT, glx_destroy_context as *const () as usize),
         b"eglDestroyContext" => (&EGL_DESTROY_CONTEXT, egl_destroy_context as *const () as usize),
-        _ => return crate::draws::intercept(name).or_else(|| crate::sample_hooks::intercept(name)),
+        _ => {
+            return crate::draws::intercept(name)
+                .or_else(|| crate::draws::intercept_legacy(name))
+                .or_else(|| crate::sample_hooks::intercept(name))
+        }
     })
 }
 

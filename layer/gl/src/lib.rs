@@ -185,3 +185,42 @@ pub unsafe extern "C" fn glGetQueryIndexediv(target: u32, index: u32, pname: u32
     // SAFETY: forwarded unchanged.
     unsafe { sample_hooks::get_query_indexediv(target, index, pname, params) }
 }
+
+// Legacy GL draws, exported because the apps that use them call them straight from libGL
+// (see `draws`).
+
+#[no_mangle]
+pub unsafe extern "C" fn glBegin(mode: u32) {
+    // SAFETY: forwarded unchanged.
+    unsafe { draws::begin(mode) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn glEnd() {
+    // SAFETY: forwarded unchanged.
+    unsafe { draws::end() }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn glCallList(list: u32) {
+    // SAFETY: forwarded unchanged.
+    unsafe { draws::call_list(list) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn glCallLists(n: i32, kind: u32, lists: *const c_void) {
+    // SAFETY: forwarded unchanged.
+    unsafe { draws::call_lists(n, kind, lists) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn glNewList(list: u32, mode: u32) {
+    // SAFETY: forwarded unchanged.
+    unsafe { draws::new_list(list, mode) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn glEndList() {
+    // SAFETY: forwarded unchanged.
+    unsafe { draws::end_list() }
+}

@@ -10,6 +10,9 @@
 //! | `renderpass`, `label` | plus one `label` sample per debug group (`glPushDebugGroup` .. `glPopDebugGroup`, KHR variants on GLES): apps mark their passes with debug groups, the closest GL has to a render pass |
 //! | `draw` | plus one `draw` sample per draw call the app looked up through us |
 //!
+//! On llvmpipe the levels above `cmdbuf` act as `cmdbuf` unless `FRAMESCOPE_GL_LLVMPIPE_SAMPLES=1`
+//! (see [`mid_frame_forced`]): samples between the app's draws would change what it renders.
+//!
 //! Every sample is a pair of `glQueryCounter(GL_TIMESTAMP)`s (never `GL_TIME_ELAPSED`, which
 //! cannot nest) written into a per-context ring of query names allocated once when the context
 //! is set up. A frame's samples are read after a later swap, oldest frame first, only when
@@ -195,6 +198,9 @@ pub struct Shared {
     level: Level,
     /// Why the frame records of this context have no `stats`, if they never will.
     stats_unavailable: Option<&'static str>,
+    /// Debug-group and draw samples asked for but not taken: on this driver they would change
+    /// what it renders (see [`mid_frame_forced`]).
+    mid_frame_refused: bool,
     labels_unavailable: bool,
     sampler: Mutex<Sampler>,
 }
@@ -211,9 +217,13 @@ thread_local! {
 /// Sets up sampling for the context current on this thread (called from `frames::Ctx::new`
 /// once GPU timing is known to work). `None` with `samples=off`.
 pub fn create(ws: WinSys, info: &GlInfo, config: Samples) -> Option<CtxSamples> {
-    let level = Level::from_config(config);
+    let mut level = Level::from_config(config);
     if level == Level::Off {
         return None;
+    }
+    let mid_frame_refused = level > Level::Frame && info.bins_queries_into_scenes() && !mid_frame_forced();
+    if mid_frame_refused {
+        level = Level::Frame;
     }
     let mut gl = GlFns::load_basic(ws)?;
     gl.load_rest(ws, info);
@@ -228,7 +238,7 @@ pub fn create(ws: WinSys, info: &GlInfo, config: Samples) -> Option<CtxSamples> 
     };
     let no_wait_ok = !info.es && (info.at_least(4, 4) || has("GL_ARB_query_buffer_object"));
     let stats_off = crate::settings::get().sample_stats == framescope_core::config::SampleStats::Off;
-    let (stats, stats_unavailable) = match Stats::detect(ws, info, has) {
+    let (stats, stats_unavailable) = match Stats::detect(ws, info, has, gl.scene_break_fn()) {
         _ if stats_off => (None, Some("sample_stats=off")),
         Ok(s) => (Some(s), None),
         Err(why) => (None, Some(why)),
@@ -283,9 +293,24 @@ pub fn create(ws: WinSys, info: &GlInfo, config: Samples) -> Option<CtxSamples> 
     Some(Arc::new(Shared {
         level,
         stats_unavailable,
+        mid_frame_refused,
         labels_unavailable: !labels && level >= Level::Labels,
         sampler: Mutex::new(sampler),
     }))
+}
+
+/// `FRAMESCOPE_GL_LLVMPIPE_SAMPLES=1`: take debug-group and draw samples on llvmpipe although
+/// they change its rendering. llvmpipe bins every query into each tile of the scene, and a tile
+/// with a query runs the general triangle rasterizer instead of the linear one
+/// (`lp_characterize_bin` in Mesa's `lp_rast.c`); keeping our query out of the app's scene
+/// takes a flush, and a scene split at a draw changes which tiles hold only rectangles, so the
+/// linear rasterizer then runs where it would not (the GL test app's full-screen `Post`
+/// triangle alone in its scene: six tiles went linear, and llvmpipe counts no fragment-shader
+/// invocations there). Either way piglit's `vs-*-main-return` tests, which fail bare on
+/// llvmpipe 22.3, passed. Read once; tests set it to exercise the sampling machinery.
+fn mid_frame_forced() -> bool {
+    static FORCED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *FORCED.get_or_init(|| std::env::var_os("FRAMESCOPE_GL_LLVMPIPE_SAMPLES").is_some_and(|v| v == "1"))
 }
 
 /// Where finished samples go: the dump, and the HUD's top-regions table when the HUD is on.
@@ -307,6 +332,14 @@ pub fn unavailable(samples: Option<&CtxSamples>, timing: bool, es: bool) -> Vec<
             let mut v = Vec::new();
             if let Some(why) = s.stats_unavailable {
                 v.push(entry("gl_pipeline_statistics", why));
+            }
+            if s.mid_frame_refused {
+                v.push(entry(
+                    "gl_samples",
+                    "llvmpipe: a query between the app's draws (or a flush to keep it out of their scene) changes \
+                     which rasterizer draws their tiles, so debug-group and draw samples would change the rendering; \
+                     frame statistics only (FRAMESCOPE_GL_LLVMPIPE_SAMPLES=1 takes them anyway)",
+                ));
             }
             if s.labels_unavailable {
                 v.push(entry(
@@ -458,7 +491,7 @@ impl Shared {
         if current {
             if s.open.stats_active {
                 if let Some(st) = &s.stats {
-                    st.end();
+                    st.end(true);
                 }
                 s.open.stats_active = false;
             }
@@ -569,7 +602,7 @@ impl Sampler {
         let mut has_stats = false;
         if self.open.stats_active {
             if let Some(st) = &self.stats {
-                st.end();
+                st.end(true);
             }
             self.open.stats_active = false;
             has_stats = !self.open.stats_broken;
@@ -880,7 +913,7 @@ impl Sampler {
     fn app_query(&mut self) {
         if self.open.stats_active {
             if let Some(st) = &self.stats {
-                st.end();
+                st.end(false);
             }
             self.open.stats_active = false;
             self.open.stats_broken = true;

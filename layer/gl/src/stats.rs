@@ -55,6 +55,8 @@ pub struct Stats {
     begin_query: BeginQueryFn,
     end_query: EndQueryFn,
     get_queryiv: GetQueryivFn,
+    /// `glFlush` where our queries need scenes of their own (`GlFns::scene_break`).
+    scene_break: Option<crate::gl::FlushFn>,
     /// `false` only for `cs_invocations` in a context without compute shaders, which reports 0
     /// (no compute shader can run there).
     counted: [bool; COUNT],
@@ -63,7 +65,12 @@ pub struct Stats {
 impl Stats {
     /// Statistics for a desktop context with the extension (or GL 4.6) whose targets all have
     /// counter bits; otherwise why not.
-    pub fn detect(ws: WinSys, info: &GlInfo, has_ext: impl Fn(&str) -> bool) -> Result<Stats, &'static str> {
+    pub fn detect(
+        ws: WinSys,
+        info: &GlInfo,
+        has_ext: impl Fn(&str) -> bool,
+        scene_break: Option<crate::gl::FlushFn>,
+    ) -> Result<Stats, &'static str> {
         if info.es {
             return Err("OpenGL ES has no pipeline-statistics queries");
         }
@@ -96,6 +103,7 @@ impl Stats {
             begin_query,
             end_query,
             get_queryiv,
+            scene_break,
             counted,
         })
     }
@@ -120,23 +128,30 @@ impl Stats {
         if !self.all_idle() {
             return false;
         }
+        crate::gl::scene_break(self.scene_break);
         for ((t, n), &on) in TARGETS.iter().zip(names).zip(&self.counted) {
             if on {
                 // SAFETY: our own query name on an idle target (checked above).
                 unsafe { (self.begin_query)(*t, *n) };
             }
         }
+        crate::gl::scene_break(self.scene_break);
         true
     }
 
     /// Ends our queries (they are active: [`Stats::begin`] returned true and nothing ended them).
-    pub fn end(&self) {
+    /// `own_scene`: in a scene of their own where the driver needs it (at swaps); not before an
+    /// app's query, whose own begin or end lands in the same scene anyway.
+    pub fn end(&self, own_scene: bool) {
+        let brk = if own_scene { self.scene_break } else { None };
+        crate::gl::scene_break(brk);
         for (t, &on) in TARGETS.iter().zip(&self.counted) {
             if on {
                 // SAFETY: our query is the active one of this target.
                 unsafe { (self.end_query)(*t) };
             }
         }
+        crate::gl::scene_break(brk);
     }
 
     /// Whether statistic `i` is counted by a query (else it is 0 by construction).

@@ -8,7 +8,12 @@
 //! reading, or the default framebuffer with `GL_FRONT` as its read buffer). On GL 4.5 the clip
 //! origin is upper-left at the swap, so a HUD that depends on it is drawn flipped.
 //!
-//! `gl_probe --profile core|compat [--frames N] [--size WxH]`: `core` is a 3.3 core profile
+//! `--legacy` (compat): every frame also draws in immediate mode and calls display lists, with
+//! known counts (see `Legacy::frame`).
+//!
+//! `--wait-for PATH`: after the last swap, wait (up to 30 s, presenting nothing) for PATH.
+//!
+//! `gl_probe --profile core|compat [--frames N] [--size WxH] [--legacy] [--wait-for PATH]`: `core` is a 3.3 core profile
 //! context (VAO required), `compat` the default GLX context; with `MESA_GL_VERSION_OVERRIDE=2.1`
 //! and no `GL_ARB_vertex_array_object`, `compat` runs without VAOs and sets attribute arrays
 //! instead. Prints `GL_VERSION` and `probe: N frames, state preserved` (exit 0), or the first
@@ -101,6 +106,77 @@ gl_table! { Gl {
 } }
 
 // Functions of GL 3.3 (VAOs, FBOs, samplers, sample mask), loaded only where they exist.
+gl_table! { Legacy {
+    glGenLists: fn(I) -> U;
+    glNewList: fn(U, E);
+    glEndList: fn();
+    glBegin: fn(E);
+    glVertex2f: fn(F, F);
+    glEnd: fn();
+    glCallList: fn(U);
+    glCallLists: fn(I, E, *const c_void);
+}}
+
+const COMPILE: E = 0x1300;
+const COMPILE_AND_EXECUTE: E = 0x1301;
+const UNSIGNED_INT: E = 0x1405;
+
+impl Legacy {
+    /// One immediate-mode triangle, off the probed pixels' way.
+    unsafe fn triangle(&self) {
+        // SAFETY: a compatibility context is current.
+        unsafe {
+            (self.glBegin)(TRIANGLES);
+            self.vertices();
+            (self.glEnd)();
+        }
+    }
+
+    unsafe fn vertices(&self) {
+        // SAFETY: inside glBegin/glEnd or a list being compiled.
+        unsafe {
+            (self.glVertex2f)(-1.0, -1.0);
+            (self.glVertex2f)(-0.99, -1.0);
+            (self.glVertex2f)(-1.0, -0.99);
+        }
+    }
+
+    /// Frame 0: three lists: `base` (a triangle, compiled only), `base + 1` (a triangle,
+    /// compiled and executed: one immediate draw) and `base + 2` (vertices only, compiled).
+    unsafe fn lists(&self) -> U {
+        // SAFETY: a compatibility context is current; list names from glGenLists.
+        unsafe {
+            let base = (self.glGenLists)(3);
+            (self.glNewList)(base, COMPILE);
+            self.triangle();
+            (self.glEndList)();
+            (self.glNewList)(base + 1, COMPILE_AND_EXECUTE);
+            self.triangle();
+            (self.glEndList)();
+            (self.glNewList)(base + 2, COMPILE);
+            self.vertices();
+            (self.glEndList)();
+            base
+        }
+    }
+
+    /// Every frame: 3 immediate draws (two triangles, one primitive fed by a list) and 3 list
+    /// calls (`glCallList` and a `glCallLists` of two).
+    unsafe fn frame(&self, base: U) {
+        // SAFETY: a compatibility context is current; `base` is from `lists`.
+        unsafe {
+            self.triangle();
+            self.triangle();
+            (self.glCallList)(base);
+            let two = [base, base + 1];
+            (self.glCallLists)(2, UNSIGNED_INT, two.as_ptr() as *const c_void);
+            (self.glBegin)(TRIANGLES);
+            (self.glCallList)(base + 2);
+            (self.glEnd)();
+        }
+    }
+}
+
 gl_table! { Modern {
     glGenVertexArrays: fn(I, *mut U);
     glBindVertexArray: fn(U);
@@ -231,6 +307,12 @@ static CLIENT_ARRAY: [f32; 12] = [0.0; 12];
 
 struct Args {
     core: bool,
+    /// `--legacy`: immediate-mode draws and display lists every frame (compat only).
+    legacy: bool,
+    /// `--wait-for PATH`: after the last swap, with the context still current and nothing
+    /// presented any more (as an app that draws only on expose), wait up to 30 s for PATH to
+    /// appear; prints `waited: found` or `waited: missing`.
+    wait_for: Option<String>,
     frames: u32,
     size: [u32; 2],
 }
@@ -238,6 +320,8 @@ struct Args {
 fn args() -> Args {
     let mut a = Args {
         core: false,
+        legacy: false,
+        wait_for: None,
         frames: 60,
         size: [320, 240],
     };
@@ -247,7 +331,13 @@ fn args() -> Args {
         let next = v.get(i + 1).map(String::as_str).unwrap_or("");
         match v[i].as_str() {
             "--profile" => a.core = next == "core",
+            "--legacy" => {
+                a.legacy = true;
+                i += 1;
+                continue;
+            }
             "--frames" => a.frames = next.parse().expect("--frames N"),
+            "--wait-for" => a.wait_for = Some(next.to_string()),
             "--size" => {
                 let (w, h) = next.split_once('x').expect("--size WxH");
                 a.size = [w.parse().expect("width"), h.parse().expect("height")];
@@ -818,9 +908,14 @@ unsafe fn run(a: &Args) -> bool {
             o,
             size: a.size,
         };
+        let legacy = (a.legacy && !a.core).then(|| Legacy::load(gpa));
+        let lists = legacy.as_ref().map(|l| l.lists());
         let mut failures = 0;
         for frame in 0..a.frames {
             p.draw();
+            if let (Some(l), Some(base)) = (&legacy, lists) {
+                l.frame(base);
+            }
             p.set(frame % 2 == 1);
             let expected = p.read();
             let err = (p.gl.glGetError)();
@@ -836,6 +931,14 @@ unsafe fn run(a: &Args) -> bool {
                     println!("frame {frame}: got      {got:?}");
                 }
             }
+        }
+        if let Some(path) = &a.wait_for {
+            let start = std::time::Instant::now();
+            let path = std::path::Path::new(path);
+            while !path.exists() && start.elapsed() < std::time::Duration::from_secs(30) {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            println!("waited: {}", if path.exists() { "found" } else { "missing" });
         }
         // The context is destroyed while current, as glmark2 does.
         destroy(dpy, ctx);

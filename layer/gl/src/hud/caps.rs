@@ -27,6 +27,10 @@ pub struct Caps {
     /// `glBlitFramebuffer` (GL 3.0, `GL_ARB_framebuffer_object`, GLES 3.0): an opaque HUD can be
     /// composited with a copy.
     pub blit: bool,
+    /// Screenshots read back into a buffer and fetched once a fence says the GPU is done
+    /// (`glMapBufferRange` and sync objects: GL 3.2, GLES 3.0), instead of a `glReadPixels`
+    /// that waits.
+    pub async_readback: bool,
     /// Textures can be stored as B8G8R8A8 (desktop: pixel format `GL_BGRA` with an unsized
     /// `GL_RGBA`; GLES: `GL_EXT_texture_format_BGRA8888`), the layout of window-system buffers.
     pub bgra: bool,
@@ -155,6 +159,12 @@ impl Caps {
             // Desktop contexts with framebuffer objects have it (GL 3.0 or the ARB extension,
             // which both include it).
             blit: fbo && (desktop || v(3, 0)) && f.blit_framebuffer.is_some(),
+            async_readback: (if es { v(3, 0) } else { v(3, 2) })
+                && f.map_buffer_range.is_some()
+                && f.unmap_buffer.is_some()
+                && f.fence_sync.is_some()
+                && f.client_wait_sync.is_some()
+                && f.delete_sync.is_some(),
             bgra: desktop || ext.has("GL_EXT_texture_format_BGRA8888"),
             sampler_objects: f.bind_sampler.is_some()
                 && (if es {

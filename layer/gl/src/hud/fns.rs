@@ -75,6 +75,7 @@ pub const PIXEL_PACK_BUFFER_BINDING: u32 = 0x88ED;
 pub const PIXEL_UNPACK_BUFFER_BINDING: u32 = 0x88EF;
 pub const STATIC_DRAW: u32 = 0x88E4;
 pub const STREAM_DRAW: u32 = 0x88E0;
+pub const STREAM_READ: u32 = 0x88E1;
 pub const VERTEX_ARRAY_BINDING: u32 = 0x85B5;
 
 pub const VERTEX_ATTRIB_ARRAY_ENABLED: u32 = 0x8622;
@@ -255,6 +256,11 @@ gl_fns! {
     color_mask = c"glColorMask": fn(B, B, B, B), required;
     color_maski = c"glColorMaski": fn(U, B, B, B, B);
     polygon_mode = c"glPolygonMode": fn(E, E);
+    map_buffer_range = c"glMapBufferRange": fn(E, isize, isize, U) -> *mut c_void;
+    unmap_buffer = c"glUnmapBuffer": fn(E) -> B;
+    fence_sync = c"glFenceSync": fn(E, U) -> *const c_void;
+    client_wait_sync = c"glClientWaitSync": fn(*const c_void, U, u64) -> E;
+    delete_sync = c"glDeleteSync": fn(*const c_void);
     gen_framebuffers = c"glGenFramebuffers": fn(I, *mut U), required;
     delete_framebuffers = c"glDeleteFramebuffers": fn(I, *const U), required;
     is_framebuffer = c"glIsFramebuffer": fn(U) -> B;
@@ -661,6 +667,69 @@ impl Fns {
             return true;
         }
         false
+    }
+
+    /// `glReadPixels` of RGBA8 into the bound pixel pack buffer, at offset 0 (pack state set by
+    /// the caller).
+    pub fn read_rgba_into_pack_buffer(&self, w: I, h: I) {
+        if let Some(f) = self.read_pixels {
+            // SAFETY: with a pack buffer bound the pointer is an offset into it, which the
+            // caller sized for w*h*4 bytes.
+            unsafe { f(0, 0, w, h, RGBA, UNSIGNED_BYTE, std::ptr::null_mut()) };
+        }
+    }
+
+    /// `glFenceSync` after the commands so far, as a number (0: none).
+    pub fn fence(&self) -> usize {
+        const SYNC_GPU_COMMANDS_COMPLETE: E = 0x9117;
+        match self.fence_sync {
+            // SAFETY: valid condition and flags; returns a sync object or null.
+            Some(f) => unsafe { f(SYNC_GPU_COMMANDS_COMPLETE, 0) as usize },
+            None => 0,
+        }
+    }
+
+    /// Whether `sync` (from [`Fns::fence`]) has signalled, waiting at most `timeout_ns` (0: a
+    /// poll that never waits); `None` if the wait failed.
+    pub fn signalled(&self, sync: usize, timeout_ns: u64) -> Option<bool> {
+        const SYNC_FLUSH_COMMANDS_BIT: U = 1;
+        const ALREADY_SIGNALED: E = 0x911A;
+        const TIMEOUT_EXPIRED: E = 0x911B;
+        const CONDITION_SATISFIED: E = 0x911C;
+        let f = self.client_wait_sync?;
+        // SAFETY: `sync` is a live sync object of ours; the flush bit makes a poll progress.
+        match unsafe { f(sync as *const c_void, SYNC_FLUSH_COMMANDS_BIT, timeout_ns) } {
+            ALREADY_SIGNALED | CONDITION_SATISFIED => Some(true),
+            TIMEOUT_EXPIRED => Some(false),
+            _ => None,
+        }
+    }
+
+    pub fn delete_fence(&self, sync: usize) {
+        if let (Some(f), true) = (self.delete_sync, sync != 0) {
+            // SAFETY: a sync object of ours, deleted once.
+            unsafe { f(sync as *const c_void) };
+        }
+    }
+
+    /// Copies the first `out.len()` bytes of the buffer bound to `target` into `out` through a
+    /// read mapping; false if it cannot be mapped.
+    pub fn copy_from_buffer(&self, target: E, out: &mut [u8]) -> bool {
+        const MAP_READ_BIT: U = 1;
+        let (Some(map), Some(unmap)) = (self.map_buffer_range, self.unmap_buffer) else {
+            return false;
+        };
+        // SAFETY: a read mapping of the first out.len() bytes of our buffer, which holds at
+        // least that many; null on failure.
+        let p = unsafe { map(target, 0, out.len() as isize, MAP_READ_BIT) };
+        if p.is_null() {
+            return false;
+        }
+        // SAFETY: the mapping is out.len() readable bytes until the unmap below.
+        out.copy_from_slice(unsafe { std::slice::from_raw_parts(p as *const u8, out.len()) });
+        // SAFETY: unmaps the mapping made above.
+        unsafe { unmap(target) };
+        true
     }
 
     /// `glBufferData` with no data (storage of `size` bytes).

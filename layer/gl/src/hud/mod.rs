@@ -69,7 +69,11 @@ static DRAW: Site = Site::new("GL HUD");
 
 fn opts() -> &'static HudOptions {
     static OPTS: OnceLock<HudOptions> = OnceLock::new();
-    OPTS.get_or_init(|| HudOptions::from_config(settings::get()))
+    OPTS.get_or_init(|| HudOptions {
+        // GL's GPU time is one timestamp pair around the frame (the dump's `gpu_time: span`).
+        gpu_span: true,
+        ..HudOptions::from_config(settings::get())
+    })
 }
 
 fn check_mode() -> bool {
@@ -100,6 +104,8 @@ struct ContextHud {
     copy: bool,
     /// A copy was refused (multisampled window) and the quad used instead (logged once).
     copy_refused: bool,
+    /// The screenshot frame's readback, until its fence signals.
+    pending_shot: Option<PendingShot>,
 }
 
 /// Whether an opaque HUD is composited with a copy on this context: it has `glBlitFramebuffer`,
@@ -109,10 +115,76 @@ fn copy_path(o: &HudOptions, c: &Caps) -> bool {
     o.alpha >= 1.0 && c.blit && !c.srgb_target
 }
 
-/// A screenshot read back: RGBA8 rows, bottom-up.
-struct Shot {
-    pixels: Vec<u8>,
+/// A screenshot: read back (RGBA8 rows, bottom-up), or being read into a buffer of ours.
+enum Shot {
+    Pixels { pixels: Vec<u8>, size: [u32; 2] },
+    Pending(PendingShot),
+}
+
+/// A screenshot read back into a pixel pack buffer, waiting for its fence.
+struct PendingShot {
+    pbo: u32,
+    sync: usize,
     size: [u32; 2],
+    frame: u64,
+}
+
+/// How long a context's destruction waits for a screenshot's readback still in flight: the app
+/// is tearing the context down (its driver waits for the GPU there anyway), and a readback
+/// normally finished frames ago.
+const DESTROY_WAIT_NS: u64 = 1_000_000_000;
+
+/// Screenshot files still being written on their own threads (joined, boundedly, at exit).
+static WRITERS: Mutex<Vec<std::thread::JoinHandle<()>>> = Mutex::new(Vec::new());
+
+/// Encodes and writes the screenshot of `frame` on a thread of framescope's, so the app's
+/// thread never waits for the encoder or the file.
+fn write_later(frame: u64, size: [u32; 2], pixels: Vec<u8>) {
+    let path = screenshot::process_path(&settings::get().screenshot_path, frame, 0);
+    let spawned = std::thread::Builder::new()
+        .name("framescope-png".into())
+        .spawn(move || {
+            framescope_core::alloc_count::mark_own_thread();
+            write_png(&path, size, &pixels);
+        });
+    match spawned {
+        Ok(h) => {
+            WRITERS.lock().push(h);
+            static ONCE: std::sync::Once = std::sync::Once::new();
+            ONCE.call_once(|| {
+                // SAFETY: `exit_wait` is an `extern "C" fn()` that never unwinds and only
+                // touches 'static data.
+                if unsafe { libc::atexit(exit_wait) } != 0 {
+                    log::error(format_args!(
+                        "cannot register the exit hook; a screenshot may be cut short"
+                    ));
+                }
+            });
+        }
+        Err(e) => log::error(format_args!(
+            "screenshot of frame {frame}: cannot start its writer: {e}"
+        )),
+    }
+}
+
+extern "C" fn exit_wait() {
+    let _ = std::panic::catch_unwind(finish_screenshots);
+}
+
+/// At process exit: waits (at most 2 s in all) for screenshot files still being written.
+fn finish_screenshots() {
+    let deadline = Instant::now() + Duration::from_secs(2);
+    let handles = std::mem::take(&mut *WRITERS.lock());
+    for h in handles {
+        while !h.is_finished() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        if h.is_finished() {
+            let _ = h.join();
+        } else {
+            log::error(format_args!("a screenshot was still being written at exit"));
+        }
+    }
 }
 
 enum Slot {
@@ -155,9 +227,29 @@ pub fn before_swap(info: &SwapInfo) {
     let slot = slot_of(info.ws, info.context);
     let mut slot = slot.lock();
     let Slot::Ready(h) = &mut *slot else { return };
-    if let Some(shot) = h.frame(info, draw, shot) {
-        let path = screenshot::process_path(&cfg.screenshot_path, info.frame, 0);
-        write_png(&path, shot.size, &shot.pixels);
+    match h.frame(info, draw, shot) {
+        Some(Shot::Pixels { pixels, size }) => write_later(info.frame, size, pixels),
+        Some(Shot::Pending(p)) => h.pending_shot = Some(p),
+        None => {}
+    }
+}
+
+/// After the real swap of context `key`: fetches a screenshot whose readback has finished (the
+/// swap just flushed it), without waiting for one that has not; later swaps try again.
+pub fn after_swap(ws: WinSys, key: usize) {
+    if settings::get().screenshot.is_none() {
+        return;
+    }
+    let slot = {
+        let list = CONTEXTS.lock();
+        match list.iter().find(|e| e.ws == ws && e.key == key) {
+            Some(e) => e.slot.clone(),
+            None => return,
+        }
+    };
+    let mut slot = slot.lock();
+    if let Slot::Ready(h) = &mut *slot {
+        h.poll_shot(0);
     }
 }
 
@@ -186,8 +278,18 @@ pub fn context_destroyed(ws: WinSys, key: usize) {
     let Some((entry, live)) = entry else { return };
     let mut slot = entry.slot.lock();
     let Slot::Ready(h) = &mut *slot else { return };
+    let current = hooks::current_context(ws) == key;
+    if current {
+        h.poll_shot(DESTROY_WAIT_NS);
+    }
+    if let Some(p) = h.pending_shot.take() {
+        log::error(format_args!(
+            "screenshot of frame {}: its readback did not finish before the context was destroyed",
+            p.frame
+        ));
+    }
     let Some(r) = h.renderer.as_mut() else { return };
-    if hooks::current_context(ws) == key {
+    if current {
         let (deleted, left) = r.destroy(&h.fns, check_mode());
         log::debug(format_args!(
             "GL HUD freed on {} context {key:#x}: {deleted} GL objects deleted{}; {live} HUD contexts left",
@@ -254,6 +356,7 @@ impl Slot {
             last_drawable: 0,
             copy: copy_path(opts(), &caps),
             copy_refused: false,
+            pending_shot: None,
             caps,
         }))
     }
@@ -392,12 +495,51 @@ impl ContextHud {
         // Tests: a panic with the app's state changed must still leave it restored.
         crate::guard::maybe_panic("gl_hud");
         if shot {
-            return Ok(renderer::read_back(f, c, s, self.size).map(|pixels| Shot {
-                pixels,
-                size: self.size,
-            }));
+            let size = self.size;
+            if c.async_readback && c.pixel_buffers {
+                return Ok(renderer::read_back_async(f, c, s, size).map(|(pbo, sync)| {
+                    Shot::Pending(PendingShot {
+                        pbo,
+                        sync,
+                        size,
+                        frame: info.frame,
+                    })
+                }));
+            }
+            return Ok(renderer::read_back(f, c, s, size).map(|pixels| Shot::Pixels { pixels, size }));
         }
         Ok(None)
+    }
+
+    /// Fetches the pending screenshot once its fence has signalled (waiting at most
+    /// `timeout_ns`) and hands it to a writer thread. The context is current.
+    fn poll_shot(&mut self, timeout_ns: u64) {
+        let Some(p) = &self.pending_shot else { return };
+        match self.fns.signalled(p.sync, timeout_ns) {
+            Some(false) => return,
+            Some(true) => {
+                let len = p.size[0] as usize * p.size[1] as usize * 4;
+                match renderer::fetch(&self.fns, p.pbo, p.sync, len) {
+                    Some(px) => {
+                        log::debug(format_args!(
+                            "screenshot of frame {} read back without waiting; written on framescope's thread",
+                            p.frame
+                        ));
+                        write_later(p.frame, p.size, px);
+                    }
+                    None => log::error(format_args!("screenshot of frame {}: cannot map its buffer", p.frame)),
+                }
+            }
+            None => {
+                log::error(format_args!(
+                    "screenshot of frame {}: waiting for its readback failed",
+                    p.frame
+                ));
+                self.fns.delete_buffer(p.pbo);
+                self.fns.delete_fence(p.sync);
+            }
+        }
+        self.pending_shot = None;
     }
 
     /// The self-check: the state after the HUD equals the state before, and GL raised no error.

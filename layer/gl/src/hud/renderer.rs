@@ -497,8 +497,50 @@ impl Renderer {
     }
 }
 
-/// Reads the default framebuffer's back buffer (`size`, rows bottom-up) as RGBA8. The one
-/// `glReadPixels` of the shim: it waits for the GPU, so only the screenshot frame does it.
+/// Starts reading the default framebuffer's back buffer (`size`, rows bottom-up) as RGBA8 into a
+/// new pixel pack buffer, followed by a fence; nothing waits. `(buffer, fence)`, fetched with
+/// [`fetch`] once the fence has signalled. The caller's state restore puts the app's pack
+/// buffer binding back.
+pub fn read_back_async(f: &Fns, c: &Caps, s: &mut Saved, size: [u32; 2]) -> Option<(u32, usize)> {
+    state::bind_read_fb(f, c, 0);
+    state::read_from_back(f, c, s);
+    state::pack_plain(f, c, s);
+    let pbo = f.gen_buffer();
+    if pbo == 0 {
+        return None;
+    }
+    f.bind_buffer(gl::PIXEL_PACK_BUFFER, pbo);
+    f.buffer_storage(
+        gl::PIXEL_PACK_BUFFER,
+        size[0] as usize * size[1] as usize * 4,
+        gl::STREAM_READ,
+    );
+    f.read_rgba_into_pack_buffer(size[0] as i32, size[1] as i32);
+    let sync = f.fence();
+    f.bind_buffer(gl::PIXEL_PACK_BUFFER, 0);
+    if sync == 0 {
+        f.delete_buffer(pbo);
+        return None;
+    }
+    Some((pbo, sync))
+}
+
+/// The pixels of a [`read_back_async`] whose fence has signalled (mapping the buffer then
+/// waits for nothing); the app's pack buffer binding is put back. Frees the buffer and fence.
+pub fn fetch(f: &Fns, pbo: u32, sync: usize, len: usize) -> Option<Vec<u8>> {
+    let app = f.int(gl::PIXEL_PACK_BUFFER_BINDING).max(0) as u32;
+    f.bind_buffer(gl::PIXEL_PACK_BUFFER, pbo);
+    let mut px = vec![0u8; len];
+    let ok = f.copy_from_buffer(gl::PIXEL_PACK_BUFFER, &mut px);
+    f.bind_buffer(gl::PIXEL_PACK_BUFFER, app);
+    f.delete_buffer(pbo);
+    f.delete_fence(sync);
+    ok.then_some(px)
+}
+
+/// Reads the default framebuffer's back buffer (`size`, rows bottom-up) as RGBA8. It waits for
+/// the GPU: only for contexts without [`read_back_async`] (GLES 2, GL before 3.2), and only in
+/// the screenshot frame.
 pub fn read_back(f: &Fns, c: &Caps, s: &mut Saved, size: [u32; 2]) -> Option<Vec<u8>> {
     state::bind_read_fb(f, c, 0);
     state::read_from_back(f, c, s);
