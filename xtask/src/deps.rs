@@ -21,6 +21,14 @@ pub const PACKAGES: &[&str] = &[
     "xdotool",
     "imagemagick",
     "binutils",
+    // Third-party apps the hardening tests run under framescope (tests/tests/third_party_*.rs,
+    // piglit.rs, zink.rs); gcc builds piglit.rs's swap preload.
+    "vkd3d-demos",
+    "mpv",
+    "piglit",
+    "mangohud",
+    "vkbasalt",
+    "gcc",
 ];
 
 fn missing() -> Vec<&'static str> {
