@@ -467,7 +467,9 @@ fn glxgears_in_every_samples_mode_runs_clean_with_frame_statistics() {
 #[test]
 fn glmark2_and_glmark2_es2_in_every_samples_mode_run_clean_with_samples_of_their_draws() {
     let x = Xvfb::start();
-    let args = ["-s", "400x300", "-b", "build:duration=1"];
+    // glmark2 counts duration from before its first frame; 1 s gave 2 frames once on two loaded
+    // cores (shader compiles, and llvmpipe sharing them with other tests).
+    let args = ["-s", "400x300", "-b", "build:duration=3"];
     for (app, es) in [("glmark2", false), ("glmark2-es2", true)] {
         require_program(app);
         for (mode, d) in every_mode(&x, app, &args, 0) {
