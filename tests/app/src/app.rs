@@ -397,6 +397,7 @@ impl App {
             usage,
             view_mask: if self.args.multiview { MULTIVIEW_MASK } else { 0 },
             render_pass: self.render_pass.as_ref().map_or(vk::RenderPass::null(), |p| p.pass),
+            push_first: self.args.push_first,
         };
         let pools = &mut self.pools[fif];
         let plan = &self.plan;

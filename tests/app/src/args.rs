@@ -48,6 +48,10 @@ OPTIONS:
                         rendering: one render pass per window per frame, one
                         subpass per region. Needs --secondary with --threads > 1;
                         not with --submits > 1
+  --push-first          push the region's constants before each rendering
+                        instance begins (valid: push constants need a layout,
+                        not a bound pipeline), as vkd3d does with its root
+                        constants and push descriptors
   -h, --help            print this help
 
 OUTPUT: one stdout line at exit:
@@ -114,6 +118,8 @@ pub struct Args {
     pub multiview: bool,
     /// VkRenderPass objects, one subpass per region, instead of dynamic rendering.
     pub render_pass: bool,
+    /// vkCmdPushConstants before each rendering instance begins, with no pipeline bound yet.
+    pub push_first: bool,
 }
 
 impl Default for Args {
@@ -139,6 +145,7 @@ impl Default for Args {
             srgb: false,
             multiview: false,
             render_pass: false,
+            push_first: false,
         }
     }
 }
@@ -221,6 +228,7 @@ pub fn parse<I: IntoIterator<Item = String>>(argv: I) -> Result<ParseOutcome, Ar
             "--frame-boundary" => args.frame_boundary = true,
             "--multiview" => args.multiview = true,
             "--render-pass" => args.render_pass = true,
+            "--push-first" => args.push_first = true,
             _ => return Err(ArgError(format!("unknown argument `{arg}`"))),
         }
         if inline.is_some() && !takes_value(&flag) {
