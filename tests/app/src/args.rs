@@ -52,6 +52,9 @@ OPTIONS:
                         instance begins (valid: push constants need a layout,
                         not a bound pipeline), as vkd3d does with its root
                         constants and push descriptors
+  --burst F             at frame F, before the frame's own work, submit an empty
+                        command buffer 24 times without waiting: a sudden lag
+                        of the GPU deeper than any before it
   -h, --help            print this help
 
 OUTPUT: one stdout line at exit:
@@ -120,6 +123,8 @@ pub struct Args {
     pub render_pass: bool,
     /// vkCmdPushConstants before each rendering instance begins, with no pipeline bound yet.
     pub push_first: bool,
+    /// Frame at which 24 extra submissions go in at once.
+    pub burst: Option<u32>,
 }
 
 impl Default for Args {
@@ -146,6 +151,7 @@ impl Default for Args {
             multiview: false,
             render_pass: false,
             push_first: false,
+            burst: None,
         }
     }
 }
@@ -229,6 +235,7 @@ pub fn parse<I: IntoIterator<Item = String>>(argv: I) -> Result<ParseOutcome, Ar
             "--multiview" => args.multiview = true,
             "--render-pass" => args.render_pass = true,
             "--push-first" => args.push_first = true,
+            "--burst" => args.burst = Some(number(&flag, value(), 0)?),
             _ => return Err(ArgError(format!("unknown argument `{arg}`"))),
         }
         if inline.is_some() && !takes_value(&flag) {
@@ -270,6 +277,7 @@ fn takes_value(flag: &str) -> bool {
     matches!(
         flag,
         "--frames"
+            | "--burst"
             | "--width"
             | "--height"
             | "--windows"

@@ -31,19 +31,29 @@ pub enum Kind {
     Stats,
 }
 
+/// Queue families a block keeps reset buffers for; a submission on a further family samples
+/// nothing from the block.
+const RESET_FAMILIES: usize = 4;
+
 pub struct Block {
     pub pool: vk::QueryPool,
     pub first: u32,
-    /// Reset command buffer per queue family, recorded on first use there.
-    resets: Mutex<Vec<(u32, vk::CommandBuffer)>>,
+    /// Reset command buffer per queue family, recorded on first use there. A fixed array: a
+    /// block first used when the GPU lags further than before (first fit then reaches a new
+    /// block) must not allocate on the app's thread.
+    resets: Mutex<([(u32, vk::CommandBuffer); RESET_FAMILIES], usize)>,
 }
 
 impl Block {
     /// The block's reset command buffer for `family`, recording it on first use.
     pub fn reset_cb(&self, d: &Device, family: u32, pools: &ResetPools) -> Option<vk::CommandBuffer> {
-        let mut r = self.resets.lock();
-        if let Some(&(_, cb)) = r.iter().find(|(f, _)| *f == family) {
+        let mut guard = self.resets.lock();
+        let (list, n) = &mut *guard;
+        if let Some(&(_, cb)) = list[..*n].iter().find(|(f, _)| *f == family) {
             return Some(cb);
+        }
+        if *n == RESET_FAMILIES {
+            return None;
         }
         let cb = pools.allocate(d, family)?;
         let bi = vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::SIMULTANEOUS_USE);
@@ -58,7 +68,8 @@ impl Block {
         if !ok {
             return None;
         }
-        r.push((family, cb));
+        list[*n] = (family, cb);
+        *n += 1;
         Some(cb)
     }
 }
@@ -86,9 +97,11 @@ impl ResetPools {
             .command_pool(pool)
             .level(vk::CommandBufferLevel::PRIMARY)
             .command_buffer_count(1);
-        // SAFETY: our pool, used only under this lock.
-        let cb = unsafe { d.fns.allocate_command_buffers(&ai) }.ok()?[0];
-        d.stamp_loader_data(cb).then_some(cb)
+        let mut cb = vk::CommandBuffer::null();
+        // SAFETY: our pool, used only under this lock; one command buffer into `cb`. The raw
+        // call, not ash's, which returns a Vec: no Rust allocation here (see `Block::resets`).
+        let r = unsafe { (d.fns.fp_v1_0().allocate_command_buffers)(d.handle, &ai, &mut cb) };
+        (r == vk::Result::SUCCESS && d.stamp_loader_data(cb)).then_some(cb)
     }
 
     pub fn destroy(&self, d: &Device) {
@@ -121,7 +134,7 @@ impl BlockPool {
                 Arc::new(Block {
                     pool,
                     first: i * BLOCK,
-                    resets: Mutex::new(Vec::new()),
+                    resets: Mutex::new(([(0, vk::CommandBuffer::null()); RESET_FAMILIES], 0)),
                 })
             })
             .collect();
