@@ -1,0 +1,272 @@
+//! Third-party Vulkan apps under framescope, each run bare and through `framescope run`, with
+//! the validation layer below and without it (framescope directly on the driver): vkd3d's
+//! demos (D3D12 on Vulkan: push descriptors, root constants, a 1.0 instance), mpv through
+//! libplacebo, and vkcube stacked with the MangoHud and vkBasalt implicit layers. Each must
+//! exit as it does bare, add no validation message, and leave a complete dump.
+
+use framescope_tests::artifacts::require_program;
+use framescope_tests::{dump, Artifacts, Outcome, Sandbox, Xvfb};
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::time::Duration;
+
+const LIMIT: Duration = Duration::from_secs(240);
+
+/// How a run ends.
+#[derive(Clone, Copy)]
+enum End {
+    /// The app exits by itself.
+    Itself,
+    /// The app runs until told to stop: after this many seconds every top-level window gets
+    /// an Escape key press, which vkd3d's demos answer by quitting cleanly (exit 0, device
+    /// destroyed, the dump's summary written). A kill would leave a dump without its summary.
+    EscapeAfter(u32),
+}
+
+struct App<'a> {
+    tag: &'a str,
+    program: &'a str,
+    args: Vec<String>,
+    env: &'a [(&'a str, &'a str)],
+    end: End,
+    /// Frames the dump must hold at least (exactly, with `exact`).
+    frames: u64,
+    exact: bool,
+}
+
+/// Runs `"$@"`, presses Escape in every top-level window after `$1` seconds, gives the app
+/// 20 s to quit and exits with its status (143 and `still-alive` when it had to be killed).
+const ESCAPE_SCRIPT: &str = r#"secs=$1; shift
+"$@" & pid=$!
+sleep "$secs"
+for w in $(xwininfo -root -children | awk '/^     0x/{print $1}'); do
+  xdotool key --window "$w" Escape 2>/dev/null
+done
+i=0
+while kill -0 $pid 2>/dev/null && [ $i -lt 200 ]; do sleep 0.1; i=$((i+1)); done
+if kill -0 $pid 2>/dev/null; then echo "still-alive"; kill $pid; fi
+wait $pid"#;
+
+/// The identifiers (`VUID-…`, `UNASSIGNED-…`) of the validation messages in `out`.
+fn validation_ids(out: &str) -> BTreeSet<String> {
+    let mut ids = BTreeSet::new();
+    for line in out.lines() {
+        let mut rest = line;
+        while let Some(i) = rest.find("[ ") {
+            rest = &rest[i + 2..];
+            let id: String = rest
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
+                .collect();
+            if id.starts_with("VUID-") || id.starts_with("UNASSIGNED-") {
+                ids.insert(id);
+            }
+        }
+    }
+    ids
+}
+
+fn run(x: &Xvfb, app: &App, framescope: bool, with_validation: bool) -> (Outcome, Option<dump::Dump>) {
+    let a = Artifacts::get();
+    let tag = format!(
+        "{}-{}-{}",
+        app.tag,
+        if framescope { "fs" } else { "bare" },
+        if with_validation { "val" } else { "noval" }
+    );
+    let mut sb = Sandbox::new(&tag);
+    let path = sb.path("dump.jsonl");
+    sb.display(x).set("FRAMESCOPE_DUMP", path.display().to_string());
+    for (k, v) in app.env {
+        sb.set(k, v);
+    }
+    if with_validation {
+        sb.with_validation();
+    }
+    let mut argv: Vec<String> = Vec::new();
+    let program = match app.end {
+        End::Itself => app.program.to_string(),
+        End::EscapeAfter(secs) => {
+            argv.extend(["-c".into(), ESCAPE_SCRIPT.into(), "sh".into(), secs.to_string()]);
+            argv.push(app.program.into());
+            "sh".to_string()
+        }
+    };
+    argv.extend(app.args.iter().cloned());
+    let args: Vec<&str> = argv.iter().map(String::as_str).collect();
+    let out = if framescope {
+        sb.run_under_framescope(&a, &program, &args, LIMIT)
+    } else {
+        sb.run(Path::new(&program), &args, LIMIT)
+    };
+    let d = framescope.then(|| dump::read(&path));
+    (out, d)
+}
+
+fn check(x: &Xvfb, app: &App) {
+    require_program(app.program);
+    if let End::EscapeAfter(_) = app.end {
+        require_program("xdotool");
+        require_program("xwininfo");
+    }
+    for with_validation in [true, false] {
+        let what = format!(
+            "{} ({} the validation layer)",
+            app.tag,
+            if with_validation { "with" } else { "without" }
+        );
+        let (bare, _) = run(x, app, false, with_validation);
+        assert_eq!(bare.code(), Some(0), "{what}, bare: {}", bare.describe());
+        let (fs, d) = run(x, app, true, with_validation);
+        assert_eq!(fs.code(), bare.code(), "{what}, under framescope: {}", fs.describe());
+        assert!(fs.lines_with("still-alive").is_empty(), "{what}: {}", fs.describe());
+        let new: Vec<String> = validation_ids(&fs.combined())
+            .difference(&validation_ids(&bare.combined()))
+            .cloned()
+            .collect();
+        assert!(
+            new.is_empty(),
+            "{what}: new validation messages {new:?}\n{}",
+            fs.describe()
+        );
+        assert!(
+            fs.lines_with("framescope: internal error").is_empty(),
+            "{what}: {}",
+            fs.describe()
+        );
+        let d = d.expect("a dump");
+        let summary = d
+            .summary
+            .as_ref()
+            .unwrap_or_else(|| panic!("{what}: the dump has no summary: {}", fs.describe()));
+        assert_eq!(summary["ended_by"], "finish", "{what}: {summary}");
+        let frames = d.frames.len() as u64;
+        if app.exact {
+            assert_eq!(frames, app.frames, "{what}: frames in the dump");
+        } else {
+            assert!(frames >= app.frames, "{what}: only {frames} frames in the dump");
+        }
+        println!("{what}: exit {:?}, {frames} frames", fs.code());
+    }
+}
+
+#[test]
+fn vkd3d_gears_runs_and_quits_as_it_does_bare() {
+    let x = Xvfb::start();
+    check(
+        &x,
+        &App {
+            tag: "vkd3d-gears",
+            program: "vkd3d-gears",
+            args: vec![],
+            env: &[],
+            end: End::EscapeAfter(7),
+            frames: 10,
+            exact: false,
+        },
+    );
+}
+
+#[test]
+fn vkd3d_triangle_runs_and_quits_as_it_does_bare() {
+    let x = Xvfb::start();
+    check(
+        &x,
+        &App {
+            tag: "vkd3d-triangle",
+            program: "vkd3d-triangle",
+            args: vec![],
+            env: &[],
+            end: End::EscapeAfter(7),
+            // It presents when the window is exposed, not continuously.
+            frames: 1,
+            exact: false,
+        },
+    );
+}
+
+/// libplacebo skips software devices unless one is named: the name lavapipe reports.
+fn vulkan_device_name() -> String {
+    require_program("vulkaninfo");
+    let sb = Sandbox::new("third-party-devname");
+    let out = sb.run(Path::new("vulkaninfo"), &["--summary"], LIMIT);
+    assert_eq!(out.code(), Some(0), "{}", out.describe());
+    out.stdout
+        .lines()
+        .find_map(|l| {
+            Some(
+                l.trim()
+                    .strip_prefix("deviceName")?
+                    .trim()
+                    .strip_prefix('=')?
+                    .trim()
+                    .to_string(),
+            )
+        })
+        .unwrap_or_else(|| panic!("no deviceName: {}", out.describe()))
+}
+
+#[test]
+fn mpv_on_vulkan_plays_a_generated_clip_as_it_does_bare() {
+    let x = Xvfb::start();
+    let device = vulkan_device_name();
+    check(
+        &x,
+        &App {
+            tag: "mpv",
+            program: "mpv",
+            args: vec![
+                "--no-config".into(),
+                "--vo=gpu".into(),
+                "--gpu-api=vulkan".into(),
+                "--gpu-context=x11vk".into(),
+                format!("--vulkan-device={device}"),
+                "--frames=120".into(),
+                "av://lavfi:testsrc=duration=5".into(),
+            ],
+            env: &[],
+            end: End::Itself,
+            frames: 100,
+            exact: false,
+        },
+    );
+}
+
+#[test]
+fn vkcube_with_mangohud_and_with_vkbasalt_runs_as_it_does_bare() {
+    let x = Xvfb::start();
+    for (tag, env) in [
+        ("vkcube-mangohud", &[("MANGOHUD", "1")][..]),
+        ("vkcube-vkbasalt", &[("ENABLE_VKBASALT", "1")][..]),
+        ("vkcube-both", &[("MANGOHUD", "1"), ("ENABLE_VKBASALT", "1")][..]),
+    ] {
+        check(
+            &x,
+            &App {
+                tag,
+                program: "vkcube",
+                args: vec!["--c".into(), "120".into()],
+                env,
+                end: End::Itself,
+                frames: 120,
+                exact: true,
+            },
+        );
+    }
+}
+
+#[cfg(test)]
+mod unit {
+    #[test]
+    fn validation_ids_are_read_from_the_message_brackets() {
+        let out = "[KV: 00:00:03 / 00:00:04 (77%)UNASSIGNED-GeneralParameterError-ExtensionNotEnabled(ERROR / SPEC): msgNum: -383040211 - Validation Error: [ UNASSIGNED-GeneralParameterError-ExtensionNotEnabled ] Object 0\nVUID-x(ERROR / SPEC): msgNum: 1 - Validation Error: [ VUID-vkDestroySemaphore-semaphore-01137 ] Object 0: [0] 0x1";
+        let ids = super::validation_ids(out);
+        assert_eq!(
+            ids.into_iter().collect::<Vec<_>>(),
+            [
+                "UNASSIGNED-GeneralParameterError-ExtensionNotEnabled",
+                "VUID-vkDestroySemaphore-semaphore-01137"
+            ]
+        );
+    }
+}
