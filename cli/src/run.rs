@@ -1,14 +1,21 @@
 //! `framescope run [OPTIONS] [--] CMD ARGS...`: runs CMD with the layer enabled, installing
-//! nothing: a private explicit manifest is written to the user's cache directory, named through
-//! `VK_ADD_LAYER_PATH` and enabled with `VK_INSTANCE_LAYERS`, then CMD replaces this process
-//! (so its exit code and signals are the app's own).
+//! nothing: a private implicit manifest is written to the user's cache directory, found through
+//! `XDG_CONFIG_DIRS` and enabled with `FRAMESCOPE_RUN=1`, then CMD replaces this process (so its
+//! exit code and signals are the app's own).
+//!
+//! Why implicit: the loader (1.3.239) puts every enabled implicit layer above the layers of
+//! `VK_INSTANCE_LAYERS`, so an explicit framescope sat below MangoHud and vkBasalt and counted
+//! their draws and GPU time as the app's. Among implicit layers the first manifest found is
+//! closest to the app, and `XDG_CONFIG_DIRS` is searched before `/etc/vulkan` and the data dirs
+//! where such layers install. Layers the user names in `VK_INSTANCE_LAYERS` (validation) are
+//! explicit, so they stay below framescope and check its calls too.
 //!
 //! GL apps: the GL shim (`libframescope_gl.so`, found like the layer) is prepended to
 //! `LD_PRELOAD` in CMD's environment. Since CMD replaces this process, nothing else framescope
 //! starts gets it; the shim leaves `LD_PRELOAD` as it is, so processes CMD itself starts are
 //! measured too when they use GL (the shim does nothing in a process that does not).
 
-use crate::locate::{self, EXPLICIT_TEMPLATE, LAYER_NAME, MANIFEST_FILE, VK_LIB};
+use crate::locate::{self, IMPLICIT_TEMPLATE, MANIFEST_FILE, VK_LIB};
 use std::os::unix::process::CommandExt;
 use std::process::Command;
 
@@ -50,7 +57,7 @@ pub fn main(args: &[String]) -> i32 {
         eprintln!("{USAGE}");
         return 2;
     };
-    let layer_dir = match prepare_manifest() {
+    let config_dir = match prepare_manifest() {
         Ok(d) => d,
         Err(e) => {
             eprintln!("framescope run: {e}");
@@ -59,13 +66,13 @@ pub fn main(args: &[String]) -> i32 {
     };
     let mut c = Command::new(cmd);
     c.args(cmd_args);
-    c.env(
-        "VK_ADD_LAYER_PATH",
-        prepend(&layer_dir.display().to_string(), "VK_ADD_LAYER_PATH"),
-    );
-    // First in the list is closest to the app, so layers the user adds (validation) sit below us
-    // and check our calls too.
-    c.env("VK_INSTANCE_LAYERS", prepend(LAYER_NAME, "VK_INSTANCE_LAYERS"));
+    // Unset means `/etc/xdg` (XDG Base Directory spec), which must stay searched after ours.
+    let dirs = match std::env::var("XDG_CONFIG_DIRS") {
+        Ok(old) if !old.is_empty() => old,
+        _ => "/etc/xdg".to_string(),
+    };
+    c.env("XDG_CONFIG_DIRS", format!("{}:{dirs}", config_dir.display()));
+    c.env(RUN_ENABLE, "1");
     // The implicit layer, if installed, must not load a second copy.
     c.env_remove("FRAMESCOPE");
     // GL and GLES apps: the shim, first in LD_PRELOAD. Its absence only costs GL measurements.
@@ -101,13 +108,25 @@ fn prepend(value: &str, var: &str) -> String {
     }
 }
 
-/// A manifest per library location, so two checkouts never point at each other's build.
+/// The variable that enables `run`'s private implicit manifest (the installed one answers to
+/// `FRAMESCOPE=1`, which `run` removes).
+const RUN_ENABLE: &str = "FRAMESCOPE_RUN";
+
+/// A manifest per library location, so two checkouts never point at each other's build. Returns
+/// the directory to put in `XDG_CONFIG_DIRS` (the manifest is in its `vulkan/implicit_layer.d`).
 fn prepare_manifest() -> Result<std::path::PathBuf, String> {
     let lib = locate::find_library(VK_LIB)?;
     let tag = fnv1a(lib.display().to_string().as_bytes());
     let dir = locate::cache_home().join(format!("framescope/run-layer-{tag:016x}"));
-    let path = dir.join(MANIFEST_FILE);
-    let contents = locate::render_manifest(EXPLICIT_TEMPLATE, &lib);
+    let path = dir.join("vulkan/implicit_layer.d").join(MANIFEST_FILE);
+    let installed_enable = "\"FRAMESCOPE\": \"1\"";
+    let template = IMPLICIT_TEMPLATE.replace(installed_enable, &format!("\"{RUN_ENABLE}\": \"1\""));
+    if template == IMPLICIT_TEMPLATE {
+        return Err(format!(
+            "the implicit manifest template has no {installed_enable} to replace"
+        ));
+    }
+    let contents = locate::render_manifest(&template, &lib);
     if std::fs::read_to_string(&path).ok().as_deref() != Some(contents.as_str()) {
         locate::write_atomically(&path, &contents).map_err(|e| format!("{}: {e}", path.display()))?;
     }

@@ -432,3 +432,40 @@ fn srgb_swapchains_show_the_same_hud() {
         "SRGB translucent: only {blended} of {total} background pixels are a blend of the HUD and the app"
     );
 }
+
+/// MangoHud (an implicit layer, below framescope under `framescope run`) draws its HUD
+/// top-left over the presented image, where framescope's default HUD would be: framescope's
+/// moves to the top-right corner and says so once. The screenshot (taken by framescope, before
+/// MangoHud draws) of the same frame with and without framescope's HUD differs only there.
+#[test]
+fn the_hud_moves_top_right_when_mangohud_is_active() {
+    require_program("vkcube");
+    let a = Artifacts::get();
+    let x = Xvfb::start();
+    let args = ["--c", "60"];
+    let mut shots = Vec::new();
+    for (name, config) in [
+        ("hudmango-off", "hud=0,screenshot=50"),
+        ("hudmango-on", "screenshot=50"),
+    ] {
+        let mut sb = Sandbox::new(name);
+        let path = sb.path("shot-%N.png").display().to_string();
+        sb.display(&x)
+            .with_validation()
+            .set("MANGOHUD", "1")
+            .set("FRAMESCOPE_CONFIG", format!("{config},screenshot_path={path}"));
+        let out = sb.run_under_framescope(&a, "vkcube", &args, LIMIT);
+        check(&out, name);
+        let moved = out.lines_with("framescope: MangoHud is active").len();
+        assert_eq!(moved, usize::from(name == "hudmango-on"), "{name}: {}", out.describe());
+        shots.push(Rgb::read(&sb.path("shot-50.png")));
+    }
+    let (off, on) = (&shots[0], &shots[1]);
+    let hud = diff_bbox(on, off, on.whole(), 0).expect("no HUD in the screenshot");
+    assert!(
+        hud.x1 + 8 == on.w && hud.x0 > 12 && (8..=12).contains(&hud.y0),
+        "HUD at {hud:?} in a {}x{} image: not top-right",
+        on.w,
+        on.h
+    );
+}

@@ -32,6 +32,9 @@ struct App<'a> {
     /// Frames the dump must hold at least (exactly, with `exact`).
     frames: u64,
     exact: bool,
+    /// Draws every frame must count: the app's own only, none of the layers framescope must
+    /// sit above (vkBasalt's post-processing pass counted 4 more when it sat above framescope).
+    draws: Option<u64>,
 }
 
 /// Runs `"$@"`, presses Escape in every top-level window after `$1` seconds, gives the app
@@ -146,6 +149,13 @@ fn check(x: &Xvfb, app: &App) {
         } else {
             assert!(frames >= app.frames, "{what}: only {frames} frames in the dump");
         }
+        if let Some(n) = app.draws {
+            assert_eq!(
+                d.u64s("draws").into_iter().collect::<BTreeSet<u64>>(),
+                [n].into(),
+                "{what}: draws per frame"
+            );
+        }
         println!("{what}: exit {:?}, {frames} frames", fs.code());
     }
 }
@@ -163,6 +173,7 @@ fn vkd3d_gears_runs_and_quits_as_it_does_bare() {
             end: End::EscapeAfter(7),
             frames: 10,
             exact: false,
+            draws: None,
         },
     );
 }
@@ -181,6 +192,7 @@ fn vkd3d_triangle_runs_and_quits_as_it_does_bare() {
             // It presents when the window is exposed, not continuously.
             frames: 1,
             exact: false,
+            draws: None,
         },
     );
 }
@@ -228,6 +240,7 @@ fn mpv_on_vulkan_plays_a_generated_clip_as_it_does_bare() {
             end: End::Itself,
             frames: 100,
             exact: false,
+            draws: None,
         },
     );
 }
@@ -250,6 +263,7 @@ fn vkcube_with_mangohud_and_with_vkbasalt_runs_as_it_does_bare() {
                 end: End::Itself,
                 frames: 120,
                 exact: true,
+                draws: Some(1),
             },
         );
     }

@@ -19,6 +19,7 @@ mod swapchain;
 use crate::device::Device;
 use ash::vk::{self, Handle};
 use fences::FencePool;
+use framescope_core::config::HudPosition;
 use framescope_core::dump::Header;
 use framescope_overlay::keys;
 use framescope_overlay::screenshot::PixelOrder;
@@ -30,6 +31,22 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 use swapchain::{Desc, FrameCtx, Recorded, SwapchainHud};
+
+/// Whether MangoHud's Vulkan layer is loaded in this process. By device creation the loader
+/// has loaded every layer of the chain; `framescope run` puts framescope above MangoHud, which
+/// then draws its HUD (top-left by default, like ours) over ours.
+fn mangohud_loaded() -> bool {
+    // SAFETY: RTLD_NOLOAD only looks the library up among those loaded (by soname or name) and
+    // loads nothing; a handle it returns holds a reference we give back at once.
+    unsafe {
+        let h = libc::dlopen(c"libMangoHud.so".as_ptr(), libc::RTLD_NOLOAD | libc::RTLD_LAZY);
+        if h.is_null() {
+            return false;
+        }
+        libc::dlclose(h);
+        true
+    }
+}
 
 /// Swapchains of one present that get the HUD; further ones are presented without it.
 pub const MAX_SWAPCHAINS: usize = 8;
@@ -50,8 +67,19 @@ pub struct DeviceHud {
 
 impl DeviceHud {
     pub fn new() -> Self {
+        let cfg = crate::settings::get();
+        let mut opts = HudOptions::from_config(cfg);
+        if cfg.hud && opts.position == HudPosition::TopLeft && mangohud_loaded() {
+            opts.position = HudPosition::TopRight;
+            static ONCE: std::sync::Once = std::sync::Once::new();
+            ONCE.call_once(|| {
+                crate::log::info(format_args!(
+                    "MangoHud is active and draws its HUD top-left: framescope's HUD goes top-right (hud_position chooses another place)"
+                ))
+            });
+        }
         DeviceHud {
-            opts: HudOptions::from_config(crate::settings::get()),
+            opts,
             gpu: OnceLock::new(),
             fences: Mutex::new(FencePool::default()),
             swapchains: RwLock::new(HashMap::new()),
