@@ -434,7 +434,45 @@ pub fn present<'a>(
             arc.lock().commit(r, ticket);
         }
     }
+    if shot_frame {
+        collect_shots_async(d, &arcs);
+    }
     true
+}
+
+/// Polls, on a thread of ours, for the screenshot copies of this present and writes them as
+/// soon as the GPU has made them: an app that presents only when its window is exposed
+/// (vkd3d-triangle) may not present again for a long time, and the app's thread never waits
+/// for the GPU. Gives up after `SHOT_POLLS`; swapchain or device destruction still writes
+/// what is left (waiting on our own fences there).
+fn collect_shots_async(d: &Device, arcs: &[Option<Arc<Mutex<SwapchainHud>>>]) {
+    const SHOT_POLLS: u32 = 30_000;
+    let Some(dev) = crate::device::lookup(d.handle.as_raw()) else {
+        return;
+    };
+    let arcs: Vec<_> = arcs.iter().flatten().cloned().collect();
+    let job = move || {
+        framescope_core::alloc_count::mark_own_thread();
+        for _ in 0..SHOT_POLLS {
+            let pending = {
+                // Same order as the present path: the fence pool, then the swapchain.
+                let mut fences = dev.hud.fences.lock();
+                arcs.iter().fold(false, |pending, sc| {
+                    let mut sc = sc.lock();
+                    sc.collect_shots(&dev, &mut fences, false);
+                    pending | sc.has_shots()
+                })
+            };
+            if !pending {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+    };
+    match std::thread::Builder::new().name("framescope-shot".into()).spawn(job) {
+        Ok(h) => PNG_WRITERS.lock().push(h),
+        Err(e) => crate::log::error(format_args!("screenshot: cannot start its reader thread: {e}")),
+    }
 }
 
 static PNG_WRITERS: Mutex<Vec<std::thread::JoinHandle<()>>> = Mutex::new(Vec::new());
@@ -456,8 +494,14 @@ fn write_png_async(path: String, width: u32, height: u32, order: PixelOrder, pix
 }
 
 fn join_png_writers() {
-    let handles: Vec<_> = PNG_WRITERS.lock().drain(..).collect();
-    for h in handles {
-        let _ = h.join();
+    // A screenshot reader joined here may start a writer: join until none is left.
+    loop {
+        let handles: Vec<_> = PNG_WRITERS.lock().drain(..).collect();
+        if handles.is_empty() {
+            return;
+        }
+        for h in handles {
+            let _ = h.join();
+        }
     }
 }
