@@ -55,10 +55,20 @@ fn assert_none(x: &Xvfb, tag: &str, vulkan: bool, app: &str, args: &[&str], conf
         "{tag}: dump has {} frames",
         d.frames.len()
     );
-    assert_eq!(
-        allocs,
-        0,
-        "{tag}: heap allocations on the app's threads in steady state (backtraces in stderr):\n{}",
+    // The HUD re-renders (and allocates) every hud_refresh_ms, 10 s here, the most the config
+    // allows: a run slower than that (a loaded machine) may re-render once or more in its
+    // steady frames, and only that many frames may allocate. A run under 10 s, the usual
+    // case, must allocate nothing at all.
+    let t = d.u64s("t_ns");
+    let hud_refreshes = if config.contains("hud=0") {
+        0
+    } else {
+        (t[t.len() - 1] - t[0]) / 10_000_000_000
+    };
+    assert!(
+        frames_with <= hud_refreshes && (hud_refreshes > 0 || allocs == 0),
+        "{tag}: heap allocations on the app's threads in steady state ({allocs} in {frames_with} \
+         frames, {hud_refreshes} HUD re-renders possible; backtraces in stderr):\n{}",
         out.describe()
     );
 }
