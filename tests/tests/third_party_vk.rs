@@ -5,6 +5,7 @@
 //! exit as it does bare, add no validation message, and leave a complete dump.
 
 use framescope_tests::artifacts::require_program;
+use framescope_tests::image::{diff_bbox, Rgb};
 use framescope_tests::{dump, Artifacts, Outcome, Sandbox, Xvfb};
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -266,6 +267,41 @@ fn vkcube_with_mangohud_and_with_vkbasalt_runs_as_it_does_bare() {
                 draws: Some(1),
             },
         );
+    }
+}
+
+/// framescope sees the app's own image: its screenshot of a vkcube frame is the same with
+/// MangoHud or vkBasalt enabled as without, because both sit below it (above it, MangoHud's
+/// HUD or vkBasalt's sharpening would be in the picture).
+#[test]
+fn framescope_sees_the_apps_own_frames_with_mangohud_and_vkbasalt() {
+    require_program("vkcube");
+    let a = Artifacts::get();
+    let x = Xvfb::start();
+    let mut shots = Vec::new();
+    for (tag, env) in [
+        ("shot-plain", &[][..]),
+        ("shot-mangohud", &[("MANGOHUD", "1")][..]),
+        ("shot-vkbasalt", &[("ENABLE_VKBASALT", "1")][..]),
+    ] {
+        let mut sb = Sandbox::new(tag);
+        let config = format!(
+            "hud=0,screenshot=50,screenshot_path={}",
+            sb.path("shot-%N.png").display()
+        );
+        sb.display(&x).with_validation().set("FRAMESCOPE_CONFIG", config);
+        for (k, v) in env {
+            sb.set(k, v);
+        }
+        let out = sb.run_under_framescope(&a, "vkcube", &["--c", "60"], LIMIT);
+        assert_eq!(out.code(), Some(0), "{tag}: {}", out.describe());
+        shots.push((tag, Rgb::read(&sb.path("shot-50.png"))));
+    }
+    let (_, plain) = &shots[0];
+    for (tag, shot) in &shots[1..] {
+        assert_eq!((shot.w, shot.h), (plain.w, plain.h), "{tag}");
+        let d = diff_bbox(shot, plain, plain.whole(), 0);
+        assert!(d.is_none(), "{tag}: frame 50 differs from vkcube's own in {d:?}");
     }
 }
 
