@@ -320,3 +320,55 @@ mod unit {
         );
     }
 }
+
+/// The dump header's `layers_above` names the known layers nearer the app than framescope,
+/// whose draws and GPU work count as the app's: none under `framescope run`, which loads it
+/// above the implicit layers; MangoHud (implicit) and the layers named before it when it is
+/// enabled through `VK_INSTANCE_LAYERS` from an installed explicit manifest.
+#[test]
+fn the_dump_header_names_the_layers_above_framescope() {
+    require_program("vkcube");
+    let a = Artifacts::get();
+    let x = Xvfb::start();
+    let header = |tag: &str, explicit: Option<&str>| {
+        let mut sb = Sandbox::new(tag);
+        let path = sb.path("dump.jsonl");
+        sb.display(&x)
+            .with_validation()
+            .set("MANGOHUD", "1")
+            .set("FRAMESCOPE_DUMP", path.display().to_string());
+        let out = match explicit {
+            None => sb.run_under_framescope(&a, "vkcube", &["--c", "20"], LIMIT),
+            Some(layers) => {
+                // The installed explicit manifest, found in XDG_DATA_HOME.
+                let inst = sb.run(&a.framescope, &["install"], LIMIT);
+                assert_eq!(inst.code(), Some(0), "{}", inst.describe());
+                sb.set("VK_INSTANCE_LAYERS", layers);
+                sb.run(Path::new("vkcube"), &["--c", "20"], LIMIT)
+            }
+        };
+        assert_eq!(out.code(), Some(0), "{tag}: {}", out.describe());
+        let d = dump::read(&path);
+        let above: Vec<String> = d.header["layers_above"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{tag}: no layers_above: {}", d.header))
+            .iter()
+            .map(|v| v.as_str().expect("a name").to_string())
+            .collect();
+        (above, d.u64s("draws"))
+    };
+    let (above, draws) = header("above-run", None);
+    assert_eq!(above, Vec::<String>::new());
+    assert!(draws.iter().all(|&n| n == 1), "{draws:?}");
+    let (above, draws) = header(
+        "above-explicit",
+        Some("VK_LAYER_FRAMESCOPE_overlay:VK_LAYER_KHRONOS_validation"),
+    );
+    assert_eq!(above, ["VK_LAYER_MANGOHUD_overlay"]);
+    assert!(draws.iter().all(|&n| n > 1), "MangoHud's draws count here: {draws:?}");
+    let (above, _) = header(
+        "above-explicit-second",
+        Some("VK_LAYER_KHRONOS_validation:VK_LAYER_FRAMESCOPE_overlay"),
+    );
+    assert_eq!(above, ["VK_LAYER_MANGOHUD_overlay", "VK_LAYER_KHRONOS_validation"]);
+}
