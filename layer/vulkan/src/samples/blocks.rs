@@ -31,9 +31,16 @@ pub enum Kind {
     Stats,
 }
 
-/// Queue families a block keeps reset buffers for; a submission on a further family samples
-/// nothing from the block.
+/// Queue families whose reset buffers a block keeps inline; further ones (rare: few devices
+/// have more families that submit sampled work) go to a vector.
 const RESET_FAMILIES: usize = 4;
+
+/// A block's reset buffers by queue family.
+struct Resets {
+    inline: [(u32, vk::CommandBuffer); RESET_FAMILIES],
+    n: usize,
+    more: Vec<(u32, vk::CommandBuffer)>,
+}
 
 pub struct Block {
     pub pool: vk::QueryPool,
@@ -41,19 +48,15 @@ pub struct Block {
     /// Reset command buffer per queue family, recorded on first use there. A fixed array: a
     /// block first used when the GPU lags further than before (first fit then reaches a new
     /// block) must not allocate on the app's thread.
-    resets: Mutex<([(u32, vk::CommandBuffer); RESET_FAMILIES], usize)>,
+    resets: Mutex<Resets>,
 }
 
 impl Block {
     /// The block's reset command buffer for `family`, recording it on first use.
     pub fn reset_cb(&self, d: &Device, family: u32, pools: &ResetPools) -> Option<vk::CommandBuffer> {
-        let mut guard = self.resets.lock();
-        let (list, n) = &mut *guard;
-        if let Some(&(_, cb)) = list[..*n].iter().find(|(f, _)| *f == family) {
+        let mut r = self.resets.lock();
+        if let Some(&(_, cb)) = r.inline[..r.n].iter().chain(&r.more).find(|(f, _)| *f == family) {
             return Some(cb);
-        }
-        if *n == RESET_FAMILIES {
-            return None;
         }
         let cb = pools.allocate(d, family)?;
         let bi = vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::SIMULTANEOUS_USE);
@@ -68,8 +71,13 @@ impl Block {
         if !ok {
             return None;
         }
-        list[*n] = (family, cb);
-        *n += 1;
+        if r.n < RESET_FAMILIES {
+            let n = r.n;
+            r.inline[n] = (family, cb);
+            r.n += 1;
+        } else {
+            r.more.push((family, cb));
+        }
         Some(cb)
     }
 }
@@ -134,7 +142,11 @@ impl BlockPool {
                 Arc::new(Block {
                     pool,
                     first: i * BLOCK,
-                    resets: Mutex::new(([(0, vk::CommandBuffer::null()); RESET_FAMILIES], 0)),
+                    resets: Mutex::new(Resets {
+                        inline: [(0, vk::CommandBuffer::null()); RESET_FAMILIES],
+                        n: 0,
+                        more: Vec::new(),
+                    }),
                 })
             })
             .collect();
