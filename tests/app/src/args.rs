@@ -341,6 +341,17 @@ mod tests {
     }
 
     #[test]
+    fn push_first_and_burst() {
+        let ParseOutcome::Run(a) = run(&["--push-first", "--burst", "150"]).unwrap() else {
+            panic!("expected Run");
+        };
+        assert!(a.push_first);
+        assert_eq!(a.burst, Some(150));
+        assert!(run(&["--burst"]).is_err());
+        assert!(run(&["--push-first=1"]).is_err());
+    }
+
+    #[test]
     fn errors() {
         assert!(run(&["--bogus"]).is_err());
         assert!(run(&["--threads", "0"]).is_err());
