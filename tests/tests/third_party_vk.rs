@@ -38,16 +38,19 @@ struct App<'a> {
     draws: Option<u64>,
 }
 
-/// Runs `"$@"`, presses Escape in every top-level window after `$1` seconds, gives the app
-/// 20 s to quit and exits with its status (143 and `still-alive` when it had to be killed).
+/// Runs `"$@"`, then after `$1` seconds presses Escape in every top-level window once a second
+/// until the app quits (a slow start may not have mapped its window yet), for up to 60 s; exits
+/// with the app's status (143 and `still-alive` when it had to be killed).
 const ESCAPE_SCRIPT: &str = r#"secs=$1; shift
 "$@" & pid=$!
 sleep "$secs"
-for w in $(xwininfo -root -children | awk '/^     0x/{print $1}'); do
-  xdotool key --window "$w" Escape 2>/dev/null
-done
 i=0
-while kill -0 $pid 2>/dev/null && [ $i -lt 200 ]; do sleep 0.1; i=$((i+1)); done
+while kill -0 $pid 2>/dev/null && [ $i -lt 60 ]; do
+  for w in $(xwininfo -root -children | awk '/^     0x/{print $1}'); do
+    xdotool key --window "$w" Escape 2>/dev/null
+  done
+  sleep 1; i=$((i+1))
+done
 if kill -0 $pid 2>/dev/null; then echo "still-alive"; kill $pid; fi
 wait $pid"#;
 
