@@ -59,6 +59,16 @@ fn assert_none(x: &Xvfb, tag: &str, vulkan: bool, app: &str, args: &[&str], conf
     // allows: a run slower than that (a loaded machine) may re-render once or more in its
     // steady frames, and only that many frames may allocate. A run under 10 s, the usual
     // case, must allocate nothing at all.
+    if allocs > 0 {
+        // Where they came from (FRAMESCOPE_TRACE_ALLOCS), also when the HUD allowance passes.
+        let frames: Vec<&str> = out
+            .stderr
+            .lines()
+            .filter(|l| l.contains("framescope_") && !l.contains("alloc_count"))
+            .take(12)
+            .collect();
+        println!("{tag}: allocation sites:\n{}", frames.join("\n"));
+    }
     let t = d.u64s("t_ns");
     let hud_refreshes = if config.contains("hud=0") {
         0
