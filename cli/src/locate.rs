@@ -3,7 +3,6 @@
 use std::path::{Path, PathBuf};
 
 pub const VK_LIB: &str = "libframescope_vk.so";
-pub const LAYER_NAME: &str = "VK_LAYER_FRAMESCOPE_overlay";
 pub const IMPLICIT_TEMPLATE: &str = include_str!("../../manifests/VK_LAYER_FRAMESCOPE_overlay.implicit.json.in");
 pub const EXPLICIT_TEMPLATE: &str = include_str!("../../manifests/VK_LAYER_FRAMESCOPE_overlay.explicit.json.in");
 pub const MANIFEST_FILE: &str = "VK_LAYER_FRAMESCOPE_overlay.json";

@@ -60,6 +60,8 @@ struct Header {
     pid: Option<u64>,
     api: Option<String>,
     device: Option<Device>,
+    /// `busy` (Vulkan) or `span` (GL: the time between the frame's two timestamps).
+    gpu_time: Option<String>,
 }
 
 #[derive(Deserialize, Default)]
@@ -394,7 +396,7 @@ fn render(path: &OsStr, d: &Dump, rec: &SummaryRecord, notes: &[String]) -> Stri
     out.push_str(&format!("  {:<12}{} frames\n", "dropped", rec.dropped_frames));
     out.push('\n');
     // GL dumps time a span around each frame, not busy time (header `gpu_time`).
-    let span = d.header.as_ref().is_some_and(|h| h["gpu_time"] == "span");
+    let span = d.header.as_ref().is_some_and(|h| h.gpu_time.as_deref() == Some("span"));
     let gpu_name = if span { "gpu span" } else { "gpu busy" };
     out.push_str(&distribution_rows(
         s.frame_time_ns.as_ref(),

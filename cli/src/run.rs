@@ -1,10 +1,17 @@
 //! `framescope run [OPTIONS] [--] CMD ARGS...`: runs CMD with the layer enabled, installing
-//! nothing: a private explicit manifest is written to a private directory of the user (below),
-//! named through `VK_ADD_LAYER_PATH` and enabled with `VK_INSTANCE_LAYERS`, then CMD replaces
-//! this process (so its exit code and signals are the app's own).
+//! nothing: a private implicit manifest is written to a private directory of the user (below),
+//! found through `XDG_CONFIG_DIRS` and enabled with `FRAMESCOPE_RUN=1`, then CMD replaces this
+//! process (so its exit code and signals are the app's own).
 //!
-//! The loader loads every manifest in a `VK_ADD_LAYER_PATH` directory into the app, so that
-//! directory must be one only this user can write: `$XDG_RUNTIME_DIR/framescope` when the
+//! Why implicit: the loader (1.3.239) puts every enabled implicit layer above the layers of
+//! `VK_INSTANCE_LAYERS`, so an explicit framescope sat below MangoHud and vkBasalt and counted
+//! their draws and GPU time as the app's. Among implicit layers the first manifest found is
+//! closest to the app, and `XDG_CONFIG_DIRS` is searched before `/etc/vulkan` and the data dirs
+//! where such layers install. Layers the user names in `VK_INSTANCE_LAYERS` (validation) are
+//! explicit, so they stay below framescope and check its calls too.
+//!
+//! The loader loads every manifest in that directory's `vulkan/implicit_layer.d` into the app,
+//! so the directory must be one only this user can write: `$XDG_RUNTIME_DIR/framescope` when the
 //! runtime dir is ours and 0700 (as the XDG Base Directory spec requires), else
 //! `$XDG_CACHE_HOME/framescope` (default `~/.cache/framescope`), else a fresh `mkdtemp`
 //! directory. Every directory framescope creates is 0700, and one found owned by someone else
@@ -17,7 +24,7 @@
 //! starts gets it; the shim leaves `LD_PRELOAD` as it is, so processes CMD itself starts are
 //! measured too when they use GL (the shim does nothing in a process that does not).
 
-use crate::locate::{self, EXPLICIT_TEMPLATE, LAYER_NAME, MANIFEST_FILE, VK_LIB};
+use crate::locate::{self, IMPLICIT_TEMPLATE, MANIFEST_FILE, VK_LIB};
 use crate::text::{show, utf8};
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
@@ -75,7 +82,7 @@ pub fn main(args: &[OsString]) -> i32 {
     let mut c = Command::new(cmd);
     c.args(cmd_args);
     match prepare_manifest() {
-        Ok(layer_dir) => enable(&mut c, &layer_dir, dump, config),
+        Ok(config_dir) => enable(&mut c, &config_dir, dump, config),
         Err(e) => eprintln!("framescope run: {e}; running {} without framescope", show(cmd)),
     }
     let err = c.exec();
@@ -87,15 +94,21 @@ pub fn main(args: &[OsString]) -> i32 {
     }
 }
 
+/// The variable that enables `run`'s private implicit manifest (the installed one answers to
+/// `FRAMESCOPE=1`, which `run` removes).
+const RUN_ENABLE: &str = "FRAMESCOPE_RUN";
+
 /// The environment that loads framescope into the app.
-fn enable(c: &mut Command, layer_dir: &Path, dump: Option<OsString>, config: Option<String>) {
-    c.env("VK_ADD_LAYER_PATH", prepend(layer_dir.as_os_str(), "VK_ADD_LAYER_PATH"));
-    // First in the list is closest to the app, so layers the user adds (validation) sit below us
-    // and check our calls too.
-    c.env(
-        "VK_INSTANCE_LAYERS",
-        prepend(OsStr::new(LAYER_NAME), "VK_INSTANCE_LAYERS"),
-    );
+fn enable(c: &mut Command, config_dir: &Path, dump: Option<OsString>, config: Option<String>) {
+    // Unset means `/etc/xdg` (XDG Base Directory spec), which must stay searched after ours.
+    let mut dirs = config_dir.as_os_str().to_os_string();
+    dirs.push(":");
+    match std::env::var_os("XDG_CONFIG_DIRS").filter(|o| !o.is_empty()) {
+        Some(old) => dirs.push(old),
+        None => dirs.push("/etc/xdg"),
+    }
+    c.env("XDG_CONFIG_DIRS", dirs);
+    c.env(RUN_ENABLE, "1");
     // The implicit layer, if installed, must not load a second copy.
     c.env_remove("FRAMESCOPE");
     // GL and GLES apps: the shim, first in LD_PRELOAD. Its absence only costs GL measurements.
@@ -134,10 +147,19 @@ fn prepend(value: &OsStr, var: &str) -> OsString {
     out
 }
 
-/// A manifest per library location, so two checkouts never point at each other's build.
+/// A manifest per library location, so two checkouts never point at each other's build. Returns
+/// the directory to put first in `XDG_CONFIG_DIRS` (the manifest is in its
+/// `vulkan/implicit_layer.d`).
 fn prepare_manifest() -> Result<PathBuf, String> {
     let lib = locate::find_library(VK_LIB)?;
-    let contents = locate::render_manifest(EXPLICIT_TEMPLATE, &lib)?;
+    let installed_enable = "\"FRAMESCOPE\": \"1\"";
+    let template = IMPLICIT_TEMPLATE.replace(installed_enable, &format!("\"{RUN_ENABLE}\": \"1\""));
+    if template == IMPLICIT_TEMPLATE {
+        return Err(format!(
+            "the implicit manifest template has no {installed_enable} to replace"
+        ));
+    }
+    let contents = locate::render_manifest(&template, &lib)?;
     let leaf = format!("run-layer-{:016x}", fnv1a(lib.as_os_str().as_bytes()));
     let mut why = Vec::new();
     for place in places() {
@@ -209,16 +231,18 @@ fn places() -> impl Iterator<Item = Result<PathBuf, String>> {
     .map(|f| f())
 }
 
-/// Writes the manifest to `base/leaf/` (both created 0700), after checking that both are
-/// directories of ours that nobody else can write. Returns `base/leaf`.
+/// Writes the manifest to `base/leaf/vulkan/implicit_layer.d/` (every level created 0700), after
+/// checking that each is a directory of ours that nobody else can write. Returns `base/leaf`.
 fn write_in(base: &Path, leaf: &str, contents: &str) -> Result<PathBuf, String> {
     let dir = base.join(leaf);
     let at = |p: &Path, e: &dyn std::fmt::Display| format!("{}: {e}", show(p.as_os_str()));
-    // The loader splits VK_ADD_LAYER_PATH at colons.
+    // The loader splits XDG_CONFIG_DIRS at colons.
     if dir.as_os_str().as_bytes().contains(&b':') {
-        return Err(at(&dir, &"a colon in the path cannot go in VK_ADD_LAYER_PATH"));
+        return Err(at(&dir, &"a colon in the path cannot go in XDG_CONFIG_DIRS"));
     }
-    for d in [base, &dir] {
+    let vulkan = dir.join("vulkan");
+    let layers = vulkan.join("implicit_layer.d");
+    for d in [base, &dir, &vulkan, &layers] {
         match std::fs::DirBuilder::new().mode(0o700).create(d) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
@@ -230,7 +254,7 @@ fn write_in(base: &Path, leaf: &str, contents: &str) -> Result<PathBuf, String> 
             return Err(at(d, &"not a directory of ours that only we can write; refused"));
         }
     }
-    let path = dir.join(MANIFEST_FILE);
+    let path = layers.join(MANIFEST_FILE);
     let current = std::fs::read(&path).ok();
     if current.as_deref() != Some(contents.as_bytes()) {
         locate::write_atomically(&path, contents).map_err(|e| at(&path, &e))?;

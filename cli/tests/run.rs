@@ -58,12 +58,18 @@ fn os(s: &str) -> &OsStr {
     OsStr::new(s)
 }
 
-/// `framescope run -- sh -c 'printf %s "$VK_ADD_LAYER_PATH"'`.
+/// The first entry of `XDG_CONFIG_DIRS` that `framescope run` gives the app: the directory whose
+/// `vulkan/implicit_layer.d` holds the private manifest.
 fn layer_path_of_run(c: &mut Command) -> (Output, PathBuf) {
-    c.args(["run", "--", "sh", "-c", "printf %s \"$VK_ADD_LAYER_PATH\""]);
+    c.args(["run", "--", "sh", "-c", "printf %s \"${XDG_CONFIG_DIRS%%:*}\""]);
     let out = c.output().unwrap();
     let printed = PathBuf::from(OsStr::from_bytes(&out.stdout));
     (out, printed)
+}
+
+/// Where the loader finds implicit manifests below an `XDG_CONFIG_DIRS` entry.
+fn manifests_in(config_dir: &Path) -> PathBuf {
+    config_dir.join("vulkan/implicit_layer.d")
 }
 
 fn describe(out: &Output) -> String {
@@ -75,14 +81,18 @@ fn describe(out: &Output) -> String {
     )
 }
 
-/// The manifest directory must be ours, 0700, and hold our manifest alone (the loader loads
-/// every manifest in it).
-fn assert_private(dir: &Path) {
-    let m = std::fs::symlink_metadata(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
-    assert!(m.is_dir(), "{}", dir.display());
-    // SAFETY: geteuid cannot fail.
-    assert_eq!(m.uid(), unsafe { libc::geteuid() }, "{}", dir.display());
-    assert_eq!(m.mode() & 0o777, 0o700, "{}", dir.display());
+/// The config directory and every level down to the manifest directory must be ours and 0700,
+/// and the manifest directory must hold our manifest alone (the loader loads every manifest in
+/// it).
+fn assert_private(config_dir: &Path) {
+    let dir = &manifests_in(config_dir);
+    for d in [config_dir, &config_dir.join("vulkan"), dir] {
+        let m = std::fs::symlink_metadata(d).unwrap_or_else(|e| panic!("{}: {e}", d.display()));
+        assert!(m.is_dir(), "{}", d.display());
+        // SAFETY: geteuid cannot fail.
+        assert_eq!(m.uid(), unsafe { libc::geteuid() }, "{}", d.display());
+        assert_eq!(m.mode() & 0o777, 0o700, "{}", d.display());
+    }
     let names: Vec<_> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().file_name())
@@ -203,7 +213,7 @@ fn a_read_only_home_falls_back_to_another_private_directory() {
     assert!(dir.starts_with(&tmp), "{}", dir.display());
     let m = std::fs::symlink_metadata(&dir).unwrap();
     assert_eq!(m.mode() & 0o777, 0o700);
-    let names: Vec<_> = std::fs::read_dir(&dir)
+    let names: Vec<_> = std::fs::read_dir(manifests_in(&dir))
         .unwrap()
         .map(|e| e.unwrap().file_name())
         .collect();
@@ -217,13 +227,7 @@ fn with_no_private_directory_the_app_runs_without_framescope() {
     let file = s.path("a-file");
     std::fs::write(&file, b"").unwrap();
     let mut c = s.command(&[], &[("HOME", &file), ("TMPDIR", &file)]);
-    c.args([
-        "run",
-        "--",
-        "sh",
-        "-c",
-        "printf %s \"${VK_ADD_LAYER_PATH-unset}\"; exit 7",
-    ]);
+    c.args(["run", "--", "sh", "-c", "printf %s \"${FRAMESCOPE_RUN-unset}\"; exit 7"]);
     let out = c.output().unwrap();
     assert_eq!(out.status.code(), Some(7), "{}", describe(&out));
     assert_eq!(out.stdout, b"unset");

@@ -237,21 +237,24 @@ fn vkcube_survives_50_resizes_with_every_frame_dumped() {
     require_program("xwininfo");
     let a = Artifacts::get();
     let x = Xvfb::start();
-    // Enough frames to outlast the resizes (~3.5 s, far longer when the machine is loaded: a
-    // CI rehearsal saw 10000 frames end after 21 resizes) on a fast machine (lavapipe runs this
-    // at ~1000 fps with the HUD here); the run ends when vkcube has drawn them all.
-    let frames = 30000;
+    // vkcube runs until it gets Escape (after the resizes), not for a frame count: how many
+    // frames the resizes take depends on the machine's speed (a loaded CI rehearsal saw 10000
+    // frames end after 21 resizes). Focus plus an XTEST key press: vkcube ignores synthetic
+    // (XSendEvent) keys.
     let script = format!(
-        r#"vkcube --c {frames} & pid=$!
+        r#"vkcube & pid=$!
 {FIND_WINDOW}
 sleep 1
 n=0
 for i in $(seq 1 50); do
   xdotool windowsize "$win" $((200 + (i % 7) * 60)) $((150 + (i % 5) * 70)) && n=$((n+1))
-  sleep 0.05
+  sleep 0.1
 done
 kill -0 $pid 2>/dev/null && echo "alive-after-resizes"
 echo "resized $n"
+xdotool windowfocus --sync "$win" key Escape
+i=0; while kill -0 $pid 2>/dev/null && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done
+kill -0 $pid 2>/dev/null && echo "ignored-escape" && kill $pid
 wait $pid; echo "vkcube-exit $?""#
     );
     let mut sb = Sandbox::new("hudresize");
@@ -271,7 +274,7 @@ wait $pid; echo "vkcube-exit $?""#
     );
     assert!(
         !out.lines_with("alive-after-resizes").is_empty(),
-        "vkcube finished before the 50 resizes were done: raise --c\n{}",
+        "vkcube ended during the resizes\n{}",
         out.describe()
     );
     assert_eq!(
@@ -287,11 +290,14 @@ wait $pid; echo "vkcube-exit $?""#
         out.describe()
     );
     let d = dump::read(&dump_path);
+    let frames = d.frames.len() as u64;
+    assert!(frames >= 50, "only {frames} frames");
     assert_eq!(
         d.u64s("frame"),
         (0..frames).collect::<Vec<u64>>(),
         "frames 0..N-1 without gaps"
     );
+    assert!(d.summary.is_some(), "vkcube quit cleanly: the dump has its summary");
     // The swapchain really was recreated: sizes in the dump change.
     let mut sizes: Vec<(u64, u64)> = d
         .frames
@@ -431,4 +437,80 @@ fn srgb_swapchains_show_the_same_hud() {
         blended * 10 >= total * 9,
         "SRGB translucent: only {blended} of {total} background pixels are a blend of the HUD and the app"
     );
+}
+
+/// MangoHud (an implicit layer, below framescope under `framescope run`) draws its HUD
+/// top-left over the presented image, where framescope's default HUD would be: framescope's
+/// moves to the top-right corner and says so once. The screenshot (taken by framescope, before
+/// MangoHud draws) of the same frame with and without framescope's HUD differs only there.
+#[test]
+fn the_hud_moves_top_right_when_mangohud_is_active() {
+    require_program("vkcube");
+    let a = Artifacts::get();
+    let x = Xvfb::start();
+    let args = ["--c", "60"];
+    let mut shots = Vec::new();
+    for (name, config) in [
+        ("hudmango-off", "hud=0,screenshot=50"),
+        ("hudmango-on", "screenshot=50"),
+    ] {
+        let mut sb = Sandbox::new(name);
+        let path = sb.path("shot-%N.png").display().to_string();
+        sb.display(&x)
+            .with_validation()
+            .set("MANGOHUD", "1")
+            .set("FRAMESCOPE_CONFIG", format!("{config},screenshot_path={path}"));
+        let out = sb.run_under_framescope(&a, "vkcube", &args, LIMIT);
+        check(&out, name);
+        let moved = out.lines_with("framescope: MangoHud is active").len();
+        assert_eq!(moved, usize::from(name == "hudmango-on"), "{name}: {}", out.describe());
+        shots.push(Rgb::read(&sb.path("shot-50.png")));
+    }
+    let (off, on) = (&shots[0], &shots[1]);
+    let hud = diff_bbox(on, off, on.whole(), 0).expect("no HUD in the screenshot");
+    assert!(
+        hud.x1 + 8 == on.w && hud.x0 > 12 && (8..=12).contains(&hud.y0),
+        "HUD at {hud:?} in a {}x{} image: not top-right",
+        on.w,
+        on.h
+    );
+}
+
+/// vkd3d-triangle presents only when its window is exposed: `screenshot=0` must be written
+/// while it sits idle after that present, not at some later present or at teardown.
+#[test]
+fn a_screenshot_of_an_app_that_presents_only_on_expose_is_written_before_it_exits() {
+    require_program("vkd3d-triangle");
+    require_program("xdotool");
+    require_program("xwininfo");
+    let a = Artifacts::get();
+    let x = Xvfb::start();
+    let mut sb = Sandbox::new("hudshot-expose");
+    let shot = sb.path("shot-0.png");
+    let script = r#"vkd3d-triangle & pid=$!
+i=0; while [ ! -f "$1/shot-0.png" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done
+[ -f "$1/shot-0.png" ] && echo "shot-while-running" || echo "no-shot-while-running"
+kill -0 $pid 2>/dev/null && echo "app-still-running"
+for w in $(xwininfo -root -children | awk '/^     0x/{print $1}'); do xdotool key --window "$w" Escape 2>/dev/null; done
+wait $pid"#;
+    let config = format!(
+        "hud=0,screenshot=0,screenshot_path={}",
+        sb.path("shot-%N.png").display()
+    );
+    sb.display(&x).with_validation().set("FRAMESCOPE_CONFIG", config);
+    let dir = sb.dir.display().to_string();
+    let out = sb.run_under_framescope(&a, "sh", &["-c", script, "sh", &dir], LIMIT);
+    check(&out, "vkd3d-triangle screenshot");
+    assert!(
+        !out.lines_with("app-still-running").is_empty(),
+        "vkd3d-triangle quit by itself: {}",
+        out.describe()
+    );
+    assert!(
+        !out.lines_with("shot-while-running").is_empty(),
+        "the screenshot of frame 0 was not written while the app idled: {}",
+        out.describe()
+    );
+    let img = Rgb::read(&shot);
+    assert!(img.w > 0 && img.h > 0);
 }

@@ -393,3 +393,38 @@ fn multiview_passes_take_one_query_slot_per_view() {
         assert!(u(&passes[0]["stats"]["fs_invocations"]) >= 2 * W * H, "{}", passes[0]);
     }
 }
+
+/// Push constants recorded before the rendering instance begins, with no pipeline bound yet
+/// (valid; vkd3d does it with root constants and push descriptors): lavapipe 22.3 crashed in
+/// its queue thread at our pass statistics query there. The query now begins at the pass's
+/// first pipeline bind on lavapipe, and the pass still carries the known statistics.
+#[test]
+fn pushing_constants_before_a_pass_keeps_the_app_alive_and_the_statistics() {
+    let d = run_regions("push-first-dynamic", &["--push-first"], "samples=draw");
+    assert_eq!(d.frames.len(), 12);
+    for f in &d.frames[2..] {
+        check_regions_frame(f, "renderpass");
+    }
+    // One VkRenderPass with a subpass per region: the query that waited for the bind in the
+    // first subpass and those of the later subpasses sum to the whole scene.
+    let d = run_regions(
+        "push-first-renderpass",
+        &["--push-first", "--render-pass"],
+        "samples=draw",
+    );
+    assert_eq!(d.frames.len(), 12);
+    for f in &d.frames[2..] {
+        let passes = samples(f, "renderpass");
+        assert_eq!(passes.len(), 1, "{f}");
+        assert_eq!(u(&passes[0]["stats"]["ia_vertices"]), 6603, "{}", passes[0]);
+        assert_eq!(u(&passes[0]["stats"]["ia_primitives"]), 2201, "{}", passes[0]);
+    }
+    let d = run_regions(
+        "push-first-draw-stats",
+        &["--push-first"],
+        "samples=draw,sample_stats=draw",
+    );
+    for f in &d.frames[2..] {
+        check_regions_frame(f, "draw");
+    }
+}

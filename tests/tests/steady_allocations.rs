@@ -32,7 +32,9 @@ fn run(x: &Xvfb, tag: &str, vulkan: bool, app: &str, args: &[&str], config: &str
     sb.display(x)
         .set("FRAMESCOPE_DUMP", path.display().to_string())
         .set("FRAMESCOPE_CONFIG", config)
-        .set("FRAMESCOPE_REPORT_ALLOCS", WARMUP.to_string());
+        .set("FRAMESCOPE_REPORT_ALLOCS", WARMUP.to_string())
+        // A failure then shows where the first allocations came from.
+        .set("FRAMESCOPE_TRACE_ALLOCS", "1");
     // The validation layer is a Vulkan layer: it checks the Vulkan apps.
     if vulkan {
         sb.with_validation();
@@ -53,9 +55,31 @@ fn assert_none(x: &Xvfb, tag: &str, vulkan: bool, app: &str, args: &[&str], conf
         "{tag}: dump has {} frames",
         d.frames.len()
     );
-    assert_eq!(
-        allocs, 0,
-        "{tag}: heap allocations on the app's threads in steady state"
+    // The HUD re-renders (and allocates) every hud_refresh_ms, 10 s here, the most the config
+    // allows: a run slower than that (a loaded machine) may re-render once or more in its
+    // steady frames, and only that many frames may allocate. A run under 10 s, the usual
+    // case, must allocate nothing at all.
+    if allocs > 0 {
+        // Where they came from (FRAMESCOPE_TRACE_ALLOCS), also when the HUD allowance passes.
+        let frames: Vec<&str> = out
+            .stderr
+            .lines()
+            .filter(|l| l.contains("framescope_") && !l.contains("alloc_count"))
+            .take(12)
+            .collect();
+        println!("{tag}: allocation sites:\n{}", frames.join("\n"));
+    }
+    let t = d.u64s("t_ns");
+    let hud_refreshes = if config.contains("hud=0") {
+        0
+    } else {
+        (t[t.len() - 1] - t[0]) / 10_000_000_000
+    };
+    assert!(
+        frames_with <= hud_refreshes && (hud_refreshes > 0 || allocs == 0),
+        "{tag}: heap allocations on the app's threads in steady state ({allocs} in {frames_with} \
+         frames, {hud_refreshes} HUD re-renders possible; backtraces in stderr):\n{}",
+        out.describe()
     );
 }
 
@@ -88,6 +112,11 @@ fn vulkan_apps_allocate_nothing_per_frame_in_every_sampling_mode() {
             &["--scene", "regions", "--reuse", "--simultaneous", "--resubmit-twice"][..],
         ),
         ("alloc-two-windows", &["--windows", "2"][..]),
+        // 24 extra submissions at once, long after the warm-up: the GPU lags deeper than
+        // ever before. The queue's timing ring, the sample blocks first fit reaches and their
+        // reset buffers must already have the room (a 16-slot ring grew here, and a new
+        // block's reset buffer allocated: 271 allocations in 2 frames).
+        ("alloc-burst", &["--scene", "regions", "--burst", "150"][..]),
     ] {
         let mut args = args.to_vec();
         args.extend_from_slice(&["--frames", "300", "--width", "320", "--height", "240"]);
@@ -114,7 +143,9 @@ fn gl_apps_allocate_nothing_per_frame() {
         "alloc-glmark2-es2",
         false,
         "glmark2-es2",
-        &["-s", "300x300", "-b", "build:duration=1"],
+        // glmark2 runs for a time, not a frame count: 4 s give the 100 steady frames at 40
+        // fps (1 s fell short once, with other tests loading the machine).
+        &["-s", "300x300", "-b", "build:duration=4"],
         "hud_refresh_ms=10000,samples=draw",
     );
 }

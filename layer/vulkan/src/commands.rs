@@ -244,7 +244,7 @@ counting_hooks! {
     cmd_begin_render_pass2_khr, vkCmdBeginRenderPass2KHR: fn(i: *const vk::RenderPassBeginInfo<'static>, s: *const vk::SubpassBeginInfo<'static>) => Counted::RenderPass, |d: &Device| pass2(d, i, s);
     cmd_begin_rendering, vkCmdBeginRendering: fn(i: *const vk::RenderingInfo<'static>) => Counted::RenderPass, |_: &Device| rendering(i);
     cmd_begin_rendering_khr, vkCmdBeginRenderingKHR: fn(i: *const vk::RenderingInfo<'static>) => Counted::RenderPass, |_: &Device| rendering(i);
-    cmd_bind_pipeline, vkCmdBindPipeline: fn(bp: vk::PipelineBindPoint, p: vk::Pipeline) => Counted::PipelineBind, |_: &Device| Sampled::None;
+    cmd_bind_pipeline, vkCmdBindPipeline: fn(bp: vk::PipelineBindPoint, p: vk::Pipeline) => Counted::PipelineBind, |d: &Device| sample_hooks::pipeline_bind(d, bp);
     cmd_pipeline_barrier, vkCmdPipelineBarrier: fn(s: vk::PipelineStageFlags, t: vk::PipelineStageFlags, f: vk::DependencyFlags, mc: u32, m: *const vk::MemoryBarrier<'static>, bc: u32, b: *const vk::BufferMemoryBarrier<'static>, ic: u32, im: *const vk::ImageMemoryBarrier<'static>) => Counted::Barrier, |_: &Device| Sampled::None;
     cmd_pipeline_barrier2, vkCmdPipelineBarrier2: fn(i: *const vk::DependencyInfo<'static>) => Counted::Barrier, |_: &Device| Sampled::None;
     cmd_pipeline_barrier2_khr, vkCmdPipelineBarrier2KHR: fn(i: *const vk::DependencyInfo<'static>) => Counted::Barrier, |_: &Device| Sampled::None;

@@ -154,12 +154,13 @@ impl Device {
         let sample_fns = SampleFns::load(|name| unsafe { next_gdpa(handle, name.as_ptr()) });
         let cfg = crate::settings::get();
         let level = Level::from(cfg.effective_samples());
-        let samples = SampleState::new(&fns, level, cfg.sample_stats, augment.pipeline_stats);
+        // SAFETY: physical is the device's valid physical device.
+        let properties = unsafe { instance.fns.get_physical_device_properties(physical) };
+        let stats_after_bind = crate::samples::stats_need_bound_pipeline(&properties);
+        let samples = SampleState::new(&fns, level, cfg.sample_stats, augment.pipeline_stats, stats_after_bind);
         if level != Level::Off && samples.is_none() {
             crate::log::error(format_args!("cannot create query pools for samples; samples are off"));
         }
-        // SAFETY: physical is the device's valid physical device.
-        let properties = unsafe { instance.fns.get_physical_device_properties(physical) };
         // SAFETY: as above.
         let queue_families = unsafe { instance.fns.get_physical_device_queue_family_properties(physical) };
         Device {

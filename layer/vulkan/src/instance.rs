@@ -19,7 +19,9 @@ pub struct Instance {
     /// The next layer's `vkGetPhysicalDeviceFeatures2`, else its `...2KHR` alias; `None` when
     /// neither exists. Resolved once: the loader's terminator answers the KHR name with its
     /// trampoline, which re-enters the top of the chain (us) and recursed until the stack
-    /// overflowed (vulkaninfo, vkd3d, zink and libplacebo all call the KHR name).
+    /// overflowed (vulkaninfo, vkd3d, zink and libplacebo all call the KHR name). For a 1.0
+    /// instance the KHR alias is taken when a layer (not the loader) answers it: the
+    /// validation layer reports a core 1.1 call from a 1.0 instance as an error (vkd3d).
     pub next_features2: Option<vk::PFN_vkGetPhysicalDeviceFeatures2>,
     /// Per physical device: whether the layers and driver below implement
     /// `VK_EXT_frame_boundary` themselves (asked once; the answer cannot change).
@@ -27,6 +29,21 @@ pub struct Instance {
 }
 
 pub static INSTANCES: Registry<Instance> = Registry::new();
+
+/// Whether `f` is code of the Vulkan loader (`libvulkan.so*`): a terminator or trampoline.
+fn in_loader(f: unsafe extern "system" fn()) -> bool {
+    // SAFETY: dladdr only reads the process's link map; `info` is written on success and its
+    // file name is a NUL-terminated string owned by the loader's link map.
+    unsafe {
+        let mut info: libc::Dl_info = std::mem::zeroed();
+        if libc::dladdr(f as *const c_void, &mut info) == 0 || info.dli_fname.is_null() {
+            return false;
+        }
+        let path = CStr::from_ptr(info.dli_fname).to_bytes();
+        let file = path.rsplit(|&c| c == b'/').next().unwrap_or(path);
+        file.starts_with(b"libvulkan.so")
+    }
+}
 
 pub fn lookup(raw: u64) -> Option<Arc<Instance>> {
     // SAFETY: callers pass instance or physical-device handles given to us by the loader.
@@ -83,14 +100,19 @@ pub unsafe extern "system" fn create_instance(
                 handle,
             )
         };
-        let next_features2 = [c"vkGetPhysicalDeviceFeatures2", c"vkGetPhysicalDeviceFeatures2KHR"]
-            .iter()
-            // SAFETY: querying instance commands of `handle` by name.
-            .find_map(|name| unsafe { next_gipa(handle, name.as_ptr()) })
-            // SAFETY: both names have the PFN_vkGetPhysicalDeviceFeatures2 signature (aliases).
-            .map(|f| unsafe {
-                std::mem::transmute::<unsafe extern "system" fn(), vk::PFN_vkGetPhysicalDeviceFeatures2>(f)
-            });
+        // SAFETY: querying instance commands of `handle` by name.
+        let core = unsafe { next_gipa(handle, c"vkGetPhysicalDeviceFeatures2".as_ptr()) };
+        // SAFETY: as above.
+        let khr = unsafe { next_gipa(handle, c"vkGetPhysicalDeviceFeatures2KHR".as_ptr()) };
+        let next_features2 = if api_version >= vk::API_VERSION_1_1 {
+            core.or(khr)
+        } else {
+            khr.filter(|&f| !in_loader(f)).or(core).or(khr)
+        }
+        // SAFETY: both names have the PFN_vkGetPhysicalDeviceFeatures2 signature (aliases).
+        .map(|f| unsafe {
+            std::mem::transmute::<unsafe extern "system" fn(), vk::PFN_vkGetPhysicalDeviceFeatures2>(f)
+        });
         let state = Arc::new(Instance {
             handle,
             next_gipa,

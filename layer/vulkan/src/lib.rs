@@ -15,6 +15,7 @@ mod frame_boundary;
 mod frames;
 mod hud;
 mod instance;
+mod layers_above;
 mod loader_abi;
 mod present;
 mod proc_addr;

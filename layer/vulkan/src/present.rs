@@ -128,6 +128,8 @@ fn header(d: &Device) -> Header {
         .insert("device_create_fallback".into(), d.augment.fell_back.into());
     h.extra
         .insert("calibrated_timestamps".into(), d.calibrated_fns.is_some().into());
+    h.extra
+        .insert("layers_above".into(), crate::layers_above::layers_above().into());
     crate::hud::header_extra(d, &mut h);
     for (source, reason) in &d.augment.unavailable {
         h.unavailable.push(Unavailable {

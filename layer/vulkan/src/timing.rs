@@ -7,12 +7,19 @@
 //! poll, however many submissions retire in it (a call costs more than the values it reads).
 
 use crate::device::Device;
-use crate::samples::resolve::Pending;
+use crate::samples::resolve::{Capacities, Pending};
 use crate::samples::span_reads::SpanReads;
 use ash::vk;
 use std::collections::VecDeque;
 
-/// Slots are added in chunks as the GPU falls behind; this bounds memory if results never come.
+/// The ring starts with `INITIAL` slots: a slot retires only when its samples are readable,
+/// up to `MAX_SAMPLE_WAITS` polls (presents) after its end timestamp, so an app with S
+/// submissions per frame and F frames in flight keeps up to about S * (F + 1 +
+/// MAX_SAMPLE_WAITS) in flight: 22 for the resubmitting test app (2 per frame, 2 in flight),
+/// past the 16 the ring once started with, so it grew, and allocated, in steady state (1 of 4
+/// CI runs). Beyond `INITIAL`, slots are added in chunks only when the GPU falls further
+/// behind; `MAX_SLOTS` bounds memory if results never come.
+const INITIAL: u32 = 64;
 const CHUNK: u32 = 16;
 const MAX_SLOTS: u32 = 512;
 /// Polls (at submits and presents) a retired submission may wait for its sample queries'
@@ -55,6 +62,10 @@ pub struct QueueTiming {
     ring_values: Vec<[u64; 2]>,
     ring_first: u32,
     spans: SpanReads,
+    /// The largest sample-buffer capacities any slot's use needed: every slot is given them
+    /// as soon as one needs more (in the warm-up), so a slot first used at a later, deeper lag
+    /// of the GPU does not grow its buffers then.
+    caps: Capacities,
 }
 
 impl QueueTiming {
@@ -84,14 +95,15 @@ impl QueueTiming {
         Ok(Some(QueueTiming {
             pool,
             queries,
-            slots: Vec::new(),
-            free: Vec::new(),
+            slots: Vec::with_capacity(MAX_SLOTS as usize),
+            free: Vec::with_capacity(MAX_SLOTS as usize),
             in_flight: VecDeque::with_capacity(MAX_SLOTS as usize),
             valid_bits: props.timestamp_valid_bits,
             period_ns: f64::from(d.properties.limits.timestamp_period),
             ring_values: Vec::with_capacity(2 * MAX_SLOTS as usize),
             ring_first: 0,
             spans: SpanReads::default(),
+            caps: [0; 10],
         }))
     }
 
@@ -134,16 +146,11 @@ impl QueueTiming {
         if have >= MAX_SLOTS {
             return false;
         }
-        let n = CHUNK.min(MAX_SLOTS - have);
+        let n = if have == 0 { INITIAL } else { CHUNK }.min(MAX_SLOTS - have);
         // The ring grows when the GPU falls further behind than before. New slots get the room
         // the old ones' sample buffers grew to, so the growth allocates once, here, instead
         // of again at each new slot's first use.
-        let mut caps = [0usize; 10];
-        for s in &self.slots {
-            for (c, have) in caps.iter_mut().zip(s.samples.capacities()) {
-                *c = (*c).max(have);
-            }
-        }
+        let caps = self.caps;
         let ai = vk::CommandBufferAllocateInfo::default()
             .command_pool(self.pool)
             .level(vk::CommandBufferLevel::PRIMARY)
@@ -240,6 +247,7 @@ impl QueueTiming {
             self.slots[i as usize].samples.include_in(&mut self.spans);
         }
         self.spans.read(d);
+        let mut grown = false;
         while let Some(&i) = self.in_flight.front() {
             let Some((begin, end)) = self.finished(i) else { break };
             let period = self.period_ns;
@@ -261,8 +269,18 @@ impl QueueTiming {
                 },
                 &mut slot.samples,
             );
+            for (c, now) in self.caps.iter_mut().zip(slot.samples.capacities()) {
+                grown |= now > *c;
+                *c = (*c).max(now);
+            }
             self.in_flight.pop_front();
             self.free.push(i);
+        }
+        if grown {
+            let caps = self.caps;
+            for s in &mut self.slots {
+                s.samples.reserve_to(caps);
+            }
         }
     }
 

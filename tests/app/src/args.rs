@@ -48,6 +48,13 @@ OPTIONS:
                         rendering: one render pass per window per frame, one
                         subpass per region. Needs --secondary with --threads > 1;
                         not with --submits > 1
+  --push-first          push the region's constants before each rendering
+                        instance begins (valid: push constants need a layout,
+                        not a bound pipeline), as vkd3d does with its root
+                        constants and push descriptors
+  --burst F             at frame F, before the frame's own work, submit an empty
+                        command buffer 24 times without waiting: a sudden lag
+                        of the GPU deeper than any before it
   -h, --help            print this help
 
 OUTPUT: one stdout line at exit:
@@ -114,6 +121,10 @@ pub struct Args {
     pub multiview: bool,
     /// VkRenderPass objects, one subpass per region, instead of dynamic rendering.
     pub render_pass: bool,
+    /// vkCmdPushConstants before each rendering instance begins, with no pipeline bound yet.
+    pub push_first: bool,
+    /// Frame at which 24 extra submissions go in at once.
+    pub burst: Option<u32>,
 }
 
 impl Default for Args {
@@ -139,6 +150,8 @@ impl Default for Args {
             srgb: false,
             multiview: false,
             render_pass: false,
+            push_first: false,
+            burst: None,
         }
     }
 }
@@ -221,6 +234,8 @@ pub fn parse<I: IntoIterator<Item = String>>(argv: I) -> Result<ParseOutcome, Ar
             "--frame-boundary" => args.frame_boundary = true,
             "--multiview" => args.multiview = true,
             "--render-pass" => args.render_pass = true,
+            "--push-first" => args.push_first = true,
+            "--burst" => args.burst = Some(number(&flag, value(), 0)?),
             _ => return Err(ArgError(format!("unknown argument `{arg}`"))),
         }
         if inline.is_some() && !takes_value(&flag) {
@@ -262,6 +277,7 @@ fn takes_value(flag: &str) -> bool {
     matches!(
         flag,
         "--frames"
+            | "--burst"
             | "--width"
             | "--height"
             | "--windows"
@@ -322,6 +338,17 @@ mod tests {
             panic!("expected Run");
         };
         assert!(a.multiview && a.render_pass && a.secondary);
+    }
+
+    #[test]
+    fn push_first_and_burst() {
+        let ParseOutcome::Run(a) = run(&["--push-first", "--burst", "150"]).unwrap() else {
+            panic!("expected Run");
+        };
+        assert!(a.push_first);
+        assert_eq!(a.burst, Some(150));
+        assert!(run(&["--burst"]).is_err());
+        assert!(run(&["--push-first=1"]).is_err());
     }
 
     #[test]

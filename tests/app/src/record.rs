@@ -90,6 +90,8 @@ pub struct Recorder<'a> {
     pub view_mask: u32,
     /// With `--render-pass` the pass, else null (dynamic rendering).
     pub render_pass: vk::RenderPass,
+    /// Push the region's constants before each rendering instance begins (`--push-first`).
+    pub push_first: bool,
 }
 
 impl Recorder<'_> {
@@ -113,6 +115,27 @@ impl Recorder<'_> {
             d.end_command_buffer(cb)?;
         }
         Ok(cb)
+    }
+
+    /// With `--push-first`, region `region`'s push constants, recorded before its rendering
+    /// instance begins and before any pipeline is bound in the command buffer.
+    ///
+    /// # Safety
+    /// `cb` is recording, outside a rendering instance.
+    pub unsafe fn push_before_pass(&self, cb: vk::CommandBuffer, region: usize) {
+        if !self.push_first {
+            return;
+        }
+        let r = &self.regions[region];
+        let push = Push {
+            color: r.color,
+            misc: [if r.fullscreen { 1.0 } else { 0.0 }, 0.0, 0.0, 0.0],
+        };
+        // SAFETY: guaranteed by the caller; push constants need only a compatible layout.
+        unsafe {
+            self.device
+                .cmd_push_constants(cb, self.pipeline.layout, PUSH_STAGES, 0, &push.bytes())
+        };
     }
 
     /// # Safety
@@ -163,6 +186,7 @@ impl Recorder<'_> {
             // Labels stay in the primary, outside the rendering instance, so
             // they are legal with secondary-contents rendering too.
             self.begin_label(cb, region.label, region.color);
+            self.push_before_pass(cb, seg.region);
             self.device.cmd_begin_rendering(cb, &rendering);
             if self.secondary {
                 let secondary = self.record_secondary(pool, seg, target)?;

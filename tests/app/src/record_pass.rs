@@ -98,6 +98,7 @@ impl Recorder<'_> {
                     .framebuffer(target.framebuffer)
                     .render_area(target.extent.into())
                     .clear_values(&CLEAR);
+                self.push_before_pass(cb, 0);
                 d.cmd_begin_render_pass(cb, &begin, contents);
                 for subpass in 0..self.regions.len() {
                     if subpass > 0 {

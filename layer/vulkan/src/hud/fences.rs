@@ -22,9 +22,19 @@ struct Entry {
     pending: bool,
 }
 
-#[derive(Default)]
 pub struct FencePool {
     entries: Vec<Entry>,
+}
+
+impl Default for FencePool {
+    /// Room for every fence up front: the pool gains one when all are pending, i.e. when the
+    /// GPU lags further behind than before, which can first happen long into steady state (a
+    /// loaded machine); growing the vector then would allocate on the app's thread.
+    fn default() -> Self {
+        FencePool {
+            entries: Vec::with_capacity(MAX_FENCES),
+        }
+    }
 }
 
 impl FencePool {

@@ -19,6 +19,7 @@ mod swapchain;
 use crate::device::Device;
 use ash::vk::{self, Handle};
 use fences::FencePool;
+use framescope_core::config::HudPosition;
 use framescope_core::dump::Header;
 use framescope_overlay::keys;
 use framescope_overlay::screenshot::PixelOrder;
@@ -30,6 +31,22 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 use swapchain::{Desc, FrameCtx, Recorded, SwapchainHud};
+
+/// Whether MangoHud's Vulkan layer is loaded in this process. By device creation the loader
+/// has loaded every layer of the chain; `framescope run` puts framescope above MangoHud, which
+/// then draws its HUD (top-left by default, like ours) over ours.
+fn mangohud_loaded() -> bool {
+    // SAFETY: RTLD_NOLOAD only looks the library up among those loaded (by soname or name) and
+    // loads nothing; a handle it returns holds a reference we give back at once.
+    unsafe {
+        let h = libc::dlopen(c"libMangoHud.so".as_ptr(), libc::RTLD_NOLOAD | libc::RTLD_LAZY);
+        if h.is_null() {
+            return false;
+        }
+        libc::dlclose(h);
+        true
+    }
+}
 
 /// Swapchains of one present that get the HUD; further ones are presented without it.
 pub const MAX_SWAPCHAINS: usize = 8;
@@ -50,8 +67,19 @@ pub struct DeviceHud {
 
 impl DeviceHud {
     pub fn new() -> Self {
+        let cfg = crate::settings::get();
+        let mut opts = HudOptions::from_config(cfg);
+        if cfg.hud && opts.position == HudPosition::TopLeft && mangohud_loaded() {
+            opts.position = HudPosition::TopRight;
+            static ONCE: std::sync::Once = std::sync::Once::new();
+            ONCE.call_once(|| {
+                crate::log::info(format_args!(
+                    "MangoHud is active and draws its HUD top-left: framescope's HUD goes top-right (hud_position chooses another place)"
+                ))
+            });
+        }
         DeviceHud {
-            opts: HudOptions::from_config(crate::settings::get()),
+            opts,
             gpu: OnceLock::new(),
             fences: Mutex::new(FencePool::default()),
             swapchains: RwLock::new(HashMap::new()),
@@ -406,7 +434,45 @@ pub fn present<'a>(
             arc.lock().commit(r, ticket);
         }
     }
+    if shot_frame {
+        collect_shots_async(d, &arcs);
+    }
     true
+}
+
+/// Polls, on a thread of ours, for the screenshot copies of this present and writes them as
+/// soon as the GPU has made them: an app that presents only when its window is exposed
+/// (vkd3d-triangle) may not present again for a long time, and the app's thread never waits
+/// for the GPU. Gives up after `SHOT_POLLS`; swapchain or device destruction still writes
+/// what is left (waiting on our own fences there).
+fn collect_shots_async(d: &Device, arcs: &[Option<Arc<Mutex<SwapchainHud>>>]) {
+    const SHOT_POLLS: u32 = 30_000;
+    let Some(dev) = crate::device::lookup(d.handle.as_raw()) else {
+        return;
+    };
+    let arcs: Vec<_> = arcs.iter().flatten().cloned().collect();
+    let job = move || {
+        framescope_core::alloc_count::mark_own_thread();
+        for _ in 0..SHOT_POLLS {
+            let pending = {
+                // Same order as the present path: the fence pool, then the swapchain.
+                let mut fences = dev.hud.fences.lock();
+                arcs.iter().fold(false, |pending, sc| {
+                    let mut sc = sc.lock();
+                    sc.collect_shots(&dev, &mut fences, false);
+                    pending | sc.has_shots()
+                })
+            };
+            if !pending {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+    };
+    match std::thread::Builder::new().name("framescope-shot".into()).spawn(job) {
+        Ok(h) => PNG_WRITERS.lock().push(h),
+        Err(e) => crate::log::error(format_args!("screenshot: cannot start its reader thread: {e}")),
+    }
 }
 
 static PNG_WRITERS: Mutex<Vec<std::thread::JoinHandle<()>>> = Mutex::new(Vec::new());
@@ -428,6 +494,18 @@ fn write_png_async(path: String, width: u32, height: u32, order: PixelOrder, pix
 }
 
 fn join_png_writers() {
-    let handles: Vec<_> = PNG_WRITERS.lock().drain(..).collect();
-    framescope_overlay::screenshot::join_bounded(handles, framescope_overlay::screenshot::JOIN_LIMIT);
+    use framescope_overlay::screenshot::{join_bounded, JOIN_LIMIT};
+    // A screenshot reader joined here may start a writer: join until none is left, all of it
+    // within one bound (a stalled file system must not hold the app's teardown).
+    let deadline = std::time::Instant::now() + JOIN_LIMIT;
+    loop {
+        let handles: Vec<_> = PNG_WRITERS.lock().drain(..).collect();
+        if handles.is_empty() {
+            return;
+        }
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if join_bounded(handles, left) > 0 {
+            return;
+        }
+    }
 }

@@ -404,9 +404,14 @@ impl SwapchainHud {
         }
     }
 
+    /// Screenshots read back but not yet written.
+    pub fn has_shots(&self) -> bool {
+        !self.shots.is_empty()
+    }
+
     /// Writes finished screenshots (the PNG encoding runs on its own thread). With `wait`, also
     /// waits for pending ones (destruction only).
-    fn collect_shots(&mut self, d: &Device, fences: &mut FencePool, wait: bool) {
+    pub fn collect_shots(&mut self, d: &Device, fences: &mut FencePool, wait: bool) {
         let mut i = 0;
         while i < self.shots.len() {
             let done = match self.shots[i].ticket {

@@ -31,18 +31,31 @@ pub enum Kind {
     Stats,
 }
 
+/// Queue families whose reset buffers a block keeps inline; further ones (rare: few devices
+/// have more families that submit sampled work) go to a vector.
+const RESET_FAMILIES: usize = 4;
+
+/// A block's reset buffers by queue family.
+struct Resets {
+    inline: [(u32, vk::CommandBuffer); RESET_FAMILIES],
+    n: usize,
+    more: Vec<(u32, vk::CommandBuffer)>,
+}
+
 pub struct Block {
     pub pool: vk::QueryPool,
     pub first: u32,
-    /// Reset command buffer per queue family, recorded on first use there.
-    resets: Mutex<Vec<(u32, vk::CommandBuffer)>>,
+    /// Reset command buffer per queue family, recorded on first use there. A fixed array: a
+    /// block first used when the GPU lags further than before (first fit then reaches a new
+    /// block) must not allocate on the app's thread.
+    resets: Mutex<Resets>,
 }
 
 impl Block {
     /// The block's reset command buffer for `family`, recording it on first use.
     pub fn reset_cb(&self, d: &Device, family: u32, pools: &ResetPools) -> Option<vk::CommandBuffer> {
         let mut r = self.resets.lock();
-        if let Some(&(_, cb)) = r.iter().find(|(f, _)| *f == family) {
+        if let Some(&(_, cb)) = r.inline[..r.n].iter().chain(&r.more).find(|(f, _)| *f == family) {
             return Some(cb);
         }
         let cb = pools.allocate(d, family)?;
@@ -58,7 +71,13 @@ impl Block {
         if !ok {
             return None;
         }
-        r.push((family, cb));
+        if r.n < RESET_FAMILIES {
+            let n = r.n;
+            r.inline[n] = (family, cb);
+            r.n += 1;
+        } else {
+            r.more.push((family, cb));
+        }
         Some(cb)
     }
 }
@@ -86,9 +105,11 @@ impl ResetPools {
             .command_pool(pool)
             .level(vk::CommandBufferLevel::PRIMARY)
             .command_buffer_count(1);
-        // SAFETY: our pool, used only under this lock.
-        let cb = unsafe { d.fns.allocate_command_buffers(&ai) }.ok()?[0];
-        d.stamp_loader_data(cb).then_some(cb)
+        let mut cb = vk::CommandBuffer::null();
+        // SAFETY: our pool, used only under this lock; one command buffer into `cb`. The raw
+        // call, not ash's, which returns a Vec: no Rust allocation here (see `Block::resets`).
+        let r = unsafe { (d.fns.fp_v1_0().allocate_command_buffers)(d.handle, &ai, &mut cb) };
+        (r == vk::Result::SUCCESS && d.stamp_loader_data(cb)).then_some(cb)
     }
 
     pub fn destroy(&self, d: &Device) {
@@ -121,7 +142,11 @@ impl BlockPool {
                 Arc::new(Block {
                     pool,
                     first: i * BLOCK,
-                    resets: Mutex::new(Vec::new()),
+                    resets: Mutex::new(Resets {
+                        inline: [(0, vk::CommandBuffer::null()); RESET_FAMILIES],
+                        n: 0,
+                        more: Vec::new(),
+                    }),
                 })
             })
             .collect();

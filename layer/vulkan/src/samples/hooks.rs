@@ -17,6 +17,22 @@ pub enum Sampled {
     None,
     Draw(DrawParams),
     PassBegin(PassStart),
+    /// A graphics pipeline bind, where statistics wait for one (`stats_after_bind`).
+    GraphicsBind,
+}
+
+/// What a pipeline bind means for sampling: only where our statistics wait for a bound
+/// graphics pipeline is it anything.
+pub fn pipeline_bind(d: &Device, bind_point: vk::PipelineBindPoint) -> Sampled {
+    let waits = d
+        .samples
+        .as_ref()
+        .is_some_and(|s| s.stats_after_bind && s.stats.is_some());
+    if waits && bind_point == vk::PipelineBindPoint::GRAPHICS {
+        Sampled::GraphicsBind
+    } else {
+        Sampled::None
+    }
 }
 
 /// The state of a command buffer being recorded, when the device samples at all.
@@ -43,6 +59,10 @@ pub fn around(d: &Device, st: &CmdBufState, cb: vk::CommandBuffer, sampled: Samp
             rec.before_pass(d, cb, level);
             forward();
             rec.after_pass_begin(d, cb, level, start);
+        }
+        Sampled::GraphicsBind => {
+            forward();
+            rec.after_gfx_bind(d, cb);
         }
         _ => forward(),
     }

@@ -60,10 +60,33 @@ pub struct SampleState {
     pub multiview_passes: RwLock<HashMap<u64, Box<[u32]>>>,
     /// The app's pipeline-statistics query pools.
     pub app_stats_pools: RwLock<HashSet<u64>>,
+    /// Our statistics queries begin only once the recording has bound a graphics pipeline
+    /// ([`stats_need_bound_pipeline`]); a pass's query waits for the first bind in it.
+    pub stats_after_bind: bool,
+}
+
+/// lavapipe up to at least Mesa 22.3.6 dereferences the bound graphics pipeline in
+/// `vkCmdBeginQuery` (its `emit_state` -> `update_inline_shader_state`) whenever push
+/// constants or push descriptors were recorded since, and segfaults in its queue thread when
+/// none is bound yet: valid usage (vkd3d pushes before binding; `framescope-testapp
+/// --push-first` is the minimal reproduction), so ours must not be the query that meets it.
+/// Every lavapipe is treated so: the version that fixed it is not known.
+pub fn stats_need_bound_pipeline(p: &ash::vk::PhysicalDeviceProperties) -> bool {
+    // VK_VENDOR_ID_MESA; lavapipe names its device "llvmpipe (LLVM x.y.z, ...)".
+    const MESA: u32 = 0x10005;
+    p.vendor_id == MESA
+        && p.device_name_as_c_str()
+            .is_ok_and(|n| n.to_bytes().starts_with(b"llvmpipe"))
 }
 
 impl SampleState {
-    pub fn new(fns: &ash::Device, level: Level, stats_scope: SampleStats, with_stats: bool) -> Option<SampleState> {
+    pub fn new(
+        fns: &ash::Device,
+        level: Level,
+        stats_scope: SampleStats,
+        with_stats: bool,
+        stats_after_bind: bool,
+    ) -> Option<SampleState> {
         if level == Level::Off {
             return None;
         }
@@ -83,6 +106,7 @@ impl SampleState {
             reset_pools: ResetPools::default(),
             multiview_passes: RwLock::new(HashMap::new()),
             app_stats_pools: RwLock::new(HashSet::new()),
+            stats_after_bind,
         })
     }
 

@@ -62,6 +62,9 @@ struct Pass {
     /// Our statistics queries cover every subpass so far (none was cut by an app query or
     /// missed in a subpass whose contents are secondaries).
     stats_ok: bool,
+    /// The pass's statistics query waits for the first graphics pipeline bind
+    /// (`SampleState::stats_after_bind`): nothing before it can draw.
+    stats_deferred: bool,
 }
 
 /// Where a pass begins: whether its first subpass holds only secondaries, its views there,
@@ -90,6 +93,9 @@ pub struct Recording {
     pass: Option<Pass>,
     app_stats_active: u32,
     our_stats: Option<SlotRef>,
+    /// A graphics pipeline was bound in this recording (tracked only where
+    /// `SampleState::stats_after_bind`).
+    gfx_bound: bool,
     draws: u32,
     /// Samples not taken (no free block, app query in the way).
     pub skipped: u32,
@@ -115,6 +121,7 @@ impl Recording {
         });
         self.app_stats_active = 0;
         self.our_stats = None;
+        self.gfx_bound = false;
         self.draws = 0;
         self.skipped = 0;
     }
@@ -176,8 +183,14 @@ impl Recording {
         Some(s)
     }
 
+    /// Whether the driver would crash on a statistics query begun here (see
+    /// `samples::stats_need_bound_pipeline`).
+    fn stats_wait_for_bind(&self, d: &Device) -> bool {
+        !self.gfx_bound && d.samples.as_ref().is_some_and(|s| s.stats_after_bind)
+    }
+
     fn begin_stats(&mut self, d: &Device, cb: vk::CommandBuffer) -> Option<SlotRef> {
-        if !self.can_query() || self.app_stats_active > 0 || self.our_stats.is_some() {
+        if !self.can_query() || self.app_stats_active > 0 || self.our_stats.is_some() || self.stats_wait_for_bind(d) {
             return None;
         }
         let s = self.alloc(d, Kind::Stats)?;
@@ -231,11 +244,29 @@ impl Recording {
             render_pass: start.render_pass,
             subpass: 0,
             stats_ok: false,
+            stats_deferred: false,
         });
-        if level >= Level::RenderPass && !Self::draw_stats(d) && self.begin_stats(d, cb).is_some() {
+        if level >= Level::RenderPass && !Self::draw_stats(d) {
+            let deferred = self.stats_wait_for_bind(d) && self.can_query();
+            let begun = !deferred && self.begin_stats(d, cb).is_some();
             if let Some(p) = self.pass.as_mut() {
-                p.stats_ok = true;
+                p.stats_ok = begun;
+                p.stats_deferred = deferred;
             }
+        }
+    }
+
+    /// After the app bound a graphics pipeline: a pass statistics query that waited for one
+    /// begins now (the pipeline is bound on the driver's side).
+    pub fn after_gfx_bind(&mut self, d: &Device, cb: vk::CommandBuffer) {
+        self.gfx_bound = true;
+        if !self.pass.is_some_and(|p| p.stats_deferred) {
+            return;
+        }
+        let begun = self.begin_stats(d, cb).is_some();
+        if let Some(p) = self.pass.as_mut() {
+            p.stats_deferred = false;
+            p.stats_ok = begun;
         }
     }
 
@@ -330,6 +361,9 @@ impl Recording {
             if let Some(p) = self.pass.as_mut() {
                 p.stats_ok = false;
             }
+        }
+        if let Some(p) = self.pass.as_mut() {
+            p.stats_deferred = false;
         }
         self.app_stats_active += 1;
     }

@@ -105,6 +105,23 @@ impl Pending {
         ]
     }
 
+    /// Grows the buffers to at least `c`'s capacities (their contents stay).
+    pub fn reserve_to(&mut self, c: Capacities) {
+        fn to<T>(v: &mut Vec<T>, cap: usize) {
+            v.reserve(cap.saturating_sub(v.len()));
+        }
+        to(&mut self.resets, c[0]);
+        to(&mut self.ts_pins, c[1]);
+        to(&mut self.stats_pins, c[2]);
+        to(&mut self.samples, c[3]);
+        to(&mut self.stats_slots, c[4]);
+        to(&mut self.recs, c[5]);
+        to(&mut self.overlapped, c[6]);
+        to(&mut self.ts_values, c[7]);
+        to(&mut self.stats_values, c[8]);
+        to(&mut self.overwritten, c[9]);
+    }
+
     /// Empty buffers with at least `c`'s capacities.
     pub fn with_capacities(c: Capacities) -> Pending {
         Pending {

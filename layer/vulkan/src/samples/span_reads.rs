@@ -33,7 +33,9 @@ impl Span {
             pool: vk::QueryPool::null(),
             first: 0,
             count: 0,
-            values: Vec::new(),
+            // Room for the widest span read in one call, so a wider span than before (the
+            // blocks pinned depend on how far the GPU lags) never allocates in steady state.
+            values: Vec::with_capacity((MAX_SPAN_BLOCKS * BLOCK) as usize * width),
             lo: u32::MAX,
             hi: 0,
         }
@@ -53,7 +55,7 @@ impl Span {
             return;
         }
         let count = self.hi - self.lo;
-        // Grows to the widest span seen, then stays: no allocation per poll in steady state.
+        // Within the capacity reserved at creation: no allocation.
         self.values.resize(count as usize * self.width, 0);
         // SAFETY: `count` queries of our pool into a buffer of `count * width` u64, with
         // availability, no WAIT: unavailable queries report availability 0.
