@@ -173,18 +173,8 @@ extern "C" fn exit_wait() {
 
 /// At process exit: waits (at most 2 s in all) for screenshot files still being written.
 fn finish_screenshots() {
-    let deadline = Instant::now() + Duration::from_secs(2);
     let handles = std::mem::take(&mut *WRITERS.lock());
-    for h in handles {
-        while !h.is_finished() && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        if h.is_finished() {
-            let _ = h.join();
-        } else {
-            log::error(format_args!("a screenshot was still being written at exit"));
-        }
-    }
+    framescope_overlay::screenshot::join_bounded(handles, Duration::from_secs(2));
 }
 
 enum Slot {
