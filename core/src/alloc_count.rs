@@ -130,7 +130,7 @@ impl SteadyAllocs {
     }
 }
 
-static STEADY: parking_lot::Mutex<SteadyAllocs> = parking_lot::const_mutex(SteadyAllocs {
+static STEADY: crate::sync::Mutex<SteadyAllocs> = crate::sync::Mutex::new(SteadyAllocs {
     frames: 0,
     steady_frames: 0,
     frames_with_allocs: 0,

@@ -23,6 +23,7 @@ pub mod regions;
 pub mod sample;
 pub mod settings;
 pub mod stats;
+pub mod sync;
 
 /// The dump schema id written in every header record.
 pub const SCHEMA_ID: &str = "framescope.v1";

@@ -5,8 +5,8 @@
 //! is re-rendered (a few times per second per swapchain), never per frame.
 
 use crate::model::{HudData, HudOptions};
+use framescope_core::sync::Mutex;
 use imgui::{Condition, FontConfig, FontSource, StyleColor, TextureId, WindowFlags};
-use parking_lot::Mutex;
 use std::fmt::Write;
 use std::sync::Arc;
 use std::time::Instant;

@@ -27,8 +27,8 @@ use framescope_core::dump::{Api, DeviceInfo, DumpWriter, Header, Unavailable};
 use framescope_core::frame::{FrameCounts, FrameEnd, FrameRecord, GpuMissing};
 use framescope_core::history::FrameHistory;
 use framescope_core::regions::RegionTable;
+use framescope_core::sync::Mutex;
 use framescope_overlay::{HudData, HudOptions};
-use parking_lot::Mutex;
 use std::time::Duration;
 
 /// Window-system API a context belongs to.

@@ -44,7 +44,7 @@ use framescope_core::frame::DrawKind;
 use framescope_core::labels;
 use framescope_core::regions::RegionTable;
 use framescope_core::sample::{DrawParams, LabelPath, PipelineStats, SampleRecord, Scope, MAX_LABEL_DEPTH};
-use parking_lot::Mutex;
+use framescope_core::sync::Mutex;
 use std::cell::{Cell, RefCell};
 use std::ffi::CStr;
 use std::sync::Arc;

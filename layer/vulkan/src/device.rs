@@ -13,7 +13,7 @@ use crate::samples::{Level, SampleState};
 use crate::timing::QueueTiming;
 use ash::vk::{self, Handle};
 use framescope_core::frame::SwapchainInfo;
-use parking_lot::{Mutex, RwLock};
+use framescope_core::sync::{Mutex, RwLock};
 use rustc_hash::FxHashMap as HashMap;
 use std::ffi::{c_void, CStr};
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -5,7 +5,7 @@ use framescope_core::assembly::{AssemblerOptions, FrameAssembler};
 use framescope_core::dump::DumpWriter;
 use framescope_core::frame::{FrameCounts, FrameRecord, GpuMissing};
 use framescope_core::history::FrameHistory;
-use parking_lot::Mutex;
+use framescope_core::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// One dump per process: the first device created while dumping is configured takes it.

@@ -25,7 +25,7 @@ pub struct Instance {
     pub next_features2: Option<vk::PFN_vkGetPhysicalDeviceFeatures2>,
     /// Per physical device: whether the layers and driver below implement
     /// `VK_EXT_frame_boundary` themselves (asked once; the answer cannot change).
-    pub frame_boundary_native: parking_lot::Mutex<Vec<(vk::PhysicalDevice, bool)>>,
+    pub frame_boundary_native: framescope_core::sync::Mutex<Vec<(vk::PhysicalDevice, bool)>>,
 }
 
 pub static INSTANCES: Registry<Instance> = Registry::new();
@@ -119,7 +119,7 @@ pub unsafe extern "system" fn create_instance(
             fns,
             api_version,
             next_features2,
-            frame_boundary_native: parking_lot::Mutex::new(Vec::new()),
+            frame_boundary_native: framescope_core::sync::Mutex::new(Vec::new()),
         });
         // SAFETY: handle is a live instance created through the loader.
         INSTANCES.insert(unsafe { dispatch_key(handle.as_raw()) }, state);

@@ -2,7 +2,7 @@
 //! dispatchable handle). Queues and command buffers share their device's key, physical devices
 //! their instance's, so one map per object kind serves every child handle.
 
-use parking_lot::RwLock;
+use framescope_core::sync::RwLock;
 use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
 

@@ -5,7 +5,7 @@
 
 use crate::device::Device;
 use ash::vk;
-use parking_lot::Mutex;
+use framescope_core::sync::Mutex;
 
 /// Format of the cached HUD image (the colours ImGui produces are sRGB-encoded values, kept
 /// as they are; the composite decodes them for *_SRGB targets). BGRA because llvmpipe only

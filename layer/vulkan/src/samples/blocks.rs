@@ -8,7 +8,7 @@
 
 use crate::device::Device;
 use ash::vk;
-use parking_lot::Mutex;
+use framescope_core::sync::Mutex;
 use std::sync::Arc;
 
 pub const BLOCK: u32 = 64;

@@ -23,7 +23,7 @@ pub mod span_reads;
 
 use blocks::{BlockPool, Kind, ResetPools};
 use framescope_core::config::{SampleStats, Samples};
-use parking_lot::RwLock;
+use framescope_core::sync::RwLock;
 use std::collections::{HashMap, HashSet};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
