@@ -329,6 +329,19 @@ fn two_swapchains_in_one_present_both_show_the_hud() {
     }
 }
 
+/// The HUD's submit waits the app's present semaphores; an app may destroy one as soon as its
+/// own work that used it is done (libplacebo does), so the layer must first finish the HUD
+/// work that waits it. The validation layer below reports the destroy otherwise, every frame.
+#[test]
+fn present_semaphores_destroyed_after_the_apps_own_fence_are_valid() {
+    let a = Artifacts::get();
+    let x = Xvfb::start();
+    let app = a.testapp.display().to_string();
+    let args = ["--frames", "40", "--recreate-semaphores"];
+    let (sb, out) = screenshot_run(&a, &x, "hud-recreate-sems", "screenshot=30", &app, &args);
+    assert!(sb.path("shot-30.png").is_file(), "{}", out.describe());
+}
+
 #[test]
 fn top_regions_table_adds_rows_to_the_hud() {
     let a = Artifacts::get();

@@ -110,13 +110,6 @@ fn run(x: &Xvfb, app: &App, framescope: bool, with_validation: bool) -> (Outcome
     (out, d)
 }
 
-/// A known framescope bug, not yet fixed, seen in 1 of 5 fresh-clone CI runs: the HUD's submit
-/// waits on the app's present semaphore, and libplacebo destroys that semaphore ("swapchain
-/// out") after waiting only on its own fences, so our submit may still use it. Allowed here for
-/// mpv alone so the rest of this test keeps gating; the fix (wait on our HUD submission that
-/// used a semaphore when the app destroys it) is listed in docs/reliability.md.
-const KNOWN_MPV_SEMAPHORE_BUG: &str = "VUID-vkDestroySemaphore-semaphore-01137";
-
 fn check(x: &Xvfb, app: &App) {
     require_program(app.program);
     if let End::EscapeAfter(_) = app.end {
@@ -136,7 +129,6 @@ fn check(x: &Xvfb, app: &App) {
         assert!(fs.lines_with("still-alive").is_empty(), "{what}: {}", fs.describe());
         let new: Vec<String> = validation_ids(&fs.combined())
             .difference(&validation_ids(&bare.combined()))
-            .filter(|id| !(app.tag == "mpv" && id.as_str() == KNOWN_MPV_SEMAPHORE_BUG))
             .cloned()
             .collect();
         assert!(

@@ -14,6 +14,7 @@ static PRESENT: Site = Site::new("vkQueuePresentKHR");
 static CREATE_SWAPCHAIN: Site = Site::new("vkCreateSwapchainKHR");
 static HUD_PRESENT: Site = Site::new("vkQueuePresentKHR (HUD)");
 static DESTROY_SWAPCHAIN: Site = Site::new("vkDestroySwapchainKHR");
+static DESTROY_SEMAPHORE: Site = Site::new("vkDestroySemaphore");
 
 /// Calibration drifts slowly; refreshing it every so many frames is plenty.
 const RECALIBRATE_EVERY: u64 = 256;
@@ -221,5 +222,19 @@ pub unsafe extern "system" fn destroy_swapchain(
         guarded(&DESTROY_SWAPCHAIN, || crate::hud::swapchain_destroyed(&d, swapchain));
         // SAFETY: forwarding the app's arguments.
         unsafe { (d.swapchain_fns.destroy_swapchain_khr)(device, swapchain, alloc) };
+    }
+}
+
+/// The HUD's submit waits the app's present semaphores, so the app's destroying one must wait
+/// for that submit (VUID-vkDestroySemaphore-semaphore-01137); see `hud::fences`.
+pub unsafe extern "system" fn destroy_semaphore(
+    device: vk::Device,
+    semaphore: vk::Semaphore,
+    alloc: *const vk::AllocationCallbacks<'_>,
+) {
+    if let Some(d) = device::lookup(device.as_raw()) {
+        guarded(&DESTROY_SEMAPHORE, || crate::hud::semaphore_destroying(&d, semaphore));
+        // SAFETY: forwarding the app's arguments.
+        unsafe { (d.fns.fp_v1_0().destroy_semaphore)(device, semaphore, alloc) };
     }
 }

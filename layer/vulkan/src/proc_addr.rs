@@ -66,6 +66,7 @@ fn device_hook(name: &[u8]) -> vk::PFN_vkVoidFunction {
         b"vkQueuePresentKHR" => pfn!(present::queue_present, vk::PFN_vkQueuePresentKHR),
         b"vkCreateSwapchainKHR" => pfn!(present::create_swapchain, vk::PFN_vkCreateSwapchainKHR),
         b"vkDestroySwapchainKHR" => pfn!(present::destroy_swapchain, vk::PFN_vkDestroySwapchainKHR),
+        b"vkDestroySemaphore" => pfn!(present::destroy_semaphore, vk::PFN_vkDestroySemaphore),
         b"vkAllocateCommandBuffers" => pfn!(cmdbuf::allocate_command_buffers, vk::PFN_vkAllocateCommandBuffers),
         b"vkFreeCommandBuffers" => pfn!(cmdbuf::free_command_buffers, vk::PFN_vkFreeCommandBuffers),
         b"vkBeginCommandBuffer" => pfn!(cmdbuf::begin_command_buffer, vk::PFN_vkBeginCommandBuffer),

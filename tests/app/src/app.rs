@@ -319,6 +319,9 @@ impl App {
         )?;
         if !self.swapchains.is_empty() {
             self.present(&indices, &render_finished)?;
+            if self.args.recreate_semaphores {
+                self.recreate_semaphores(fence, &indices)?;
+            }
         }
         Ok(true)
     }
@@ -449,6 +452,25 @@ impl App {
             self.reused.insert(key, cbs.clone());
         }
         Ok(cbs)
+    }
+
+    /// libplacebo's pattern: once the fence of the frame's own submit signalled, the
+    /// semaphores it signalled are destroyed; the present's wait on them needs no more
+    /// (a present's wait cannot be tracked, VK_EXT_swapchain_maintenance1 aside).
+    fn recreate_semaphores(&mut self, fence: vk::Fence, indices: &[u32]) -> Result<(), Box<dyn Error>> {
+        let device = &self.gpu.device;
+        // SAFETY: live fence of this frame's submit.
+        unsafe { device.wait_for_fences(&[fence], true, u64::MAX)? };
+        for (s, &i) in self.swapchains.iter_mut().zip(indices) {
+            let slot = &mut s.render_finished[i as usize];
+            // SAFETY: the only submission that used the semaphore (this frame's, signalling
+            // it) has completed; the present waited it.
+            unsafe {
+                device.destroy_semaphore(*slot, None);
+                *slot = device.create_semaphore(&vk::SemaphoreCreateInfo::default(), None)?;
+            }
+        }
+        Ok(())
     }
 
     fn present(&mut self, indices: &[u32], render_finished: &[vk::Semaphore]) -> Result<(), Box<dyn Error>> {

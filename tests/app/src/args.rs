@@ -55,6 +55,10 @@ OPTIONS:
   --burst F             at frame F, before the frame's own work, submit an empty
                         command buffer 24 times without waiting: a sudden lag
                         of the GPU deeper than any before it
+  --recreate-semaphores after each present, wait for the frame's fence, then
+                        destroy the presented images' render-finished semaphores
+                        and create new ones, as libplacebo (mpv) does: valid,
+                        since the app's own submissions using them are done
   -h, --help            print this help
 
 OUTPUT: one stdout line at exit:
@@ -125,6 +129,8 @@ pub struct Args {
     pub push_first: bool,
     /// Frame at which 24 extra submissions go in at once.
     pub burst: Option<u32>,
+    /// Destroy and recreate the present semaphores after each frame's fence signals.
+    pub recreate_semaphores: bool,
 }
 
 impl Default for Args {
@@ -152,6 +158,7 @@ impl Default for Args {
             render_pass: false,
             push_first: false,
             burst: None,
+            recreate_semaphores: false,
         }
     }
 }
@@ -235,6 +242,7 @@ pub fn parse<I: IntoIterator<Item = String>>(argv: I) -> Result<ParseOutcome, Ar
             "--multiview" => args.multiview = true,
             "--render-pass" => args.render_pass = true,
             "--push-first" => args.push_first = true,
+            "--recreate-semaphores" => args.recreate_semaphores = true,
             "--burst" => args.burst = Some(number(&flag, value(), 0)?),
             _ => return Err(ArgError(format!("unknown argument `{arg}`"))),
         }

@@ -2,12 +2,19 @@
 //! submission that last used it is free again once that ticket is done. Checking is
 //! `vkGetFenceStatus`, never a wait; a fence is only reused after it signalled, so a ticket
 //! whose fence has since been reused (serial changed) is done by construction.
+//!
+//! Each pending fence also remembers the app semaphores its submission waited: the app may
+//! destroy such a semaphore once its own work is done, but a batch that waits it must have
+//! completed first (VUID-vkDestroySemaphore-semaphore-01137), and our HUD submit is such a
+//! batch. libplacebo (mpv) destroys its present semaphore after waiting only its own fences.
 
 use crate::device::Device;
 use ash::vk;
 
 /// Upper bound of fences per device: with every one pending the HUD skips frames instead.
 const MAX_FENCES: usize = 64;
+/// App present semaphores one HUD submission can wait on; a present with more goes without HUD.
+pub const MAX_WAITS: usize = 16;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Ticket {
@@ -20,6 +27,9 @@ struct Entry {
     serial: u64,
     /// Submitted and not yet seen signalled.
     pending: bool,
+    /// The app's semaphores the pending submission waits (first `waits` of them).
+    waited: [vk::Semaphore; MAX_WAITS],
+    waits: usize,
 }
 
 pub struct FencePool {
@@ -85,6 +95,8 @@ impl FencePool {
                     fence,
                     serial: 0,
                     pending: false,
+                    waited: [vk::Semaphore::null(); MAX_WAITS],
+                    waits: 0,
                 });
                 self.entries.len() - 1
             }
@@ -101,12 +113,31 @@ impl FencePool {
         ))
     }
 
-    /// The submission using the fence of `t` went in.
-    pub fn submitted(&mut self, t: Ticket) {
+    /// The submission using the fence of `t` went in, waiting the app's semaphores `waited`
+    /// (at most [`MAX_WAITS`]; the caller refuses presents with more).
+    pub fn submitted(&mut self, t: Ticket, waited: &[vk::Semaphore]) {
         if let Some(e) = self.entries.get_mut(t.index as usize) {
             if e.serial == t.serial {
                 e.pending = true;
+                e.waits = waited.len().min(MAX_WAITS);
+                e.waited[..e.waits].copy_from_slice(&waited[..e.waits]);
             }
+        }
+    }
+
+    /// Waits (bounded) for every pending submission that waited the app's semaphore `sem`,
+    /// which the app is about to destroy. Most calls find none and return without a wait; one
+    /// that finds one waits only for our submission the app's own present already depends on.
+    pub fn wait_semaphore_users(&mut self, d: &Device, sem: vk::Semaphore) {
+        for e in self.entries.iter_mut() {
+            if !e.pending || !e.waited[..e.waits].contains(&sem) {
+                continue;
+            }
+            if !Self::signalled(d, e.fence) {
+                // SAFETY: a fence of ours; bounded so a lost device cannot hang the app forever.
+                let _ = unsafe { d.fns.wait_for_fences(&[e.fence], true, 2_000_000_000) };
+            }
+            e.pending = false;
         }
     }
 

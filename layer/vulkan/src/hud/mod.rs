@@ -50,8 +50,7 @@ fn mangohud_loaded() -> bool {
 
 /// Swapchains of one present that get the HUD; further ones are presented without it.
 pub const MAX_SWAPCHAINS: usize = 8;
-/// App present semaphores we can wait on; a present with more goes without HUD.
-const MAX_WAITS: usize = 16;
+use fences::MAX_WAITS;
 
 /// Per-device HUD state (a field of [`Device`]).
 pub struct DeviceHud {
@@ -206,6 +205,14 @@ pub fn swapchain_destroyed(d: &Device, handle: vk::SwapchainKHR) {
     };
     let mut fences = d.hud.fences.lock();
     sc.lock().destroy(d, &mut fences);
+}
+
+/// The app is about to destroy `sem`: a HUD submission that waited it must complete first.
+pub fn semaphore_destroying(d: &Device, sem: vk::Semaphore) {
+    if !active() || sem == vk::Semaphore::null() {
+        return;
+    }
+    d.hud.fences.lock().wait_semaphore_users(d, sem);
 }
 
 /// The device goes: wait for all our work, free everything, finish screenshot files.
@@ -427,7 +434,13 @@ pub fn present<'a>(
     scratch.info.wait_semaphore_count = k as u32;
     scratch.info.p_wait_semaphores = scratch.sems.as_ptr();
     scratch.submitted = true;
-    fences.submitted(ticket);
+    let waited = if waits == 0 {
+        &[][..]
+    } else {
+        // SAFETY: checked above: the app passes `waits` semaphores at a non-null pointer.
+        unsafe { std::slice::from_raw_parts(info.p_wait_semaphores, waits) }
+    };
+    fences.submitted(ticket, waited);
     drop(fences);
     for (r, arc) in recs.iter().zip(&arcs) {
         if let (Some(r), Some(arc)) = (r, arc) {
