@@ -7,6 +7,7 @@
 //! * [`db`]: the embedded vendor databases (`collectors/db/*.json`) and their loaders.
 //! * [`sample`]: raw values, instance aggregation and accumulation over draws/frames.
 //! * [`listing`]: text/JSON rendering shared by `framescope counters`.
+//! * [`source`]: the `CounterSource` trait every backend implements.
 
 pub mod catalogue;
 pub mod constants;
@@ -15,6 +16,7 @@ pub mod expr;
 pub mod listing;
 pub mod model;
 pub mod sample;
+pub mod source;
 
 pub use catalogue::{CounterSet, SetError};
 pub use constants::{ConstantError, Constants};
@@ -22,3 +24,4 @@ pub use db::{databases, Databases, DbError};
 pub use expr::{parse, EvalError, Expr, ParseError};
 pub use model::{BlockType, ClockDomain, Counter, CounterId, CounterKind, Scope, Unit};
 pub use sample::{Accumulator, InstanceValues, RawValues};
+pub use source::{CounterScope, CounterSource, GpuHint, ReadError, SourceCounter, StartError};

@@ -246,57 +246,60 @@ pub struct SwapchainInfo {
     pub present_mode: i32,
 }
 
-/// Capacity of [`CounterValues`]: counters recorded per frame.
-pub const MAX_FRAME_COUNTERS: usize = 32;
+/// Capacity of [`CounterValues`]: counters recorded per frame (the board's slots).
+pub const MAX_FRAME_COUNTERS: usize = crate::counters::MAX_COUNTERS;
 
-/// Fixed-capacity list of `(catalogue index, value)` pairs; the catalogue is the dump
-/// header's `counters` list.
+/// Counter values by catalogue index (the dump header's `counters` list), fixed capacity:
+/// slot `i` holds counter `i` of the catalogue, or nothing.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct CounterValues {
-    len: u8,
-    items: [(u16, f64); MAX_FRAME_COUNTERS],
+    present: u128,
+    values: [f64; MAX_FRAME_COUNTERS],
 }
 
 impl Default for CounterValues {
     fn default() -> Self {
         CounterValues {
-            len: 0,
-            items: [(0, 0.0); MAX_FRAME_COUNTERS],
+            present: 0,
+            values: [0.0; MAX_FRAME_COUNTERS],
         }
     }
 }
 
 impl CounterValues {
-    /// Adds a value; returns false (and drops it) when the list is full.
-    pub fn push(&mut self, index: u16, value: f64) -> bool {
-        let n = self.len as usize;
-        if n == MAX_FRAME_COUNTERS {
+    /// Sets the value of catalogue entry `index`; false (and dropped) past the capacity.
+    pub fn set(&mut self, index: usize, value: f64) -> bool {
+        if index >= MAX_FRAME_COUNTERS {
             return false;
         }
-        self.items[n] = (index, value);
-        self.len += 1;
+        self.values[index] = value;
+        self.present |= 1u128 << index;
         true
     }
 
     pub fn clear(&mut self) {
-        self.len = 0;
+        self.present = 0;
     }
 
+    /// Counters with a value.
     pub fn len(&self) -> usize {
-        self.len as usize
+        self.present.count_ones() as usize
     }
 
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.present == 0
     }
 
-    pub fn as_slice(&self) -> &[(u16, f64)] {
-        &self.items[..self.len as usize]
+    /// `(catalogue index, value)` of every counter with a value, by index.
+    pub fn iter(&self) -> impl Iterator<Item = (usize, f64)> + '_ {
+        (0..MAX_FRAME_COUNTERS)
+            .filter(|&i| self.present & (1u128 << i) != 0)
+            .map(|i| (i, self.values[i]))
     }
 
-    /// The value for a catalogue index, if recorded (the last one wins if pushed twice).
-    pub fn get(&self, index: u16) -> Option<f64> {
-        self.as_slice().iter().rev().find(|(i, _)| *i == index).map(|(_, v)| *v)
+    /// The value of catalogue entry `index`, if recorded.
+    pub fn get(&self, index: usize) -> Option<f64> {
+        (index < MAX_FRAME_COUNTERS && self.present & (1u128 << index) != 0).then(|| self.values[index])
     }
 }
 
@@ -314,7 +317,10 @@ pub struct FrameRecord {
     pub cpu_frame_ns: Option<u64>,
     pub gpu: GpuFrameTime,
     pub counts: FrameCounts,
+    /// The newest counter values when the frame closed (see [`crate::counters`]).
     pub counters: CounterValues,
+    /// The window each counter source's values cover, by the catalogue's source index.
+    pub counter_windows: [crate::counters::CounterWindow; crate::counters::MAX_SOURCES],
     /// Pipeline statistics of the whole frame, where the layer measures them per frame (the GL
     /// shim); `None` when not measured or not trustworthy for this frame.
     pub stats: Option<crate::sample::PipelineStats>,
@@ -384,13 +390,14 @@ mod tests {
     #[test]
     fn counter_values_are_fixed_capacity() {
         let mut v = CounterValues::default();
-        for i in 0..MAX_FRAME_COUNTERS as u16 {
-            assert!(v.push(i, f64::from(i) * 0.5));
+        for i in 0..MAX_FRAME_COUNTERS {
+            assert!(v.set(i, i as f64 * 0.5));
         }
-        assert!(!v.push(99, 1.0));
+        assert!(!v.set(MAX_FRAME_COUNTERS, 1.0));
         assert_eq!(v.len(), MAX_FRAME_COUNTERS);
         assert_eq!(v.get(3), Some(1.5));
-        assert_eq!(v.get(99), None);
+        assert_eq!(v.get(MAX_FRAME_COUNTERS), None);
+        assert_eq!(v.iter().nth(2), Some((2, 1.0)));
         v.clear();
         assert!(v.is_empty());
     }
@@ -399,9 +406,9 @@ mod tests {
     fn record_is_small_and_copy() {
         fn is_copy<T: Copy>() {}
         is_copy::<FrameRecord>();
-        // Keeps the dump queue (capacity x record) in the hundreds of KiB.
+        // Keeps the dump queue (1024 records) under 2 MiB.
         assert!(
-            std::mem::size_of::<FrameRecord>() <= 1024,
+            std::mem::size_of::<FrameRecord>() <= 1536,
             "{}",
             std::mem::size_of::<FrameRecord>()
         );

@@ -12,6 +12,7 @@ pub mod alloc_count;
 pub mod assembly;
 pub mod clock;
 pub mod config;
+pub mod counters;
 pub mod dump;
 pub mod frame;
 pub mod gpu_time;

@@ -117,7 +117,7 @@ impl HudData {
         &mut self,
         history: &FrameHistory,
         opts: &HudOptions,
-        counter_name: impl Fn(u16) -> Option<&'a str>,
+        counter_name: impl Fn(usize) -> Option<&'a str>,
     ) {
         let n = opts.history.max(2);
         self.fps = history.fps(1_000_000_000);
@@ -136,7 +136,7 @@ impl HudData {
             self.draws = r.counts.draws_total();
             self.dispatches = r.counts.dispatches_total();
             self.counters.truncate(r.counters.len());
-            for (i, &(index, value)) in r.counters.as_slice().iter().enumerate() {
+            for (i, (index, value)) in r.counters.iter().enumerate() {
                 let name = counter_name(index).unwrap_or("?");
                 match self.counters.get_mut(i) {
                     Some(slot) => {
@@ -202,7 +202,7 @@ mod tests {
             };
             r.gpu.busy_ns = Some(1_000_000);
             r.counts.submits = 2;
-            r.counters.push(3, 7.5);
+            r.counters.set(3, 7.5);
             h.push(r);
         }
         let opts = HudOptions {

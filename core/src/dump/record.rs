@@ -320,7 +320,7 @@ impl Serialize for Counters<'_> {
         let mut m = s.serialize_map(Some(catalogue.len()))?;
         for (i, c) in catalogue.iter().enumerate() {
             // Non-finite values serialise as null, like unavailable ones.
-            m.serialize_entry(&c.name, &r.counters.get(i as u16))?;
+            m.serialize_entry(&c.name, &r.counters.get(i).filter(|v| v.is_finite()))?;
         }
         m.end()
     }

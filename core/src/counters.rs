@@ -1,0 +1,298 @@
+//! The counter board: the newest value of every counter the collector thread reads, published
+//! for the frame session to copy into each frame record.
+//!
+//! One writer (framescope's collector thread), any number of readers (the app's threads at
+//! frame close, the HUD). The board is a seqlock over plain atomics: a reader copies the
+//! values and retries if a write overlapped, up to a bound, then keeps its previous copy; it
+//! never waits and never allocates. Slot `i` of the board is entry `i` of the catalogue, which
+//! the collector fixes once, after it has built its sources.
+
+use crate::dump::{CounterDesc, Unavailable};
+use crate::sync::Mutex;
+use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
+use std::sync::{Condvar, OnceLock};
+use std::time::Duration;
+
+/// Counters a board (and so a frame record) can hold.
+pub const MAX_COUNTERS: usize = 96;
+/// Counter sources a board can hold windows for.
+pub const MAX_SOURCES: usize = 8;
+
+/// Bit pattern of "no value" in a slot (a NaN no computation produces).
+const NONE_BITS: u64 = 0x7ff8_dead_0000_0000;
+
+/// The time a source's values cover, on `CLOCK_MONOTONIC`. A value such as NVML's utilisation
+/// or a GPM metric is an average over its window, never a per-frame measurement.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CounterWindow {
+    pub begin_ns: u64,
+    pub end_ns: u64,
+}
+
+impl CounterWindow {
+    pub fn is_set(&self) -> bool {
+        self.end_ns != 0
+    }
+}
+
+/// The counters of the board, fixed once: names, units, sources.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Catalogue {
+    /// Slot `i` of the board and of every frame's [`crate::frame::CounterValues`].
+    pub counters: Vec<CounterDesc>,
+    /// Index into `sources` of each counter's source.
+    pub source_of: Vec<u8>,
+    /// Source ids (`system`, `nvml`, `gpm`, ...), in the order of their windows.
+    pub sources: Vec<String>,
+}
+
+impl Catalogue {
+    pub fn index_of(&self, name: &str) -> Option<usize> {
+        self.counters.iter().position(|c| c.name == name)
+    }
+}
+
+/// What the collector publishes and the frame session reads.
+pub struct CounterBoard {
+    seq: AtomicU64,
+    values: [AtomicU64; MAX_COUNTERS],
+    windows: [[AtomicU64; 2]; MAX_SOURCES],
+    catalogue: OnceLock<Catalogue>,
+    unavailable: Mutex<Vec<Unavailable>>,
+    started: AtomicBool,
+    started_lock: std::sync::Mutex<bool>,
+    started_cv: Condvar,
+}
+
+impl Default for CounterBoard {
+    fn default() -> Self {
+        CounterBoard {
+            seq: AtomicU64::new(0),
+            values: std::array::from_fn(|_| AtomicU64::new(NONE_BITS)),
+            windows: std::array::from_fn(|_| [AtomicU64::new(0), AtomicU64::new(0)]),
+            catalogue: OnceLock::new(),
+            unavailable: Mutex::new(Vec::new()),
+            started: AtomicBool::new(false),
+            started_lock: std::sync::Mutex::new(false),
+            started_cv: Condvar::new(),
+        }
+    }
+}
+
+/// A consistent copy of the board, as a frame record carries it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CounterSnapshot {
+    pub values: crate::frame::CounterValues,
+    pub windows: [CounterWindow; MAX_SOURCES],
+}
+
+impl Default for CounterSnapshot {
+    fn default() -> Self {
+        CounterSnapshot {
+            values: Default::default(),
+            windows: [CounterWindow::default(); MAX_SOURCES],
+        }
+    }
+}
+
+impl CounterBoard {
+    /// Fixes the catalogue (the first call wins; later calls are ignored and return false).
+    /// Counters past [`MAX_COUNTERS`] and sources past [`MAX_SOURCES`] are the caller's to cut.
+    pub fn set_catalogue(&self, c: Catalogue) -> bool {
+        debug_assert!(c.counters.len() <= MAX_COUNTERS && c.sources.len() <= MAX_SOURCES);
+        self.catalogue.set(c).is_ok()
+    }
+
+    pub fn catalogue(&self) -> Option<&Catalogue> {
+        self.catalogue.get()
+    }
+
+    /// Records a source that cannot run (once per source id; a repeat replaces the reason).
+    pub fn set_unavailable(&self, source: &str, reason: &str) {
+        let mut u = self.unavailable.lock();
+        match u.iter_mut().find(|x| x.source == source) {
+            Some(x) => x.reason = reason.to_string(),
+            None => u.push(Unavailable {
+                source: source.to_string(),
+                reason: reason.to_string(),
+            }),
+        }
+    }
+
+    /// A source that was unavailable started after all.
+    pub fn clear_unavailable(&self, source: &str) {
+        self.unavailable.lock().retain(|x| x.source != source);
+    }
+
+    pub fn unavailable(&self) -> Vec<Unavailable> {
+        self.unavailable.lock().clone()
+    }
+
+    /// The collector has tried every source once: the catalogue and the first `unavailable`
+    /// list are final for the header.
+    pub fn mark_started(&self) {
+        self.started.store(true, Ordering::Release);
+        let mut g = self.started_lock.lock().unwrap_or_else(|e| e.into_inner());
+        *g = true;
+        self.started_cv.notify_all();
+    }
+
+    pub fn is_started(&self) -> bool {
+        self.started.load(Ordering::Acquire)
+    }
+
+    /// Waits up to `limit` for [`Self::mark_started`]; for the dump writer's thread, never
+    /// the app's.
+    pub fn wait_started(&self, limit: Duration) -> bool {
+        if self.is_started() {
+            return true;
+        }
+        let g = self.started_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let (g, _) = self
+            .started_cv
+            .wait_timeout_while(g, limit, |s| !*s)
+            .unwrap_or_else(|e| e.into_inner());
+        *g
+    }
+
+    /// Publishes new values for `slots` (board slot, value; NaN = no value) and the window of
+    /// `source`. Single writer: the collector thread.
+    pub fn publish(&self, source: usize, window: CounterWindow, slots: impl Iterator<Item = (usize, f64)>) {
+        let s = self.seq.load(Ordering::Relaxed);
+        self.seq.store(s.wrapping_add(1), Ordering::Relaxed);
+        fence(Ordering::Release);
+        for (i, v) in slots {
+            if let Some(a) = self.values.get(i) {
+                let bits = if v.is_nan() { NONE_BITS } else { v.to_bits() };
+                a.store(bits, Ordering::Relaxed);
+            }
+        }
+        if let Some(w) = self.windows.get(source) {
+            w[0].store(window.begin_ns, Ordering::Relaxed);
+            w[1].store(window.end_ns, Ordering::Relaxed);
+        }
+        self.seq.store(s.wrapping_add(2), Ordering::Release);
+    }
+
+    /// Copies the board into `out` unless a write overlapped every attempt (then `out` keeps
+    /// what it had, and false is returned). Never waits, never allocates.
+    pub fn read_into(&self, out: &mut CounterSnapshot) -> bool {
+        let n = self.catalogue.get().map_or(0, |c| c.counters.len()).min(MAX_COUNTERS);
+        if n == 0 {
+            return true;
+        }
+        let mut tmp = CounterSnapshot::default();
+        for _ in 0..4 {
+            let s1 = self.seq.load(Ordering::Acquire);
+            if s1 & 1 == 1 {
+                std::hint::spin_loop();
+                continue;
+            }
+            tmp.values.clear();
+            for (i, a) in self.values[..n].iter().enumerate() {
+                let bits = a.load(Ordering::Relaxed);
+                if bits != NONE_BITS {
+                    tmp.values.set(i, f64::from_bits(bits));
+                }
+            }
+            for (w, a) in tmp.windows.iter_mut().zip(&self.windows) {
+                w.begin_ns = a[0].load(Ordering::Relaxed);
+                w.end_ns = a[1].load(Ordering::Relaxed);
+            }
+            fence(Ordering::Acquire);
+            if self.seq.load(Ordering::Relaxed) == s1 {
+                *out = tmp;
+                return true;
+            }
+        }
+        false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn desc(name: &str) -> CounterDesc {
+        CounterDesc {
+            name: name.into(),
+            unit: "%".into(),
+            source: "test".into(),
+            scope: "device".into(),
+        }
+    }
+
+    #[test]
+    fn published_values_reach_a_snapshot_by_slot() {
+        let b = CounterBoard::default();
+        let mut s = CounterSnapshot::default();
+        assert!(b.read_into(&mut s));
+        assert!(s.values.is_empty(), "no catalogue, no values");
+        b.set_catalogue(Catalogue {
+            counters: vec![desc("a"), desc("b"), desc("c")],
+            source_of: vec![0, 0, 1],
+            sources: vec!["x".into(), "y".into()],
+        });
+        let w = CounterWindow { begin_ns: 5, end_ns: 9 };
+        b.publish(0, w, [(0, 1.5), (1, f64::NAN)].into_iter());
+        b.publish(1, w, [(2, -3.0)].into_iter());
+        assert!(b.read_into(&mut s));
+        assert_eq!(s.values.get(0), Some(1.5));
+        assert_eq!(s.values.get(1), None);
+        assert_eq!(s.values.get(2), Some(-3.0));
+        assert_eq!(s.windows[0], w);
+        assert!(!s.windows[2].is_set());
+    }
+
+    #[test]
+    fn concurrent_reads_never_see_a_torn_write() {
+        let b = std::sync::Arc::new(CounterBoard::default());
+        b.set_catalogue(Catalogue {
+            counters: (0..MAX_COUNTERS).map(|i| desc(&i.to_string())).collect(),
+            source_of: vec![0; MAX_COUNTERS],
+            sources: vec!["x".into()],
+        });
+        let w = b.clone();
+        let writer = std::thread::spawn(move || {
+            for k in 1..20_000u64 {
+                let v = k as f64;
+                w.publish(
+                    0,
+                    CounterWindow { begin_ns: k, end_ns: k },
+                    (0..MAX_COUNTERS).map(|i| (i, v)),
+                );
+            }
+        });
+        let mut s = CounterSnapshot::default();
+        let mut consistent = 0;
+        while !writer.is_finished() {
+            if b.read_into(&mut s) && !s.values.is_empty() {
+                let first = s.values.get(0).unwrap();
+                for i in 0..MAX_COUNTERS {
+                    assert_eq!(s.values.get(i), Some(first), "slot {i} torn");
+                }
+                assert_eq!(s.windows[0].end_ns as f64, first);
+                consistent += 1;
+            }
+        }
+        writer.join().unwrap();
+        assert!(b.read_into(&mut s));
+        assert_eq!(s.values.get(MAX_COUNTERS - 1), Some(19_999.0));
+        let _ = consistent;
+    }
+
+    #[test]
+    fn unavailable_sources_are_listed_once_and_cleared() {
+        let b = CounterBoard::default();
+        b.set_unavailable("nvml", "libnvidia-ml.so.1 not found");
+        b.set_unavailable("nvml", "still not found");
+        b.set_unavailable("amdgpu", "no amdgpu device");
+        assert_eq!(b.unavailable().len(), 2);
+        assert_eq!(b.unavailable()[0].reason, "still not found");
+        b.clear_unavailable("nvml");
+        assert_eq!(b.unavailable().len(), 1);
+        assert!(!b.wait_started(Duration::from_millis(1)));
+        b.mark_started();
+        assert!(b.wait_started(Duration::from_millis(1)));
+    }
+}
