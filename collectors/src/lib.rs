@@ -9,7 +9,9 @@
 //! * [`listing`]: text/JSON rendering shared by `framescope counters`.
 //! * [`source`]: the `CounterSource` trait every backend implements.
 
+pub mod builtin;
 pub mod catalogue;
+pub mod collector;
 pub mod constants;
 pub mod db;
 pub mod expr;

@@ -168,7 +168,8 @@ pub struct Config {
     pub hud_counts: bool,
     pub hud_device: bool,
     pub hud_swapchain: bool,
-    pub hud_counters: bool,
+    /// Normalised list of counter names and presets (see [`Config::hud_counter_names`]).
+    pub hud_counters: String,
     pub hud_regions: u64,
     /// Save the presented image (with the HUD) of this frame index as PNG.
     pub screenshot: Option<u64>,
@@ -181,6 +182,11 @@ pub struct Config {
     /// Per-draw GPU sample granularity (used by a later issue).
     pub samples: Samples,
     pub sample_stats: SampleStats,
+    /// Counter sources on framescope's collector thread (NVML/GPM, amdgpu, hwmon, fdinfo,
+    /// CPU/RAM/process).
+    pub counters: bool,
+    /// How often the collector reads its sources.
+    pub counter_interval_ms: u64,
     /// framescope's own stderr verbosity.
     pub log: LogLevel,
 }
@@ -210,6 +216,8 @@ pub enum ValueType {
     FrameOrNone,
     /// An image path template (`%p`, `%n`, `%t` as for dumps, plus `%N` the frame index).
     ImagePath,
+    /// Counter names or presets joined by `,` (file) or `:`/`+` (anywhere); `none` for none.
+    NameList,
 }
 
 impl ValueType {
@@ -230,6 +238,14 @@ impl ValueType {
             ValueType::KeyCombo => "X11 key names joined by +, e.g. Shift_R+F12".into(),
             ValueType::FrameOrNone => "a frame index (0 is the first frame) or none".into(),
             ValueType::ImagePath => "a path (%p pid, %n exe name, %N frame, %t start time, %% %)".into(),
+            ValueType::NameList => format!(
+                "counter names or presets ({}) joined by , or : (: inside FRAMESCOPE_CONFIG), or none",
+                HUD_COUNTER_PRESETS
+                    .iter()
+                    .map(|(n, _)| *n)
+                    .collect::<Vec<_>>()
+                    .join("|")
+            ),
         }
     }
 
@@ -277,7 +293,73 @@ impl ValueType {
                 n => n.parse::<u64>().ok().map(|f| Value::Frame(Some(f))),
             },
             ValueType::ImagePath => (!raw.is_empty()).then(|| Value::Text(raw.to_string())),
+            ValueType::NameList => parse_name_list(raw).map(Value::Text),
         }
+    }
+}
+
+/// HUD counter presets: the lines MangoHud users expect (`basic`), GPM's hardware metrics on
+/// NVIDIA Hopper and newer (`gpm`), and every counter of the catalogue (`all`).
+pub const HUD_COUNTER_PRESETS: &[(&str, &[&str])] = &[
+    (
+        "basic",
+        &[
+            "gpu_util_pct",
+            "gpu_temp_c",
+            "gpu_clock_mhz",
+            "gpu_power_w",
+            "vram_used_bytes",
+            "cpu_load_pct",
+            "ram_used_bytes",
+        ],
+    ),
+    (
+        "gpm",
+        &[
+            "gpm_graphics_util_pct",
+            "gpm_sm_util_pct",
+            "gpm_sm_occupancy_pct",
+            "gpm_dram_bw_util_pct",
+        ],
+    ),
+    ("all", &[]),
+];
+
+/// `a,b:c+d` (or `1`/`0` for `basic`/`none`) to the normalised `a,b,c,d`; `None` when a name
+/// has characters no counter name has.
+fn parse_name_list(raw: &str) -> Option<String> {
+    match raw {
+        "1" => return Some("basic".into()),
+        "0" | "" | "none" => return Some("none".into()),
+        _ => {}
+    }
+    let names: Vec<&str> = raw
+        .split([',', ':', '+'])
+        .map(str::trim)
+        .filter(|n| !n.is_empty())
+        .collect();
+    let ok = !names.is_empty()
+        && names
+            .iter()
+            .all(|n| n.len() <= 64 && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'));
+    ok.then(|| names.join(","))
+}
+
+impl Config {
+    /// The HUD's counter lines: names in order, presets expanded (`all` is kept as `all`:
+    /// the catalogue is known only at run time); empty for `none`.
+    pub fn hud_counter_names(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for n in self.hud_counters.split(',').filter(|n| !n.is_empty() && *n != "none") {
+            match HUD_COUNTER_PRESETS.iter().find(|(p, _)| *p == n) {
+                Some(("all", _)) => out.push("all".into()),
+                Some((_, list)) => out.extend(list.iter().map(|s| s.to_string())),
+                None => out.push(n.to_string()),
+            }
+        }
+        let mut seen = std::collections::HashSet::new();
+        out.retain(|n| seen.insert(n.clone()));
+        out
     }
 }
 
@@ -469,10 +551,10 @@ pub static KEYS: &[KeySpec] = &[
     },
     KeySpec {
         name: "hud_counters",
-        ty: ValueType::Bool,
-        default: "1",
-        doc: "HUD lines: the newest value of every counter the collectors report, by name",
-        set: |c, v| if let Value::Bool(b) = v { c.hud_counters = b },
+        ty: ValueType::NameList,
+        default: "basic",
+        doc: "HUD lines, one per counter: names from the dump header's catalogue (`framescope counters --live` lists them; the same names on every vendor where the meaning is the same) or presets: `basic` (GPU %, temperature, clock, power, VRAM, CPU %, RAM), `gpm` (NVIDIA GPM activity), `all`; `none` (or 0) for no counter lines; a counter this machine does not have shows no line",
+        set: |c, v| if let Value::Text(t) = v { c.hud_counters = t },
         get: |c| json!(c.hud_counters),
     },
     KeySpec {
@@ -523,6 +605,22 @@ pub static KEYS: &[KeySpec] = &[
         doc: "where samples carry pipeline statistics: render passes, every draw (samples=draw only; two more query commands per draw), or nowhere",
         set: |c, v| if let Value::Choice(i) = v { c.sample_stats = SampleStats::ALL[i] },
         get: |c| json!(c.sample_stats.as_str()),
+    },
+    KeySpec {
+        name: "counters",
+        ty: ValueType::Bool,
+        default: "1",
+        doc: "counter sources read on framescope's own collector thread: NVIDIA NVML and GPM, amdgpu sysfs, hwmon, DRM fdinfo, CPU, RAM and process values; frames carry the newest values and the window each source's values cover; sources that cannot run are listed in the dump header's `unavailable`",
+        set: |c, v| if let Value::Bool(b) = v { c.counters = b },
+        get: |c| json!(c.counters),
+    },
+    KeySpec {
+        name: "counter_interval_ms",
+        ty: ValueType::UInt { min: 10, max: 10000 },
+        default: "100",
+        doc: "how often the collector reads its sources, in ms (GPM never more often than every 100 ms, its refresh period); reads pause while the app renders no frames",
+        set: |c, v| if let Value::UInt(n) = v { c.counter_interval_ms = n },
+        get: |c| json!(c.counter_interval_ms),
     },
     KeySpec {
         name: "log",
@@ -680,13 +778,15 @@ impl Default for Config {
             hud_counts: false,
             hud_device: false,
             hud_swapchain: false,
-            hud_counters: false,
+            hud_counters: String::new(),
             hud_regions: 0,
             screenshot: None,
             screenshot_path: String::new(),
             gpu_timing: false,
             samples: Samples::Off,
             sample_stats: SampleStats::Off,
+            counters: false,
+            counter_interval_ms: 0,
             log: LogLevel::Quiet,
         };
         for k in KEYS {
@@ -965,14 +1065,24 @@ mod tests {
         ];
         let mut expected = vec!["dump", "dump_start", "dump_duration", "hud"];
         expected.extend(hud_keys);
-        expected.extend(["gpu_timing", "samples", "sample_stats", "log"]);
+        expected.extend([
+            "gpu_timing",
+            "samples",
+            "sample_stats",
+            "counters",
+            "counter_interval_ms",
+            "log",
+        ]);
         assert_eq!(names, expected);
         assert_eq!(c.hud_refresh_ms, 250);
         assert_eq!(c.hud_position, HudPosition::TopLeft);
         assert_eq!((c.hud_scale, c.hud_font_size, c.hud_alpha), (1.0, 13.0, 1.0));
         assert_eq!(c.hud_history, 120);
         assert_eq!(c.hud_toggle_key, "Shift_R+F12");
-        assert!(c.hud_fps && c.hud_frame_graph && c.hud_counters);
+        assert!(c.hud_fps && c.hud_frame_graph);
+        assert_eq!(c.hud_counters, "basic");
+        assert!(c.counters);
+        assert_eq!(c.counter_interval_ms, 100);
         assert!(c.gpu_timing);
         assert_eq!(c.effective_samples(), Samples::Renderpass);
         assert_eq!(c.screenshot, None);
@@ -1068,7 +1178,7 @@ mod tests {
              (valid keys: dump, dump_start, dump_duration, hud, hud_refresh_ms, hud_position, hud_scale, \
              hud_font_size, hud_alpha, hud_history, hud_toggle_key, hud_fps, hud_frame_time, hud_frame_graph, \
              hud_gpu, hud_gpu_graph, hud_counts, hud_device, hud_swapchain, hud_counters, hud_regions, screenshot, \
-             screenshot_path, gpu_timing, samples, sample_stats, log)"
+             screenshot_path, gpu_timing, samples, sample_stats, counters, counter_interval_ms, log)"
         );
         assert_eq!(
             lines[1],
@@ -1303,5 +1413,33 @@ mod tests {
             t.contains("| `samples` | one of off\\|cmdbuf\\|renderpass\\|label\\|draw | `renderpass` |"),
             "{t}"
         );
+    }
+}
+
+#[cfg(test)]
+mod hud_counter_tests {
+    use super::*;
+
+    #[test]
+    fn hud_counters_take_names_and_presets_in_order() {
+        let (c, e) = parse("hud_counters=gpu_temp_c:basic+gpm_sm_util_pct");
+        assert!(e.is_empty(), "{e:?}");
+        let names = c.hud_counter_names();
+        assert_eq!(names[0], "gpu_temp_c");
+        assert_eq!(names[1], "gpu_util_pct", "basic expands in place, without the repeat");
+        assert_eq!(names.last().unwrap(), "gpm_sm_util_pct");
+        assert_eq!(names.iter().filter(|n| *n == "gpu_temp_c").count(), 1);
+        let mut c = Config::default();
+        assert!(c
+            .apply_file_str("hud_counters=cpu_load_pct,ram_used_bytes", "f")
+            .is_empty());
+        assert_eq!(c.hud_counter_names(), ["cpu_load_pct", "ram_used_bytes"]);
+        for off in ["hud_counters=none", "hud_counters=0", "hud_counters="] {
+            assert!(parse(off).0.hud_counter_names().is_empty(), "{off}");
+        }
+        assert_eq!(parse("hud_counters").0.hud_counters, "basic", "a bare key is 1");
+        let (c, e) = parse("hud_counters=gpu temp");
+        assert_eq!(e.len(), 1);
+        assert_eq!(c.hud_counters, "basic", "a bad value keeps the default");
     }
 }

@@ -60,8 +60,20 @@ pub struct CounterBoard {
     catalogue: OnceLock<Catalogue>,
     unavailable: Mutex<Vec<Unavailable>>,
     started: AtomicBool,
+    /// The newest frame end any session marked, and when (`CLOCK_MONOTONIC`).
+    last_frame: AtomicU64,
+    last_frame_ns: AtomicU64,
     started_lock: std::sync::Mutex<bool>,
     started_cv: Condvar,
+}
+
+impl std::fmt::Debug for CounterBoard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CounterBoard")
+            .field("catalogue", &self.catalogue.get())
+            .field("started", &self.is_started())
+            .finish_non_exhaustive()
+    }
 }
 
 impl Default for CounterBoard {
@@ -73,6 +85,8 @@ impl Default for CounterBoard {
             catalogue: OnceLock::new(),
             unavailable: Mutex::new(Vec::new()),
             started: AtomicBool::new(false),
+            last_frame: AtomicU64::new(0),
+            last_frame_ns: AtomicU64::new(0),
             started_lock: std::sync::Mutex::new(false),
             started_cv: Condvar::new(),
         }
@@ -153,6 +167,20 @@ impl CounterBoard {
             .wait_timeout_while(g, limit, |s| !*s)
             .unwrap_or_else(|e| e.into_inner());
         *g
+    }
+
+    /// A frame ended: two stores, for the collector (which reads only while frames come).
+    pub fn mark_frame(&self, frame: u64, t_ns: u64) {
+        self.last_frame.store(frame, Ordering::Relaxed);
+        self.last_frame_ns.store(t_ns, Ordering::Relaxed);
+    }
+
+    /// The newest frame mark: (frame, time); time 0 before the first.
+    pub fn last_frame(&self) -> (u64, u64) {
+        (
+            self.last_frame.load(Ordering::Relaxed),
+            self.last_frame_ns.load(Ordering::Relaxed),
+        )
     }
 
     /// Publishes new values for `slots` (board slot, value; NaN = no value) and the window of

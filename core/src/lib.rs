@@ -22,6 +22,7 @@ pub mod labels;
 pub mod log;
 pub mod regions;
 pub mod sample;
+pub mod session;
 pub mod settings;
 pub mod stats;
 pub mod sync;

@@ -62,6 +62,20 @@ pub struct Summary {
     pub gpu_busy_ns: Option<Distribution>,
     /// Frames without GPU time (`gpu_busy_ns` null).
     pub gpu_missing_frames: u64,
+    /// Per counter (by name): mean, min and max over the frames that carry a value.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub counters: std::collections::BTreeMap<String, CounterStats>,
+}
+
+/// Mean, min and max of one counter over the frames that carry it. A counter read every
+/// 100 ms repeats its value in every frame of the window, so this is a mean over frames
+/// (time-weighted by frame length), not over readings.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CounterStats {
+    pub frames: u64,
+    pub mean: f64,
+    pub min: f64,
+    pub max: f64,
 }
 
 /// Nearest-rank percentile of ascending `sorted` values, `permille` in 0..=1000
@@ -233,6 +247,8 @@ pub struct SummaryBuilder {
     frame_times: Values,
     gpu_busy: Values,
     gpu_missing: u64,
+    /// name -> (frames, sum, min, max)
+    counters: std::collections::BTreeMap<String, (u64, f64, f64, f64)>,
 }
 
 impl SummaryBuilder {
@@ -258,6 +274,24 @@ impl SummaryBuilder {
         self.frames
     }
 
+    /// Adds one frame's value of a counter; non-finite values are ignored.
+    pub fn add_counter(&mut self, name: &str, v: f64) {
+        if !v.is_finite() {
+            return;
+        }
+        match self.counters.get_mut(name) {
+            Some((n, sum, min, max)) => {
+                *n += 1;
+                *sum += v;
+                *min = min.min(v);
+                *max = max.max(v);
+            }
+            None => {
+                self.counters.insert(name.to_string(), (1, v, v, v));
+            }
+        }
+    }
+
     /// The summary of the frames added so far.
     pub fn summary(&self) -> Summary {
         let ft = &self.frame_times;
@@ -270,6 +304,21 @@ impl SummaryBuilder {
             low_0_1pct_fps: ft.low_fps(1000),
             gpu_busy_ns: self.gpu_busy.distribution(),
             gpu_missing_frames: self.gpu_missing,
+            counters: self
+                .counters
+                .iter()
+                .map(|(k, &(frames, sum, min, max))| {
+                    (
+                        k.clone(),
+                        CounterStats {
+                            frames,
+                            mean: sum / frames as f64,
+                            min,
+                            max,
+                        },
+                    )
+                })
+                .collect(),
         }
     }
 }

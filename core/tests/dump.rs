@@ -93,7 +93,7 @@ fn assembled_frames_make_a_valid_consistent_dump() {
             in_flight.push((a.on_submit(), i, 500));
         }
         if i % 2 == 0 {
-            r.counters.push(0, 1500.0 + i as f64);
+            r.counters.set(0, 1500.0 + i as f64);
         }
         a.close_frame(r, |f| w.push(f));
         // Results retire one frame late; frame 5's queue cannot write timestamps.

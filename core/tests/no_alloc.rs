@@ -36,7 +36,7 @@ fn steady_state_frames_do_not_allocate() {
             ..FrameRecord::default()
         };
         r.counts.draws[DrawKind::Draw] = 3;
-        r.counters.push(0, i as f64);
+        r.counters.set(0, i as f64);
         a.close_frame(r, |f| w.push(f));
         if f >= 2 {
             a.on_submission_retired(f - 2, Some((i * 10, i * 10 + 5)));
@@ -101,4 +101,108 @@ fn contended_locks_allocate_nothing_however_many_threads_wait() {
         counts.iter().all(|&n| n == 0),
         "allocations per waiting thread: {counts:?}"
     );
+}
+
+/// The frame session with a counter board that another thread publishes on all the while:
+/// closing, polling and copying the board allocate nothing on the app's thread, and the
+/// frames carry the board's values and windows into the dump.
+#[test]
+fn session_frames_with_counters_do_not_allocate() {
+    use framescope_core::counters::{Catalogue, CounterBoard, CounterWindow};
+    use framescope_core::dump::CounterDesc;
+    use framescope_core::session::{FrameSession, SessionOptions};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+
+    let board = Arc::new(CounterBoard::default());
+    board.set_catalogue(Catalogue {
+        counters: ["cpu_load_pct", "ram_used_bytes"]
+            .iter()
+            .map(|n| CounterDesc {
+                name: n.to_string(),
+                unit: "%".into(),
+                source: "system".into(),
+                scope: "system".into(),
+            })
+            .collect(),
+        source_of: vec![0, 0],
+        sources: vec!["system".into()],
+    });
+    board.mark_started();
+    let stop = Arc::new(AtomicBool::new(false));
+    let (b, s) = (board.clone(), stop.clone());
+    let publisher = std::thread::spawn(move || {
+        let mut k = 1u64;
+        while !s.load(Ordering::Relaxed) {
+            let w = CounterWindow {
+                begin_ns: k,
+                end_ns: k + 1,
+            };
+            b.publish(0, w, [(0, 50.0), (1, k as f64)].into_iter());
+            k += 1;
+        }
+    });
+    let path = common::temp_path("noalloc-session");
+    let mut header = Header::new(Api::Vulkan);
+    header.counter_board = Some(board.clone());
+    let w = DumpWriter::start(DumpOptions::new(path.to_str().unwrap()), header);
+    let mut session = FrameSession::new(SessionOptions {
+        assembler: AssemblerOptions::default(),
+        history: true,
+        counters: Some(board.clone()),
+    });
+    let t0 = w.origin_ns();
+    let frame = |i: u64, s: &mut FrameSession| {
+        let f = s.assembler().on_submit();
+        s.close(FrameRecord {
+            t_ns: t0 + i * 1_000_000,
+            ..FrameRecord::default()
+        });
+        if f >= 2 {
+            s.assembler().on_submission_retired(f - 2, Some((i * 10, i * 10 + 5)));
+        }
+        s.poll(t0 + i * 1_000_000);
+        // The session takes the process's dump only when the config asks for one: the test
+        // feeds its writer from the history instead.
+        if let Some(r) = s.history().and_then(|h| h.latest()) {
+            w.push(*r);
+        }
+    };
+    for i in 0..100 {
+        frame(i, &mut session);
+    }
+    let ((), allocations) = armed(|| {
+        for i in 100..5_000 {
+            frame(i, &mut session);
+        }
+    });
+    stop.store(true, Ordering::Relaxed);
+    publisher.join().unwrap();
+    assert_eq!(allocations, 0, "allocations on the app path");
+    let last = *session.history().unwrap().latest().unwrap();
+    assert_eq!(last.counters.get(0), Some(50.0));
+    assert!(last.counters.get(1).is_some() && last.counter_windows[0].is_set());
+    assert_eq!(
+        board.last_frame().0,
+        4_999,
+        "every close marks the frame for the collector"
+    );
+    w.finish();
+    let lines = common::read_lines(&path);
+    assert_eq!(lines[0]["counters"][1]["name"], "ram_used_bytes");
+    assert_eq!(lines[0]["counter_sources"][0], "system");
+    let f = &lines[lines.len() - 2];
+    assert_eq!(f["counters"]["cpu_load_pct"], 50.0);
+    let win = &f["counter_windows"]["system"];
+    assert_eq!(
+        win["age_ns"].as_u64().unwrap(),
+        f["t_ns"].as_u64().unwrap() - win["end_ns"].as_u64().unwrap()
+    );
+    let s = lines.last().unwrap();
+    assert_eq!(s["counters"]["cpu_load_pct"]["mean"], 50.0);
+    assert!(
+        s["counters"]["ram_used_bytes"]["max"].as_f64().unwrap()
+            >= s["counters"]["ram_used_bytes"]["min"].as_f64().unwrap()
+    );
+    std::fs::remove_file(&path).unwrap();
 }

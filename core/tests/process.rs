@@ -61,8 +61,8 @@ fn child() {
             format: 50,
             present_mode: 2,
         });
-        for c in 0..8 {
-            r.counters.push(c, (i * 1000 + u64::from(c)) as f64 / 7.0);
+        for c in 0..8u16 {
+            r.counters.set(usize::from(c), (i * 1000 + u64::from(c)) as f64 / 7.0);
         }
         prev = Some(t);
         w.push(r);

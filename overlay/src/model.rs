@@ -2,6 +2,7 @@
 //! the frame history a few times per second.
 
 use framescope_core::config::{Config, HudPosition};
+use framescope_core::counters::Catalogue;
 use framescope_core::frame::{vk_format_name, vk_present_mode_name, SwapchainInfo};
 use framescope_core::history::FrameHistory;
 
@@ -24,7 +25,8 @@ pub struct HudOptions {
     pub counts: bool,
     pub device: bool,
     pub swapchain: bool,
-    pub counters: bool,
+    /// Counter lines, by name, in order (`all`: every counter of the catalogue).
+    pub counters: Vec<String>,
     /// Rows of the "top regions" table (0: hidden).
     pub regions: usize,
 }
@@ -48,7 +50,7 @@ impl HudOptions {
             counts: c.hud_counts,
             device: c.hud_device,
             swapchain: c.hud_swapchain,
-            counters: c.hud_counters,
+            counters: c.hud_counter_names(),
             regions: c.hud_regions as usize,
         }
     }
@@ -72,6 +74,36 @@ pub struct SurfaceInfo {
     pub height: u32,
     /// e.g. `GLX back buffer`.
     pub kind: &'static str,
+}
+
+/// One counter line of the HUD.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CounterLine {
+    pub name: String,
+    pub unit: String,
+    /// `None`: no value in the newest frame.
+    pub value: Option<f64>,
+}
+
+impl CounterLine {
+    /// `gpu_util_pct        57.0 %`: the value in the unit's usual precision, bytes in MiB/GiB.
+    pub fn write(&self, t: &mut String) {
+        use std::fmt::Write;
+        let _ = write!(t, "{:<22}", self.name);
+        let Some(v) = self.value else {
+            t.push_str("     -");
+            return;
+        };
+        let _ = match self.unit.as_str() {
+            "%" => write!(t, "{v:6.1} %"),
+            "bytes" if v >= 1024.0 * 1024.0 * 1024.0 => write!(t, "{:6.2} GiB", v / (1024.0 * 1024.0 * 1024.0)),
+            "bytes" => write!(t, "{:6.0} MiB", v / (1024.0 * 1024.0)),
+            "W" | "J" => write!(t, "{v:6.1} {}", self.unit),
+            "bitmask" => write!(t, "{:#6x}", v as u64),
+            "ns" => write!(t, "{:6.3} ms", v / 1e6),
+            u => write!(t, "{v:6.0} {u}"),
+        };
+    }
 }
 
 /// The numbers on screen. Buffers keep their capacity, so a refresh allocates nothing once
@@ -99,8 +131,12 @@ pub struct HudData {
     pub swapchain: Option<SwapchainInfo>,
     /// Shown on the swapchain line when there is no swapchain (GL).
     pub surface: Option<SurfaceInfo>,
-    /// `(name, value)` of the newest frame's counters.
-    pub counters: Vec<(String, f64)>,
+    /// The chosen counters the catalogue has, with the newest frame's values.
+    pub counters: Vec<CounterLine>,
+    /// Catalogue slot of each entry of `counters` (rebuilt only when the catalogue changes).
+    pub(crate) counter_slots: Vec<usize>,
+    /// Catalogue length `counter_slots` was resolved against.
+    pub(crate) resolved_for: Option<usize>,
     /// The most expensive regions: (name, smoothed GPU ms per frame), most expensive first.
     pub regions: Vec<(String, f64)>,
 }
@@ -113,12 +149,7 @@ impl HudData {
 
     /// Refreshes the frame numbers from `history` (the newest `opts.history` frames), naming
     /// counters with `counter_name` (catalogue index to name).
-    pub fn update<'a>(
-        &mut self,
-        history: &FrameHistory,
-        opts: &HudOptions,
-        counter_name: impl Fn(usize) -> Option<&'a str>,
-    ) {
+    pub fn update(&mut self, history: &FrameHistory, opts: &HudOptions, catalogue: Option<&Catalogue>) {
         let n = opts.history.max(2);
         self.fps = history.fps(1_000_000_000);
         self.frame_ms = history.mean_frame_ms(n);
@@ -135,19 +166,40 @@ impl HudData {
             self.submits = r.counts.submits;
             self.draws = r.counts.draws_total();
             self.dispatches = r.counts.dispatches_total();
-            self.counters.truncate(r.counters.len());
-            for (i, (index, value)) in r.counters.iter().enumerate() {
-                let name = counter_name(index).unwrap_or("?");
-                match self.counters.get_mut(i) {
-                    Some(slot) => {
-                        if slot.0 != name {
-                            slot.0.clear();
-                            slot.0.push_str(name);
-                        }
-                        slot.1 = value;
-                    }
-                    None => self.counters.push((name.to_string(), value)),
+            self.resolve_counters(opts, catalogue);
+            for (line, &slot) in self.counters.iter_mut().zip(&self.counter_slots) {
+                line.value = r.counters.get(slot).filter(|v| v.is_finite());
+            }
+        }
+    }
+
+    /// Maps the chosen names to catalogue slots, once per catalogue (it is fixed once the
+    /// collector has built its sources, so this runs once or twice per run).
+    fn resolve_counters(&mut self, opts: &HudOptions, catalogue: Option<&Catalogue>) {
+        let n = catalogue.map_or(0, |c| c.counters.len());
+        if self.resolved_for == Some(n) {
+            return;
+        }
+        self.resolved_for = Some(n);
+        self.counters.clear();
+        self.counter_slots.clear();
+        let Some(cat) = catalogue else { return };
+        for name in &opts.counters {
+            let slots: Vec<usize> = if name == "all" {
+                (0..n).collect()
+            } else {
+                cat.index_of(name).into_iter().collect()
+            };
+            for i in slots {
+                if self.counter_slots.contains(&i) {
+                    continue;
                 }
+                self.counter_slots.push(i);
+                self.counters.push(CounterLine {
+                    name: cat.counters[i].name.clone(),
+                    unit: cat.counters[i].unit.clone(),
+                    value: None,
+                });
             }
         }
     }
@@ -202,26 +254,70 @@ mod tests {
             };
             r.gpu.busy_ns = Some(1_000_000);
             r.counts.submits = 2;
-            r.counters.set(3, 7.5);
+            r.counters.set(1, 7.5);
             h.push(r);
         }
         let opts = HudOptions {
             history: 8,
+            counters: vec!["gpu_temp_c".into(), "gpu_clock_mhz".into(), "no_such".into()],
             ..HudOptions::default()
         };
         let mut d = HudData::default();
-        d.update(&h, &opts, |i| (i == 3).then_some("gpu_clock"));
+        let cat = catalogue(&[("gpu_util_pct", "%"), ("gpu_clock_mhz", "MHz"), ("gpu_temp_c", "C")]);
+        d.update(&h, &opts, Some(&cat));
         assert_eq!(d.frame_graph, vec![4.0; 8]);
         assert_eq!(d.gpu_graph, vec![1.0; 8]);
         assert!((d.fps.unwrap() - 250.0).abs() < 1e-9);
         assert_eq!(d.frame_ms, Some(4.0));
         assert_eq!(d.submits, 2);
         assert_eq!(d.frame, Some(19));
-        assert_eq!(d.counters, vec![("gpu_clock".to_string(), 7.5)]);
+        // Chosen: gpu_temp_c (no value), gpu_clock_mhz (7.5), a name the catalogue lacks.
+        let names: Vec<&str> = d.counters.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["gpu_temp_c", "gpu_clock_mhz"]);
+        assert_eq!(d.counters[1].value, Some(7.5));
+        assert_eq!(d.counters[0].value, None);
         let cap = d.frame_graph.capacity();
-        d.update(&h, &opts, |_| None);
+        d.update(&h, &opts, Some(&cat));
         assert_eq!(d.frame_graph.capacity(), cap, "a refresh reuses the graph buffers");
-        assert_eq!(d.counters[0].0, "?");
+        let mut t = String::new();
+        d.counters[1].write(&mut t);
+        assert_eq!(t, format!("{:<22}{:>6} MHz", "gpu_clock_mhz", "8"));
+    }
+
+    fn catalogue(list: &[(&str, &str)]) -> Catalogue {
+        Catalogue {
+            counters: list
+                .iter()
+                .map(|(n, u)| framescope_core::dump::CounterDesc {
+                    name: n.to_string(),
+                    unit: u.to_string(),
+                    source: "test".into(),
+                    scope: "device".into(),
+                })
+                .collect(),
+            source_of: vec![0; list.len()],
+            sources: vec!["test".into()],
+        }
+    }
+
+    #[test]
+    fn counter_lines_format_by_unit() {
+        let line = |unit: &str, v: f64| {
+            let mut t = String::new();
+            CounterLine {
+                name: "x".into(),
+                unit: unit.into(),
+                value: Some(v),
+            }
+            .write(&mut t);
+            t[22..].to_string()
+        };
+        assert_eq!(line("%", 57.04), "  57.0 %");
+        assert_eq!(line("bytes", 512.0 * 1024.0 * 1024.0), "   512 MiB");
+        assert_eq!(line("bytes", 3.5 * 1024.0 * 1024.0 * 1024.0), "  3.50 GiB");
+        assert_eq!(line("W", 71.25), "  71.2 W");
+        assert_eq!(line("bitmask", 4.0), "   0x4");
+        assert_eq!(line("C", 41.0), "    41 C");
     }
 
     #[test]

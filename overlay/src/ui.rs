@@ -254,12 +254,8 @@ fn frame(s: &mut Shared, data: &HudData, opts: &HudOptions, canvas: [u32; 2], ou
             if opts.swapchain && data.has_swapchain_line() {
                 line(&mut |t| data.swapchain_text(t));
             }
-            if opts.counters {
-                for (name, value) in &data.counters {
-                    line(&mut |t| {
-                        let _ = write!(t, "{name:<16} {value:10.3}");
-                    });
-                }
+            for c in &data.counters {
+                line(&mut |t| c.write(t));
             }
             if opts.regions > 0 && !data.regions.is_empty() {
                 line(&mut |t| t.push_str("Top regions (GPU ms)"));

@@ -116,7 +116,12 @@ pub struct Header {
     /// Config in effect; [`crate::dump::DumpWriter::from_config`] fills it in.
     pub config: Json,
     pub counters: Vec<CounterDesc>,
+    /// Counter source ids, in the order of the frames' `counter_windows`.
+    pub counter_sources: Vec<String>,
     pub unavailable: Vec<Unavailable>,
+    /// The collector's board: the writer thread waits (bounded) for its catalogue and
+    /// `unavailable` list before it writes the header, so the app's thread never does.
+    pub counter_board: Option<std::sync::Arc<crate::counters::CounterBoard>>,
     /// Free extra top-level fields (e.g. `"device_create_fallback": true`). A name that
     /// collides with a standard field is dropped.
     pub extra: Map<String, Json>,
@@ -130,7 +135,9 @@ impl Header {
             timestamp_period: None,
             config: Json::Null,
             counters: Vec::new(),
+            counter_sources: Vec::new(),
             unavailable: Vec::new(),
+            counter_board: None,
             extra: Map::new(),
         }
     }
@@ -170,6 +177,7 @@ struct HeaderLine<'a> {
     timestamp_period: Option<f64>,
     config: &'a Json,
     counters: &'a [CounterDesc],
+    counter_sources: &'a [String],
     unavailable: &'a [Unavailable],
     #[serde(flatten)]
     extra: Map<String, Json>,
@@ -193,6 +201,7 @@ const HEADER_FIELDS: &[&str] = &[
     "timestamp_period",
     "config",
     "counters",
+    "counter_sources",
     "unavailable",
 ];
 
@@ -218,6 +227,7 @@ pub(crate) fn write_header(out: &mut Vec<u8>, h: &Header, p: &ProcessFacts) {
         timestamp_period: h.timestamp_period,
         config: &h.config,
         counters: &h.counters,
+        counter_sources: &h.counter_sources,
         unavailable: &h.unavailable,
         extra,
     };
@@ -228,7 +238,31 @@ pub(crate) fn write_header(out: &mut Vec<u8>, h: &Header, p: &ProcessFacts) {
 struct FrameLine<'a> {
     r: &'a FrameRecord,
     catalogue: &'a [CounterDesc],
+    sources: &'a [String],
     samples: &'a [SampleRecord],
+}
+
+/// Per source with values: the window they cover and its age at the frame's end.
+struct Windows<'a>(&'a FrameLine<'a>);
+
+impl Serialize for Windows<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let FrameLine { r, sources, .. } = self.0;
+        let mut m = s.serialize_map(None)?;
+        for (name, w) in sources.iter().zip(&r.counter_windows) {
+            if w.is_set() {
+                m.serialize_entry(
+                    name,
+                    &serde_json::json!({
+                        "begin_ns": w.begin_ns,
+                        "end_ns": w.end_ns,
+                        "age_ns": r.t_ns.saturating_sub(w.end_ns),
+                    }),
+                )?;
+            }
+        }
+        m.end()
+    }
 }
 
 struct Samples<'a>(&'a [SampleRecord]);
@@ -393,6 +427,7 @@ impl Serialize for FrameLine<'_> {
         m.serialize_entry("end", r.end.name())?;
         m.serialize_entry("swapchain", &r.swapchain.as_ref().map(Swapchain))?;
         m.serialize_entry("counters", &Counters(self))?;
+        m.serialize_entry("counter_windows", &Windows(self))?;
         m.serialize_entry("samples", &Samples(self.samples))?;
         if let Some(st) = &r.stats {
             m.serialize_entry("stats", &StatsMap(st))?;
@@ -401,9 +436,22 @@ impl Serialize for FrameLine<'_> {
     }
 }
 
-/// Appends one frame line (with `\n`) to `out`.
-pub fn write_frame(out: &mut Vec<u8>, r: &FrameRecord, catalogue: &[CounterDesc], samples: &[SampleRecord]) {
-    serde_json::to_writer(&mut *out, &FrameLine { r, catalogue, samples }).expect("frame serialises");
+/// Appends one frame line (with `\n`) to `out`; `catalogue` and `sources` are the header's
+/// `counters` and `counter_sources`.
+pub fn write_frame(
+    out: &mut Vec<u8>,
+    r: &FrameRecord,
+    catalogue: &[CounterDesc],
+    sources: &[String],
+    samples: &[SampleRecord],
+) {
+    let line = FrameLine {
+        r,
+        catalogue,
+        sources,
+        samples,
+    };
+    serde_json::to_writer(&mut *out, &line).expect("frame serialises");
     out.push(b'\n');
 }
 

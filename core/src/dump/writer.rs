@@ -328,8 +328,46 @@ fn collect_samples(s: &Shared, frame: u64, carry: &mut Option<SampleRecord>, out
     }
 }
 
+/// How long the writer waits for the collector's first round (library loads, device scans)
+/// before it writes the header without counters.
+const COUNTERS_WAIT: Duration = Duration::from_secs(3);
+
+/// Fills the header's counter catalogue and the sources that could not run from the
+/// collector's board, on the writer's thread.
+fn complete_counters(h: &mut Header, s: &Shared) {
+    let Some(board) = h.counter_board.clone() else {
+        return;
+    };
+    // In short steps, and no longer once the frame queue is half full: frames queued
+    // meanwhile must not be dropped for the sake of a complete header.
+    let start = std::time::Instant::now();
+    while !board.wait_started(Duration::from_millis(10)) {
+        if start.elapsed() >= COUNTERS_WAIT || s.queue.len() * 2 >= s.queue.capacity() {
+            break;
+        }
+    }
+    if !board.is_started() {
+        h.unavailable.push(super::Unavailable {
+            source: "counters".into(),
+            reason: format!(
+                "the collector's sources were not ready when the header was written (after {:.1} s): no counters in this dump",
+                start.elapsed().as_secs_f64()
+            ),
+        });
+        return;
+    }
+    if let Some(c) = board.catalogue() {
+        h.counters = c.counters.clone();
+        h.counter_sources = c.sources.clone();
+    }
+    h.unavailable.extend(board.unavailable());
+}
+
 /// The writer thread's body.
 fn run(s: &Shared, opts: &DumpOptions, header: &Header) {
+    let mut header = header.clone();
+    complete_counters(&mut header, s);
+    let header = &header;
     let pid = std::process::id();
     let (exe_name, exe_path) = exe_name_and_path();
     let start_unix_ns = std::time::SystemTime::now()
@@ -407,8 +445,19 @@ fn run(s: &Shared, opts: &DumpOptions, header: &Header) {
             }
             frame_samples.clear();
             collect_samples(s, r.frame, &mut carry, &mut frame_samples);
-            write_frame(&mut batch, &r, &header.counters, &frame_samples);
+            write_frame(
+                &mut batch,
+                &r,
+                &header.counters,
+                &header.counter_sources,
+                &frame_samples,
+            );
             stats.add(r.t_ns, r.cpu_frame_ns, r.gpu.busy_ns);
+            for (i, v) in r.counters.iter() {
+                if let Some(c) = header.counters.get(i) {
+                    stats.add_counter(&c.name, v);
+                }
+            }
         }
         if window_end.is_some_and(|end| monotonic_now_ns() >= end.saturating_add(END_GRACE_NS)) {
             window_over = true;

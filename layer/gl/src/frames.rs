@@ -25,8 +25,7 @@ use framescope_core::assembly::{AssemblerOptions, FrameAssembler};
 use framescope_core::clock::monotonic_now_ns;
 use framescope_core::dump::{Api, DeviceInfo, DumpWriter, Header, Unavailable};
 use framescope_core::frame::{FrameCounts, FrameEnd, FrameRecord, GpuMissing};
-use framescope_core::history::FrameHistory;
-use framescope_core::regions::RegionTable;
+use framescope_core::session::{FrameSession, SessionOptions};
 use framescope_core::sync::Mutex;
 use framescope_overlay::{HudData, HudOptions};
 use std::time::Duration;
@@ -88,33 +87,16 @@ struct Ctx {
     samples: Option<samples::CtxSamples>,
 }
 
-/// The process's frame stream.
-struct Stream {
-    /// Created with the first measured context (its timer support decides `gpu_timing`).
-    assembler: Option<FrameAssembler>,
-    dump: Option<DumpWriter>,
-    dump_checked: bool,
-    /// The newest emitted frames (complete with GPU time), for the HUD; created with the first
-    /// measured context when the HUD is on.
-    history: Option<FrameHistory>,
-    /// The most expensive debug groups, for the HUD (with `history`, only when the HUD is on).
-    regions: Option<RegionTable>,
-}
-
 struct State {
     contexts: Vec<Ctx>,
-    stream: Stream,
+    /// The process's frame session, created with the first measured context (its timer
+    /// support decides `gpu_timing`).
+    session: Option<FrameSession>,
 }
 
 static STATE: Mutex<State> = Mutex::new(State {
     contexts: Vec::new(),
-    stream: Stream {
-        assembler: None,
-        dump: None,
-        dump_checked: false,
-        history: None,
-        regions: None,
-    },
+    session: None,
 });
 
 /// What `before_swap` hands to `after_swap`.
@@ -123,57 +105,39 @@ pub struct SwapToken {
     key: usize,
 }
 
-/// The stream's assembler, created on first use (`timing`: the first context's timer support).
-fn assembler_of(slot: &mut Option<FrameAssembler>, timing: bool) -> &mut FrameAssembler {
+/// The session, created on first use (`first`: the first measured context).
+fn session_of<'a>(slot: &'a mut Option<FrameSession>, first: &Ctx) -> &'a mut FrameSession {
     slot.get_or_insert_with(|| {
-        FrameAssembler::new(AssemblerOptions {
-            timeout_frames: RING as u64,
-            gpu_timing: timing,
-            ..AssemblerOptions::default()
+        FrameSession::new(SessionOptions {
+            assembler: AssemblerOptions {
+                timeout_frames: RING as u64,
+                gpu_timing: first.timing,
+                ..AssemblerOptions::default()
+            },
+            history: settings::get().hud,
+            counters: session_board(first),
         })
     })
 }
 
-impl Stream {
-    fn emit(dump: &Option<DumpWriter>, history: &mut Option<FrameHistory>, r: FrameRecord) {
-        if let Some(w) = dump {
-            w.push(r);
-        }
-        if let Some(h) = history {
-            h.push(r);
-        }
+/// Starts the dump when the first measured context swaps, if one is configured.
+fn ensure_dump(session: &mut FrameSession, first: &Ctx) {
+    let started = session.ensure_dump(|| {
+        let mut h = first.header();
+        h.counter_board = session_board(first);
+        DumpWriter::from_config(settings::get(), h)
+    });
+    if started {
+        // Registered after the writer's own hook, so it runs first (atexit is LIFO) and the
+        // frames still in the assembler reach the file before the summary.
+        register_exit_flush();
     }
+}
 
-    fn poll(&mut self, now_ns: u64) {
-        let (dump, history) = (&self.dump, &mut self.history);
-        if let Some(a) = self.assembler.as_mut() {
-            a.poll(now_ns, |r| Self::emit(dump, history, r));
-        }
-    }
-
-    /// Emits every closed frame now (results still missing: `Timeout`).
-    fn flush(&mut self) {
-        let (dump, history) = (&self.dump, &mut self.history);
-        if let Some(a) = self.assembler.as_mut() {
-            a.flush(GpuMissing::Timeout, |r| Self::emit(dump, history, r));
-        }
-    }
-
-    /// Starts the dump when the first measured context appears, if one is configured.
-    fn ensure_dump(&mut self, first: &Ctx) {
-        if self.dump_checked {
-            return;
-        }
-        self.dump_checked = true;
-        let cfg = settings::get();
-        self.dump = DumpWriter::from_config(cfg, first.header());
-        if let Some(w) = &self.dump {
-            w.finish_at_exit();
-            // Registered after the writer's own hook, so it runs first (atexit is LIFO) and the
-            // frames still in the assembler reach the file before the summary.
-            register_exit_flush();
-        }
-    }
+/// The process's counter board (the first context's renderer picks the GPU).
+fn session_board(first: &Ctx) -> Option<std::sync::Arc<framescope_core::counters::CounterBoard>> {
+    let hint = framescope_collectors::GpuHint::Name(first.info.renderer.clone());
+    framescope_collectors::builtin::board_for(settings::get(), hint)
 }
 
 impl Ctx {
@@ -383,11 +347,7 @@ fn find_or_create(st: &mut State, ws: WinSys, key: usize) -> usize {
     }
     let mut c = Ctx::new(ws, key);
     if !c.skip {
-        if settings::get().hud && st.stream.history.is_none() {
-            st.stream.history = Some(FrameHistory::default());
-            st.stream.regions = Some(RegionTable::default());
-        }
-        let a = assembler_of(&mut st.stream.assembler, c.timing);
+        let a = session_of(&mut st.session, &c).assembler();
         c.calibrate(monotonic_now_ns(), a);
         c.begin_frame();
         if let Some(s) = &c.samples {
@@ -448,11 +408,11 @@ fn close_frame(ws: WinSys, key: usize, counts: FrameCounts) -> Option<u64> {
     // current for their own purposes (NVIDIA's Vulkan driver does, under our Vulkan layer),
     // and such a process must not get a second, empty GL dump. Read the frame's time after
     // it, so the first frame lies inside the dump's window.
-    st.stream.ensure_dump(&st.contexts[i]);
+    let session = session_of(&mut st.session, &st.contexts[i]);
+    ensure_dump(session, &st.contexts[i]);
     let now = monotonic_now_ns();
     let c = &mut st.contexts[i];
-    let stream = &mut st.stream;
-    let a = assembler_of(&mut stream.assembler, c.timing);
+    let a = session.assembler();
     c.end_frame(a);
     // Before close_frame (the frame's samples belong to it) and before the HUD draws.
     if let Some(s) = &c.samples {
@@ -465,17 +425,17 @@ fn close_frame(ws: WinSys, key: usize, counts: FrameCounts) -> Option<u64> {
         counts,
         ..FrameRecord::default()
     };
-    let (dump, history) = (&stream.dump, &mut stream.history);
-    Some(a.close_frame(record, |r| Stream::emit(dump, history, r)))
+    Some(session.close(record))
 }
 
 /// Refreshes the HUD's numbers from the frames emitted so far.
 pub fn hud_data(data: &mut HudData, opts: &HudOptions) {
     let st = STATE.lock();
-    if let Some(h) = &st.stream.history {
-        data.update(h, opts, |_| None);
+    let Some(session) = &st.session else { return };
+    if let Some(h) = session.history() {
+        data.update(h, opts, session.counters().and_then(|b| b.catalogue()));
     }
-    if let Some(r) = &st.stream.regions {
+    if let Some(r) = session.regions() {
         data.update_regions(r, opts);
     }
 }
@@ -489,19 +449,15 @@ pub fn after_swap(t: SwapToken) {
     };
     let c = &mut st.contexts[i];
     let now = monotonic_now_ns();
-    let a = assembler_of(&mut st.stream.assembler, c.timing);
-    c.read_available(a);
-    c.calibrate(now, a);
+    let session = session_of(&mut st.session, c);
+    c.read_available(session.assembler());
+    c.calibrate(now, session.assembler());
     c.begin_frame();
     if let Some(s) = &c.samples {
-        let mut out = samples::Out {
-            dump: st.stream.dump.as_ref(),
-            regions: st.stream.regions.as_mut(),
-        };
-        s.read_available(a, &mut out);
+        s.read_available(session);
         s.begin_frame();
     }
-    st.stream.poll(now);
+    session.poll(now);
     drop(guard);
     // Outside the frame lock, like the HUD before the swap.
     crate::guard::guarded(&HUD, || hud::after_swap(t.ws, t.key));
@@ -532,18 +488,13 @@ pub fn on_destroy(ws: WinSys, key: usize) {
         return;
     }
     let current = hooks::current_context(ws) == key;
+    let session = session_of(&mut st.session, &c);
     if let Some(s) = &c.samples {
-        let a = assembler_of(&mut st.stream.assembler, c.timing);
-        let mut out = samples::Out {
-            dump: st.stream.dump.as_ref(),
-            regions: st.stream.regions.as_mut(),
-        };
-        s.destroy(current, a, &mut out);
+        s.destroy(current, session);
     }
     if current {
         // Current here: collect what is ready and free the query names.
-        let a = assembler_of(&mut st.stream.assembler, c.timing);
-        c.read_available(a);
+        c.read_available(session.assembler());
         if let (Some(gl), true) = (&c.gl, c.timing) {
             let names: Vec<u32> = c.ring.iter().flat_map(|p| [p.begin, p.end]).collect();
             gl.delete_queries(&names);
@@ -560,9 +511,9 @@ pub fn on_destroy(ws: WinSys, key: usize) {
         c.abandoned,
     ));
     if st.contexts.iter().all(|c| c.skip) {
-        st.stream.flush();
+        session.flush(GpuMissing::Timeout);
     } else {
-        st.stream.poll(monotonic_now_ns());
+        session.poll(monotonic_now_ns());
     }
 }
 
@@ -586,9 +537,8 @@ extern "C" fn exit_flush() {
     let _ = std::panic::catch_unwind(|| {
         // Another thread may be inside a swap hook; do not wait for it forever.
         if let Some(mut st) = STATE.try_lock_for(Duration::from_millis(200)) {
-            st.stream.flush();
-            if let Some(w) = st.stream.dump.take() {
-                w.finish();
+            if let Some(session) = st.session.as_mut() {
+                session.finish();
             }
         }
     });

@@ -39,11 +39,11 @@ use crate::hooks::gl_proc;
 use crate::stats::{self, Stats};
 use framescope_core::assembly::FrameAssembler;
 use framescope_core::config::Samples;
-use framescope_core::dump::{DumpWriter, Unavailable};
+use framescope_core::dump::Unavailable;
 use framescope_core::frame::DrawKind;
 use framescope_core::labels;
-use framescope_core::regions::RegionTable;
 use framescope_core::sample::{DrawParams, LabelPath, PipelineStats, SampleRecord, Scope, MAX_LABEL_DEPTH};
+use framescope_core::session::FrameSession;
 use framescope_core::sync::Mutex;
 use std::cell::{Cell, RefCell};
 use std::ffi::CStr;
@@ -314,11 +314,6 @@ fn mid_frame_forced() -> bool {
 }
 
 /// Where finished samples go: the dump, and the HUD's top-regions table when the HUD is on.
-pub struct Out<'a> {
-    pub dump: Option<&'a DumpWriter>,
-    pub regions: Option<&'a mut RegionTable>,
-}
-
 /// What the dump header says about samples and statistics of a context: the `unavailable`
 /// entries (none when everything works).
 pub fn unavailable(samples: Option<&CtxSamples>, timing: bool, es: bool) -> Vec<Unavailable> {
@@ -476,14 +471,14 @@ impl Shared {
 
     /// Reads every finished frame whose results are available (never waits); samples go to
     /// the dump ahead of their frame.
-    pub fn read_available(&self, a: &mut FrameAssembler, out: &mut Out<'_>) {
-        self.sampler.lock().read_available(a, out);
+    pub fn read_available(&self, session: &mut FrameSession) {
+        self.sampler.lock().read_available(session);
     }
 
     /// The context is being destroyed: reads what is ready (`current`: the context is current
     /// on this thread, so GL may be called), frees the queries, and releases the frames still
     /// waiting so their GPU times are not held back. Later hooks on it do nothing.
-    pub fn destroy(&self, current: bool, a: &mut FrameAssembler, out: &mut Out<'_>) {
+    pub fn destroy(&self, current: bool, session: &mut FrameSession) {
         let mut s = self.sampler.lock();
         if !s.alive {
             return;
@@ -495,7 +490,7 @@ impl Shared {
                 }
                 s.open.stats_active = false;
             }
-            s.read_available(a, out);
+            s.read_available(session);
             let mut names: Vec<u32> = s.ts_names.to_vec();
             if s.stats.is_some() {
                 names.extend(s.frames.iter().flat_map(|f| f.stats_names));
@@ -505,13 +500,13 @@ impl Shared {
         while s.f_len > 0 {
             let f = s.frames[s.f_head];
             if f.submitted {
-                a.on_submission_retired(f.frame, None);
+                session.assembler().on_submission_retired(f.frame, None);
                 s.dropped += f.s_end - f.s_start;
             }
             s.f_head = (s.f_head + 1) % FRAMES;
             s.f_len -= 1;
         }
-        if let Some(d) = out.dump {
+        if let Some(d) = session.dump() {
             d.add_dropped_samples(s.dropped);
         }
         s.dropped = 0;
@@ -638,7 +633,7 @@ impl Sampler {
         }
     }
 
-    fn read_available(&mut self, a: &mut FrameAssembler, out: &mut Out<'_>) {
+    fn read_available(&mut self, session: &mut FrameSession) {
         if !self.alive {
             return;
         }
@@ -652,7 +647,7 @@ impl Sampler {
             self.gl.bind_query_buffer(0);
         }
         while self.f_len > 0 {
-            if !self.read_frame(self.f_head, a, out) {
+            if !self.read_frame(self.f_head, session) {
                 break;
             }
             self.f_head = (self.f_head + 1) % FRAMES;
@@ -663,14 +658,14 @@ impl Sampler {
             self.gl.bind_query_buffer(saved);
         }
         self.release();
-        if let Some(d) = out.dump {
+        if let Some(d) = session.dump() {
             d.add_dropped_samples(self.dropped);
         }
         self.dropped = 0;
     }
 
     /// Reads and emits closed frame `i`; false when one of its results is not available yet.
-    fn read_frame(&mut self, i: usize, a: &mut FrameAssembler, out: &mut Out<'_>) -> bool {
+    fn read_frame(&mut self, i: usize, session: &mut FrameSession) -> bool {
         let f = self.frames[i];
         if !f.submitted {
             return true;
@@ -678,7 +673,7 @@ impl Sampler {
         let mut vals = std::mem::take(&mut self.scratch);
         let ok = self.read_values(&f, &mut vals).is_some();
         if ok {
-            let off = a.calibration();
+            let off = session.assembler_ref().calibration();
             let map = |v: u64| match off {
                 Some(o) => v.saturating_add_signed(o),
                 None => v,
@@ -699,19 +694,16 @@ impl Sampler {
                     params: s.params,
                     overwritten: false,
                 };
-                if let Some(t) = out.regions.as_deref_mut() {
-                    t.add(&r);
-                }
-                if let Some(d) = out.dump {
-                    d.push_sample(r);
-                }
+                session.push_sample(r);
             }
             if f.has_stats {
                 let n = (f.s_end - f.s_start) as usize * 2;
                 let v: [u64; stats::COUNT] = std::array::from_fn(|k| vals[n + k]);
-                a.set_frame_stats(f.frame, PipelineStats::from_array(v));
+                session
+                    .assembler()
+                    .set_frame_stats(f.frame, PipelineStats::from_array(v));
             }
-            a.on_submission_retired(f.frame, None);
+            session.assembler().on_submission_retired(f.frame, None);
         }
         self.scratch = vals;
         ok

@@ -163,6 +163,7 @@ impl Device {
         }
         // SAFETY: as above.
         let queue_families = unsafe { instance.fns.get_physical_device_queue_family_properties(physical) };
+        let hint = crate::counters::gpu_hint(&instance, physical, &properties);
         Device {
             handle,
             instance,
@@ -180,7 +181,7 @@ impl Device {
             properties,
             queue_families,
             stats: DeviceStats::default(),
-            frames: Mutex::new(FrameState::new()),
+            frames: Mutex::new(FrameState::new(hint)),
             queues: RwLock::new(HashMap::default()),
             command_buffers: RwLock::new(HashMap::default()),
             swapchains: RwLock::new(HashMap::default()),

@@ -1,114 +1,62 @@
-//! Per-device frame state: counts accumulated since the last present, the frame assembler that
-//! joins them with GPU times retiring frames later, and (for the device that owns it) the dump.
+//! Per-device frame state: the device's [`FrameSession`] (shared frame path with the GL shim),
+//! plus what only Vulkan has: counts accumulated since the last present and the GPU clock
+//! calibration.
 
-use framescope_core::assembly::{AssemblerOptions, FrameAssembler};
-use framescope_core::dump::DumpWriter;
-use framescope_core::frame::{FrameCounts, FrameRecord, GpuMissing};
-use framescope_core::history::FrameHistory;
+use framescope_core::assembly::AssemblerOptions;
+use framescope_core::frame::{FrameCounts, FrameRecord};
+use framescope_core::session::{FrameSession, SessionOptions};
 use framescope_core::sync::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
-
-/// One dump per process: the first device created while dumping is configured takes it.
-static DUMP_TAKEN: AtomicBool = AtomicBool::new(false);
 
 pub struct FrameState {
-    pub assembler: FrameAssembler,
+    pub session: FrameSession,
     /// Counts of the open frame.
     pub counts: FrameCounts,
-    pub dump: Option<DumpWriter>,
-    dump_checked: bool,
-    /// Presents since device creation (every frame end).
-    pub frames_closed: u64,
-    /// The newest emitted frames, for the HUD (issue 4); fed wherever records are emitted.
-    pub history: FrameHistory,
-    /// The most expensive label regions and passes, for the HUD.
-    pub regions: framescope_core::regions::RegionTable,
     /// GPU-to-CLOCK_MONOTONIC offset (ns) from calibrated timestamps, when available.
     pub calibration: Option<i64>,
 }
 
 impl FrameState {
-    pub fn new() -> Self {
+    pub fn new(hint: framescope_collectors::GpuHint) -> Self {
+        let cfg = crate::settings::get();
         FrameState {
-            assembler: FrameAssembler::new(AssemblerOptions {
-                gpu_timing: crate::settings::get().gpu_timing,
-                ..AssemblerOptions::default()
+            session: FrameSession::new(SessionOptions {
+                assembler: AssemblerOptions {
+                    gpu_timing: cfg.gpu_timing,
+                    ..AssemblerOptions::default()
+                },
+                // The HUD's history and regions; kept without a HUD too (a screenshot may
+                // show it, and it costs a fixed ring).
+                history: true,
+                counters: framescope_collectors::builtin::board_for(cfg, hint),
             }),
             counts: FrameCounts::default(),
-            dump: None,
-            dump_checked: false,
-            frames_closed: 0,
-            history: FrameHistory::default(),
-            regions: Default::default(),
             calibration: None,
-        }
-    }
-
-    /// Starts the dump on first use when the config asks for one and no other device has it.
-    pub fn ensure_dump(&mut self, make: impl FnOnce() -> Option<DumpWriter>) {
-        if self.dump_checked {
-            return;
-        }
-        self.dump_checked = true;
-        if crate::settings::get().dump.is_some() && !DUMP_TAKEN.swap(true, Ordering::AcqRel) {
-            self.dump = make();
-            if let Some(w) = &self.dump {
-                w.finish_at_exit();
-            }
         }
     }
 
     /// Closes the open frame with `record` (CPU part; counts are taken from the state).
     pub fn close(&mut self, mut record: FrameRecord) {
         record.counts = std::mem::take(&mut self.counts);
-        self.frames_closed += 1;
-        let dump = &self.dump;
-        let history = &mut self.history;
-        self.assembler.close_frame(record, |r| {
-            history.push(r);
-            if let Some(w) = dump {
-                w.push(r);
-            }
-        });
+        self.session.close(record);
     }
 
     /// A sample of a retired submission; goes to the dump ahead of its frame.
     pub fn push_sample(&mut self, s: framescope_core::sample::SampleRecord) {
-        self.regions.add(&s);
-        if let Some(w) = &self.dump {
-            w.push_sample(s);
-        }
+        self.session.push_sample(s);
     }
 
     pub fn retire(&mut self, frame: u64, interval: Option<(u64, u64)>) {
-        self.assembler.on_submission_retired(frame, interval);
+        self.session.assembler().on_submission_retired(frame, interval);
     }
 
     pub fn poll(&mut self, now_ns: u64) {
-        let dump = &self.dump;
-        let history = &mut self.history;
-        self.assembler.poll(now_ns, |r| {
-            history.push(r);
-            if let Some(w) = dump {
-                w.push(r);
-            }
-        });
+        self.session.poll(now_ns);
     }
 
     /// At device destruction: emit what is pending and write the summary.
     pub fn finish(&mut self) {
         framescope_core::alloc_count::report();
-        let dump = &self.dump;
-        let history = &mut self.history;
-        self.assembler.flush(GpuMissing::Timeout, |r| {
-            history.push(r);
-            if let Some(w) = dump {
-                w.push(r);
-            }
-        });
-        if let Some(w) = self.dump.take() {
-            w.finish();
-        }
+        self.session.finish();
     }
 }
 

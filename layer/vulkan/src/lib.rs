@@ -10,6 +10,7 @@ use framescope_core::{guard, log, settings};
 mod chain;
 mod cmdbuf;
 mod commands;
+mod counters;
 mod device;
 mod frame_boundary;
 mod frames;

@@ -81,9 +81,9 @@ unsafe fn first_swapchain(info: *const vk::PresentInfoKHR<'_>) -> Option<vk::Swa
 pub fn end_frame(d: &Device, record: FrameRecord) {
     framescope_core::alloc_count::on_frame_end();
     let mut frames = d.frames.lock();
-    if frames.frames_closed.is_multiple_of(RECALIBRATE_EVERY) {
+    if frames.session.frames_closed().is_multiple_of(RECALIBRATE_EVERY) {
         let offset = d.calibration_offset_ns();
-        frames.assembler.set_calibration(offset);
+        frames.session.assembler().set_calibration(offset);
         frames.calibration = offset;
     }
     d.poll_retired(&mut frames);
@@ -93,9 +93,13 @@ pub fn end_frame(d: &Device, record: FrameRecord) {
 /// Starts the process's dump for this device if the config asks for one and no other device
 /// has it; called at device creation so the dump's clock origin precedes the first frame.
 pub fn start_dump(d: &Device) {
-    d.frames
-        .lock()
-        .ensure_dump(|| DumpWriter::from_config(crate::settings::get(), header(d)));
+    let mut frames = d.frames.lock();
+    let board = frames.session.counters().cloned();
+    frames.session.ensure_dump(|| {
+        let mut h = header(d);
+        h.counter_board = board;
+        DumpWriter::from_config(crate::settings::get(), h)
+    });
 }
 
 fn header(d: &Device) -> Header {

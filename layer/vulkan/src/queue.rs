@@ -111,20 +111,20 @@ fn begin_timed_submit(
     if !any || !timeable {
         return None;
     }
-    let frame = frames.assembler.open_frame();
+    let frame = frames.session.assembler().open_frame();
     match inner.timing.as_mut() {
         Some(t) => {
             let (b, e, _) = t.acquire(d, frame)?;
-            frames.assembler.on_submit();
+            frames.session.assembler().on_submit();
             Some((b, e, frame, cb_base))
         }
         None => {
             // A family without timestamps (or gpu_timing=0): the submission retires at once,
             // without a time.
-            if frames.assembler.gpu_timing() {
+            if frames.session.assembler().gpu_timing() {
                 frames.counts.queues_without_timestamps = frames.counts.queues_without_timestamps.saturating_add(1);
             }
-            let f = frames.assembler.on_submit();
+            let f = frames.session.assembler().on_submit();
             frames.retire(f, None);
             None
         }

@@ -323,11 +323,9 @@ impl Slot {
             }
         };
         let caps = Caps::read(&fns);
-        let mut data = HudData {
-            device: fns.string(fns::RENDERER),
-            driver: fns.string(fns::VERSION),
-            ..HudData::default()
-        };
+        let mut data = HudData::default();
+        data.device = fns.string(fns::RENDERER);
+        data.driver = fns.string(fns::VERSION);
         // Room for the graphs, so refreshes do not grow them.
         data.frame_graph.reserve(opts().history);
         data.gpu_graph.reserve(opts().history);

