@@ -51,6 +51,18 @@ struct Fields {
     t_ns: Option<u64>,
     cpu_frame_ns: Option<u64>,
     gpu_busy_ns: Option<u64>,
+    #[serde(default)]
+    counters: Option<std::collections::BTreeMap<String, Option<f64>>>,
+}
+
+/// Counter names a report keeps statistics for: a forged dump may name millions.
+const MAX_COUNTERS: usize = 256;
+
+#[derive(Deserialize)]
+struct CounterEntry {
+    name: String,
+    #[serde(default)]
+    unit: String,
 }
 
 #[derive(Deserialize, Default)]
@@ -62,6 +74,8 @@ struct Header {
     device: Option<Device>,
     /// `busy` (Vulkan) or `span` (GL: the time between the frame's two timestamps).
     gpu_time: Option<String>,
+    #[serde(default)]
+    counters: Vec<CounterEntry>,
 }
 
 #[derive(Deserialize, Default)]
@@ -102,6 +116,8 @@ struct Dump {
     bad_gpu_times: u64,
     /// Reading stopped after [`GIVE_UP`] bytes without a record.
     gave_up: bool,
+    /// Counter names past [`MAX_COUNTERS`], or not in the header's catalogue, that were ignored.
+    ignored_counters: u64,
     last_frame: Option<(u64, u64)>,
 }
 
@@ -160,6 +176,19 @@ impl Dump {
             ok
         });
         self.builder.add(t_ns, cpu, gpu);
+        for (k, (name, v)) in f.counters.into_iter().flatten().enumerate() {
+            let Some(v) = v.filter(|v| v.is_finite()) else { continue };
+            let known = k < MAX_COUNTERS
+                && match self.header.as_ref().map(|h| &h.counters) {
+                    Some(cat) if !cat.is_empty() => cat.iter().take(MAX_COUNTERS).any(|c| c.name == name),
+                    _ => self.builder.counter_names() < MAX_COUNTERS || self.builder.has_counter(&name),
+                };
+            if known {
+                self.builder.add_counter(&name, v);
+            } else {
+                self.ignored_counters += 1;
+            }
+        }
     }
 
     /// One line's record. `false` when it is not one.
@@ -404,6 +433,30 @@ fn render(path: &OsStr, d: &Dump, rec: &SummaryRecord, notes: &[String]) -> Stri
         gpu_name,
     ));
     out.push_str(&format!("  frames without gpu time: {}\n\n", s.gpu_missing_frames));
+    if !s.counters.is_empty() {
+        let unit = |name: &str| {
+            d.header
+                .as_ref()
+                .and_then(|h| h.counters.iter().find(|c| c.name == name))
+                .map_or(String::new(), |c| escape(&c.unit))
+        };
+        out.push_str(&format!(
+            "  {:<26}{:>8}{:>14}{:>14}{:>14}{:>8}\n",
+            "counter", "unit", "mean", "min", "max", "frames"
+        ));
+        for (name, c) in &s.counters {
+            out.push_str(&format!(
+                "  {:<26}{:>8}{:>14.3}{:>14.3}{:>14.3}{:>8}\n",
+                escape(name),
+                unit(name),
+                c.mean,
+                c.min,
+                c.max,
+                c.frames
+            ));
+        }
+        out.push('\n');
+    }
     for n in notes {
         out.push_str(&format!("note: {n}\n"));
     }
@@ -473,6 +526,10 @@ fn notes_about(d: &Dump) -> Vec<String> {
                 "gpu busy time(s) over {} s were ignored",
                 MAX_GPU_BUSY_NS / 1_000_000_000
             ),
+        ),
+        (
+            d.ignored_counters,
+            format!("counter value(s) named neither in the header's catalogue nor among the first {MAX_COUNTERS} names were ignored"),
         ),
     ];
     for (n, what) in counted {
@@ -632,6 +689,39 @@ mod tests {
         // 0, and frame 3's would overflow the sum.
         assert_eq!(s.frame_time_ns.map(|f| f.count), Some(1));
         assert_eq!(d.bad_frame_times, 9);
+    }
+
+    #[test]
+    fn counters_are_summarised_by_name_and_unknown_names_are_counted() {
+        let header =
+            r#"{"type":"header","counters":[{"name":"gpu_util_pct","unit":"%","source":"nvml","scope":"device"}]}"#;
+        let f = |i: u64, v: &str| {
+            format!(
+                r#"{{"type":"frame","frame":{i},"t_ns":{},"counters":{{"gpu_util_pct":{v},"forged":1}}}}"#,
+                1000 + i
+            )
+        };
+        let text = [header.to_string(), f(0, "10"), f(1, "null"), f(2, "30")].join("\n") + "\n";
+        let d = read(text.as_bytes());
+        let s = d.builder.summary();
+        let c = &s.counters["gpu_util_pct"];
+        assert_eq!((c.frames, c.mean, c.min, c.max), (2, 20.0, 10.0, 30.0));
+        assert!(!s.counters.contains_key("forged"));
+        assert_eq!(d.ignored_counters, 3);
+        let rec = SummaryRecord {
+            summary: s,
+            dropped_frames: 0,
+            dropped_samples: 0,
+            produced_by: "report".into(),
+            ended_by: "recomputed".into(),
+        };
+        let out = render(OsStr::new("x"), &d, &rec, &[]);
+        assert!(out.contains("gpu_util_pct"), "{out}");
+        assert!(
+            out.lines()
+                .any(|l| l.contains("gpu_util_pct") && l.contains("20.000") && l.contains('%')),
+            "{out}"
+        );
     }
 
     #[test]

@@ -274,6 +274,15 @@ impl SummaryBuilder {
         self.frames
     }
 
+    /// Counters with at least one value so far.
+    pub fn counter_names(&self) -> usize {
+        self.counters.len()
+    }
+
+    pub fn has_counter(&self, name: &str) -> bool {
+        self.counters.contains_key(name)
+    }
+
     /// Adds one frame's value of a counter; non-finite values are ignored.
     pub fn add_counter(&mut self, name: &str, v: f64) {
         if !v.is_finite() {

@@ -382,6 +382,41 @@ fn top_regions_table_adds_rows_to_the_hud() {
     assert!(text >= 200, "only {text} text-coloured pixels in the table rows");
 }
 
+/// `hud_counters` adds one text row per chosen counter the catalogue has (CPU and RAM here;
+/// the GPU sensor names are absent on lavapipe and give no row).
+#[test]
+fn counter_lines_add_rows_to_the_hud() {
+    let a = Artifacts::get();
+    let x = Xvfb::start();
+    let app = a.testapp.display().to_string();
+    let args = ["--frames", "80", "--width", "640", "--height", "480", "--present-mode", "fifo"];
+    let shot = |name: &str, config: &str| {
+        let (sb, out) = screenshot_run(&a, &x, name, &format!("screenshot=70,counter_interval_ms=20,{config}"), &app, &args);
+        let png = sb.path("shot-70.png");
+        assert!(png.is_file(), "{name}: no screenshot\n{}", out.describe());
+        Rgb::read(&png)
+    };
+    let off = shot("counters-hud-off", "hud=0");
+    let plain = shot("counters-hud-none", "hud_counters=none");
+    let lines = shot(
+        "counters-hud-four",
+        "hud_counters=cpu_load_pct:ram_used_bytes:ram_total_bytes:proc_rss_bytes:gpu_temp_c",
+    );
+    let plain_rect = assert_hud_pair(&plain, &off, "HUD without counter lines");
+    let lines_rect = assert_hud_pair(&lines, &off, "HUD with counter lines");
+    let (h0, h1) = (plain_rect.y1 - plain_rect.y0, lines_rect.y1 - lines_rect.y0);
+    // Four rows of the 13 px font (gpu_temp_c has no source here: no row).
+    assert!(h1 >= h0 + 4 * 13 && h1 < h0 + 6 * 13, "HUD height {h1} with counters vs {h0} without");
+    let extra = Rect {
+        x0: lines_rect.x0,
+        y0: plain_rect.y1,
+        x1: lines_rect.x1,
+        y1: lines_rect.y1,
+    };
+    let text = count_in(&lines, extra, is_text);
+    assert!(text >= 200, "only {text} text-coloured pixels in the counter rows");
+}
+
 /// The most frequent colour of the HUD's background pixels.
 fn dominant_background(on: &Rgb, hud: Rect) -> [u8; 3] {
     let mut counts = std::collections::HashMap::new();
