@@ -16,6 +16,7 @@ pub mod expr;
 pub mod listing;
 pub mod model;
 pub mod sample;
+pub mod seam;
 pub mod source;
 
 pub use catalogue::{CounterSet, SetError};
