@@ -18,6 +18,7 @@ pub mod model;
 pub mod sample;
 pub mod seam;
 pub mod source;
+pub mod sources;
 
 pub use catalogue::{CounterSet, SetError};
 pub use constants::{ConstantError, Constants};
