@@ -18,7 +18,9 @@ pub mod expr;
 pub mod listing;
 pub mod model;
 pub mod sample;
+pub mod seam;
 pub mod source;
+pub mod sources;
 
 pub use catalogue::{CounterSet, SetError};
 pub use constants::{ConstantError, Constants};
