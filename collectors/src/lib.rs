@@ -15,6 +15,7 @@ pub mod db;
 pub mod expr;
 pub mod listing;
 pub mod model;
+pub mod nvidia;
 pub mod sample;
 pub mod source;
 
