@@ -17,6 +17,7 @@ pub mod db;
 pub mod expr;
 pub mod listing;
 pub mod model;
+pub mod nvidia;
 pub mod sample;
 pub mod seam;
 pub mod source;
