@@ -2,6 +2,10 @@
 
 use crate::collector::{process_board, Built};
 use crate::source::GpuHint;
+use crate::sources::amdgpu::AmdgpuSource;
+use crate::sources::fdinfo::FdinfoSource;
+use crate::sources::hwmon::HwmonSource;
+use crate::sources::system::SystemSource;
 use framescope_core::config::Config;
 use framescope_core::counters::CounterBoard;
 use std::sync::Arc;
@@ -10,8 +14,22 @@ use std::time::Duration;
 /// Every source, in catalogue order: a counter two sources name (the GPU temperature from NVML
 /// and from hwmon) belongs to the first. Vendor sources come before the generic ones.
 pub fn build(hint: &GpuHint) -> Vec<Built> {
-    let _ = hint;
-    Vec::new()
+    let mut out: Vec<Built> = Vec::new();
+    match crate::nvidia::sources(hint) {
+        Ok((nvml, gpm)) => {
+            out.push(Ok(Box::new(nvml)));
+            out.push(Ok(Box::new(gpm)));
+        }
+        Err(reason) => {
+            out.push(Err(("nvml", reason.clone())));
+            out.push(Err(("gpm", reason)));
+        }
+    }
+    out.push(Ok(Box::new(AmdgpuSource::new(hint.clone()))));
+    out.push(Ok(Box::new(HwmonSource::new(hint.clone()))));
+    out.push(Ok(Box::new(FdinfoSource::new())));
+    out.push(Ok(Box::new(SystemSource::new())));
+    out
 }
 
 /// The process's counter board when the config wants counters (the first call starts the

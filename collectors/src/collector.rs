@@ -72,18 +72,33 @@ pub fn process_board(hint: GpuHint, interval: Duration, build: fn(&GpuHint) -> V
         .clone()
 }
 
-/// Fixes the catalogue from the sources' own catalogues: the first source that names a
-/// counter owns it; counters past [`MAX_COUNTERS`] and sources past [`MAX_SOURCES`] are cut
-/// (and said so in `unavailable`).
-fn catalogue(board: &CounterBoard, built: Vec<Built>, interval: Duration) -> Vec<Slot> {
+/// Starts every source once, then fixes the catalogue from the catalogues of those that
+/// started or may start later: the first source that names a counter owns it; a source that
+/// can never run (no such device) adds nothing; counters past [`MAX_COUNTERS`] and sources
+/// past [`MAX_SOURCES`] are cut (and said so in `unavailable`).
+fn catalogue(board: &CounterBoard, built: Vec<Built>, interval: Duration, now_ns: u64) -> Vec<Slot> {
     let mut cat = Catalogue::default();
     let mut slots = Vec::new();
     for b in built {
-        let source = match b {
+        let mut source = match b {
             Ok(s) => s,
             Err((id, reason)) => {
                 board.set_unavailable(id, &reason);
                 continue;
+            }
+        };
+        let state = match source.start() {
+            Ok(()) => State::Running,
+            Err(StartError::Unavailable(reason)) => {
+                board.set_unavailable(source.id(), &reason);
+                continue;
+            }
+            Err(StartError::Retry(reason)) => {
+                board.set_unavailable(source.id(), &reason);
+                State::Waiting {
+                    at_ns: now_ns.saturating_add(FIRST_BACKOFF.as_nanos() as u64),
+                    backoff: FIRST_BACKOFF * 2,
+                }
             }
         };
         if cat.sources.len() == MAX_SOURCES {
@@ -123,10 +138,7 @@ fn catalogue(board: &CounterBoard, built: Vec<Built>, interval: Duration) -> Vec
             source,
             board_slot,
             out: vec![f64::NAN; n],
-            state: State::Waiting {
-                at_ns: 0,
-                backoff: FIRST_BACKOFF,
-            },
+            state,
             last_read_ns: 0,
             interval_ns,
         });
@@ -199,11 +211,7 @@ pub fn run(
     now: impl Fn() -> u64,
     mut sleep: impl FnMut(Duration) -> bool,
 ) {
-    let mut slots = catalogue(board, built, interval);
-    let t0 = now();
-    for s in slots.iter_mut() {
-        try_start(board, s, t0);
-    }
+    let mut slots = catalogue(board, built, interval, now());
     board.mark_started();
     let tick = interval.max(Duration::from_millis(1));
     loop {
@@ -364,8 +372,10 @@ mod tests {
         assert_eq!(u.len(), 2, "{u:?}");
         assert_eq!(u[0].reason, "no amdgpu device");
         assert_eq!(u[1].reason, "device lost");
+        let cat = board.catalogue().unwrap();
+        assert_eq!(cat.sources, ["nvml"], "a source that can never run adds no counters");
         let mut s = Default::default();
         board.read_into(&mut s);
-        assert_eq!(s.values.get(1), None, "a lost source's values are cleared");
+        assert_eq!(s.values.get(0), None, "a lost source's values are cleared");
     }
 }

@@ -69,19 +69,28 @@ fn vulkan_and_gl_dumps_carry_the_same_counter_fields() {
 
     let catalogue = names(&vk.header, "counters");
     assert!(catalogue.contains("cpu_load_pct"), "{catalogue:?}");
-    assert_eq!(catalogue, names(&gl.header, "counters"), "same catalogue from both APIs");
+    assert_eq!(
+        catalogue,
+        names(&gl.header, "counters"),
+        "same catalogue from both APIs"
+    );
     assert_eq!(vk.header["counter_sources"], gl.header["counter_sources"]);
     for (api, d) in [("vulkan", &vk), ("opengl", &gl)] {
         let last = d.frames.last().unwrap();
-        assert_eq!(keys(&last["counters"]), catalogue, "{api}: every catalogue name in a frame");
+        assert_eq!(
+            keys(&last["counters"]),
+            catalogue,
+            "{api}: every catalogue name in a frame"
+        );
         assert!(
             keys(&last["counter_windows"]).contains("system"),
             "{api}: {}",
             last["counter_windows"]
         );
-        let s = d.summary.as_ref().unwrap();
-        assert!(s["counters"]["cpu_load_pct"]["frames"].as_u64().unwrap() > 0, "{api}: {s}");
     }
+    // glxgears dies of the SIGINT (no summary); the test app ends normally.
+    let s = vk.summary.as_ref().unwrap();
+    assert!(s["counters"]["cpu_load_pct"]["frames"].as_u64().unwrap() > 0, "{s}");
     // The sources this machine lacks say so, in both.
     let (u_vk, u_gl) = (unavailable_sources(&vk.header), unavailable_sources(&gl.header));
     for src in ["nvml", "amdgpu"] {
@@ -111,8 +120,16 @@ fn cpu_ram_and_process_values_are_in_every_frame_and_agree_with_proc() {
             .map(|e| e["reason"].as_str().unwrap().to_string())
             .unwrap_or_default()
     };
-    assert!(u.contains("nvml") && reason("nvml").contains("libnvidia-ml"), "{}", d.header);
-    assert!(u.contains("amdgpu") && reason("amdgpu").contains("amdgpu"), "{}", d.header);
+    assert!(
+        u.contains("nvml") && reason("nvml").contains("libnvidia-ml"),
+        "{}",
+        d.header
+    );
+    assert!(
+        u.contains("amdgpu") && reason("amdgpu").contains("amdgpu"),
+        "{}",
+        d.header
+    );
 
     // From the first frame with system values on, every frame has them (the collector reads
     // while frames come; a frame copies the newest values).
@@ -131,7 +148,10 @@ fn cpu_ram_and_process_values_are_in_every_frame_and_agree_with_proc() {
         let used = c["ram_used_bytes"].as_f64().unwrap();
         assert!(used > 0.0 && used <= total as f64, "{c}");
         // Other processes come and go between the run and this read: within a quarter of RAM.
-        assert!((used - used_now as f64).abs() < total as f64 / 4.0, "ram_used {used} vs {used_now} now");
+        assert!(
+            (used - used_now as f64).abs() < total as f64 / 4.0,
+            "ram_used {used} vs {used_now} now"
+        );
         let rss = c["proc_rss_bytes"].as_f64().unwrap();
         assert!((4.0 * 1024.0 * 1024.0..4e9).contains(&rss), "proc_rss_bytes {rss}");
         let cpu_time = c["proc_cpu_time_ns"].as_u64().unwrap();

@@ -389,9 +389,25 @@ fn counter_lines_add_rows_to_the_hud() {
     let a = Artifacts::get();
     let x = Xvfb::start();
     let app = a.testapp.display().to_string();
-    let args = ["--frames", "80", "--width", "640", "--height", "480", "--present-mode", "fifo"];
+    let args = [
+        "--frames",
+        "80",
+        "--width",
+        "640",
+        "--height",
+        "480",
+        "--present-mode",
+        "fifo",
+    ];
     let shot = |name: &str, config: &str| {
-        let (sb, out) = screenshot_run(&a, &x, name, &format!("screenshot=70,counter_interval_ms=20,{config}"), &app, &args);
+        let (sb, out) = screenshot_run(
+            &a,
+            &x,
+            name,
+            &format!("screenshot=70,counter_interval_ms=20,{config}"),
+            &app,
+            &args,
+        );
         let png = sb.path("shot-70.png");
         assert!(png.is_file(), "{name}: no screenshot\n{}", out.describe());
         Rgb::read(&png)
@@ -406,7 +422,10 @@ fn counter_lines_add_rows_to_the_hud() {
     let lines_rect = assert_hud_pair(&lines, &off, "HUD with counter lines");
     let (h0, h1) = (plain_rect.y1 - plain_rect.y0, lines_rect.y1 - lines_rect.y0);
     // Four rows of the 13 px font (gpu_temp_c has no source here: no row).
-    assert!(h1 >= h0 + 4 * 13 && h1 < h0 + 6 * 13, "HUD height {h1} with counters vs {h0} without");
+    assert!(
+        h1 >= h0 + 4 * 13 && h1 < h0 + 6 * 13,
+        "HUD height {h1} with counters vs {h0} without"
+    );
     let extra = Rect {
         x0: lines_rect.x0,
         y0: plain_rect.y1,

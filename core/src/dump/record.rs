@@ -354,9 +354,23 @@ impl Serialize for Counters<'_> {
         let mut m = s.serialize_map(Some(catalogue.len()))?;
         for (i, c) in catalogue.iter().enumerate() {
             // Non-finite values serialise as null, like unavailable ones.
-            m.serialize_entry(&c.name, &r.counters.get(i).filter(|v| v.is_finite()))?;
+            m.serialize_entry(&c.name, &r.counters.get(i).filter(|v| v.is_finite()).map(Number))?;
         }
         m.end()
+    }
+}
+
+/// A counter value: whole numbers (bytes, MHz, ns) as JSON integers, the rest as floats.
+struct Number(f64);
+
+impl Serialize for Number {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        // Up to 2^53 every integer is exact in an f64.
+        if self.0.fract() == 0.0 && self.0.abs() <= 9_007_199_254_740_992.0 {
+            s.serialize_i64(self.0 as i64)
+        } else {
+            s.serialize_f64(self.0)
+        }
     }
 }
 
