@@ -270,6 +270,8 @@ const GL_BEGIN: &str = "<!-- gl:begin -->\n";
 const GL_END: &str = "<!-- gl:end -->\n";
 const GLMARK_BEGIN: &str = "<!-- glmark:begin -->\n";
 const GLMARK_END: &str = "<!-- glmark:end -->\n";
+const COUNTERS_BEGIN: &str = "<!-- counters:begin -->\n";
+const COUNTERS_END: &str = "<!-- counters:end -->\n";
 const SAMPLES_BEGIN: &str = "<!-- samples:begin -->\n";
 const SAMPLES_END: &str = "<!-- samples:end -->\n";
 
@@ -299,6 +301,47 @@ fn replace_section(begin: &str, end: &str, section: &str) -> Result<(), String> 
     std::fs::write(&path, new).map_err(|e| format!("{}: {e}", path.display()))?;
     print!("{section}");
     Ok(())
+}
+
+/// The counters' cost on the app's thread: `core/examples/counter_cost.rs` in release (a frame
+/// close copying a full board that another thread writes back to back, against no board).
+fn counters_section() -> Result<String, String> {
+    let out = std::process::Command::new(env!("CARGO"))
+        .args(["run", "--release", "-q", "-p", "framescope-core", "--example", "counter_cost"])
+        .current_dir(super::root())
+        .output()
+        .map_err(|e| format!("cargo run counter_cost: {e}"))?;
+    if !out.status.success() {
+        return Err(format!("counter_cost failed: {}", String::from_utf8_lossy(&out.stderr)));
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    let field = |name: &str| -> Result<f64, String> {
+        let mut it = text.split_whitespace();
+        it.find(|w| *w == name)
+            .and_then(|_| it.next())
+            .and_then(|v| v.parse().ok())
+            .ok_or_else(|| format!("no {name} in counter_cost output: {text}"))
+    };
+    let (with, without, added) = (field("with_ns")?, field("without_ns")?, field("added_ns")?);
+    let verdict = if added <= 1000.0 { "meets" } else { "misses" };
+    eprintln!("xtask: counters on the app's thread: {added:.0} ns per frame ({verdict} the 1 µs target)");
+    Ok(format!(
+        "## Counters on the app's thread\n\n\
+         `core/examples/counter_cost.rs` (release): one frame close of the frame session copies the\n\
+         counter board (96 counters, the most a frame holds) and marks the frame for the collector.\n\
+         Another thread writes the whole board back to back meanwhile (the collector writes every\n\
+         100 ms by default), so reads race writes. Medians of 5 rounds of 200,000 closes.\n\n\
+         | | ns per frame |\n\
+         |---|---|\n\
+         | close with a counter board | {with:.0} |\n\
+         | close without counters | {without:.0} |\n\
+         | **added by counters** (target ≤ 1000) | **{added:.0}** ({verdict}) |\n\n"
+    ))
+}
+
+/// `cargo xtask bench counters`: only the counters section, replaced in docs/performance.md.
+pub fn bench_counters_only() -> Result<(), String> {
+    replace_section(COUNTERS_BEGIN, COUNTERS_END, &counters_section()?)
 }
 
 /// `cargo xtask bench samples`: only the samples section, replaced in docs/performance.md.
@@ -560,6 +603,9 @@ pub fn bench() -> Result<(), String> {
     md.push_str(GLMARK_BEGIN);
     md.push_str(&glmark);
     md.push_str(GLMARK_END);
+    md.push_str(COUNTERS_BEGIN);
+    md.push_str(&counters_section()?);
+    md.push_str(COUNTERS_END);
     let path = super::root().join("docs/performance.md");
     std::fs::write(&path, md).map_err(|e| format!("{}: {e}", path.display()))?;
     println!("{verdict}");

@@ -16,7 +16,8 @@ const USAGE: &str = "usage: cargo xtask <demo|test|bench|install-deps>
   bench         performance benchmarks (writes docs/performance.md); `bench vkcube`: only the
                 vkcube section (vs bare, MangoHud, Mesa overlay); `bench samples`: only the
                 CPU cost per draw of each samples mode; `bench gl`: only the GL sections (glxgears
-                and glmark2); `bench glmark`: only the glmark2/glmark2-es2 scores section
+                and glmark2); `bench glmark`: only the glmark2/glmark2-es2 scores section;
+                `bench counters`: only the counters' cost on the app's thread
   install-deps  install the Debian packages the tests and demo need (root), else print the apt-get line";
 
 fn main() -> ExitCode {
@@ -29,6 +30,7 @@ fn main() -> ExitCode {
         Some("bench") if args.get(1).map(String::as_str) == Some("vkcube") => bench::bench_vkcube_only(),
         Some("bench") if args.get(1).map(String::as_str) == Some("gl") => bench::bench_gl_only(),
         Some("bench") if args.get(1).map(String::as_str) == Some("glmark") => bench::bench_glmark_only(),
+        Some("bench") if args.get(1).map(String::as_str) == Some("counters") => bench::bench_counters_only(),
         Some("bench") => bench(),
         _ => {
             eprintln!("{USAGE}");
