@@ -52,16 +52,24 @@ timeout 300 $B/framescope run --dump $d --config hud=0 -- \
 note "testapp 10k draws: rc=$? $(grep -m1 testapp-result /tmp/load.txt | head -c 200)"
 summarise $d "vulkan 10k draws"; cp $d $OUT/load.jsonl 2>/dev/null; gzip -f $OUT/load.jsonl
 
-# 3. Near idle: glxgears (GL through GLX on Xvfb) with the HUD's counter lines in a screenshot.
+# 3. Near idle: one draw per frame, 20 ms of sleep after each.
+d=/tmp/idle.jsonl; rm -f $d
+timeout 300 $B/framescope run --dump $d --config hud=0 -- \
+  $B/framescope-testapp --headless --frame-boundary --draws 1 --frames 150 --sleep-ms 20 > /tmp/idle.txt 2>&1
+note "testapp idle (1 draw, 20 ms sleep per frame): rc=$?"
+summarise $d "vulkan idle"
+
+# 4. glxgears (GL through GLX on Xvfb, unthrottled: ~5000 fps) with the HUD's counter lines
+#    in a screenshot taken seconds in, once the HUD has refreshed with counter values.
 d=/tmp/gears.jsonl; rm -f $d
 timeout -s INT 6 $B/framescope run --dump $d \
-  --config "hud_counters=basic:gpm,screenshot=200,screenshot_path=$OUT/gears-counters-%N.png" \
+  --config "hud_counters=basic:gpm,screenshot=12000,screenshot_path=$OUT/gears-counters-%N.png" \
   -- $GLXGEARS > /tmp/gears.txt 2>&1
 note "glxgears: rc=$? (124 = ended by timeout)"
 summarise $d "gl glxgears"
 d=/tmp/gears-none.jsonl; rm -f $d
-timeout -s INT 4 $B/framescope run --dump $d \
-  --config "hud_counters=none,screenshot=200,screenshot_path=$OUT/gears-nocounters-%N.png" \
+timeout -s INT 6 $B/framescope run --dump $d \
+  --config "hud_counters=none,screenshot=12000,screenshot_path=$OUT/gears-nocounters-%N.png" \
   -- $GLXGEARS > /tmp/gears2.txt 2>&1
 note "glxgears hud_counters=none: rc=$?"
 ls -la $OUT >> $R

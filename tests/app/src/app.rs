@@ -247,6 +247,9 @@ impl App {
         while frame < u64::from(self.args.frames) {
             if self.frame(frame)? {
                 frame += 1;
+                if self.args.sleep_ms > 0 {
+                    std::thread::sleep(std::time::Duration::from_millis(u64::from(self.args.sleep_ms)));
+                }
             }
         }
         self.report.frames = frame;

@@ -59,6 +59,8 @@ OPTIONS:
                         destroy the presented images' render-finished semaphores
                         and create new ones, as libplacebo (mpv) does: valid,
                         since the app's own submissions using them are done
+  --sleep-ms MS         sleep MS milliseconds after each frame: a nearly idle GPU
+                        [default: 0]
   -h, --help            print this help
 
 OUTPUT: one stdout line at exit:
@@ -131,6 +133,8 @@ pub struct Args {
     pub burst: Option<u32>,
     /// Destroy and recreate the present semaphores after each frame's fence signals.
     pub recreate_semaphores: bool,
+    /// Milliseconds slept after each frame.
+    pub sleep_ms: u32,
 }
 
 impl Default for Args {
@@ -159,6 +163,7 @@ impl Default for Args {
             push_first: false,
             burst: None,
             recreate_semaphores: false,
+            sleep_ms: 0,
         }
     }
 }
@@ -243,6 +248,7 @@ pub fn parse<I: IntoIterator<Item = String>>(argv: I) -> Result<ParseOutcome, Ar
             "--render-pass" => args.render_pass = true,
             "--push-first" => args.push_first = true,
             "--recreate-semaphores" => args.recreate_semaphores = true,
+            "--sleep-ms" => args.sleep_ms = number(&flag, value(), 0)?,
             "--burst" => args.burst = Some(number(&flag, value(), 0)?),
             _ => return Err(ArgError(format!("unknown argument `{arg}`"))),
         }
@@ -285,6 +291,7 @@ fn takes_value(flag: &str) -> bool {
     matches!(
         flag,
         "--frames"
+            | "--sleep-ms"
             | "--burst"
             | "--width"
             | "--height"
