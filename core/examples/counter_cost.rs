@@ -81,5 +81,8 @@ fn main() {
     stop.store(true, Ordering::Relaxed);
     publisher.join().unwrap();
     let (w, wo) = (median(w), median(wo));
-    println!("closes {CLOSES} with_ns {w:.1} without_ns {wo:.1} added_ns {:.1}", w - wo);
+    println!(
+        "closes {CLOSES} with_ns {w:.1} without_ns {wo:.1} added_ns {:.1}",
+        w - wo
+    );
 }

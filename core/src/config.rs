@@ -553,7 +553,7 @@ pub static KEYS: &[KeySpec] = &[
         name: "hud_counters",
         ty: ValueType::NameList,
         default: "basic",
-        doc: "HUD lines, one per counter: names from the dump header's catalogue (`framescope counters --live` lists them; the same names on every vendor where the meaning is the same) or presets: `basic` (GPU %, temperature, clock, power, VRAM, CPU %, RAM), `gpm` (NVIDIA GPM activity), `all`; `none` (or 0) for no counter lines; a counter this machine does not have shows no line",
+        doc: "HUD lines, one per counter: names from the dump header's catalogue (the same names on every vendor where the meaning is the same) or presets: `basic` (GPU %, temperature, clock, power, VRAM, CPU %, RAM), `gpm` (NVIDIA GPM activity), `all`; `none` (or 0) for no counter lines; a counter this machine does not have shows no line",
         set: |c, v| if let Value::Text(t) = v { c.hud_counters = t },
         get: |c| json!(c.hud_counters),
     },

@@ -307,7 +307,15 @@ fn replace_section(begin: &str, end: &str, section: &str) -> Result<(), String> 
 /// close copying a full board that another thread writes back to back, against no board).
 fn counters_section() -> Result<String, String> {
     let out = std::process::Command::new(env!("CARGO"))
-        .args(["run", "--release", "-q", "-p", "framescope-core", "--example", "counter_cost"])
+        .args([
+            "run",
+            "--release",
+            "-q",
+            "-p",
+            "framescope-core",
+            "--example",
+            "counter_cost",
+        ])
         .current_dir(super::root())
         .output()
         .map_err(|e| format!("cargo run counter_cost: {e}"))?;

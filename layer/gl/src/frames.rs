@@ -9,10 +9,11 @@
 //! (`gpu_busy_ns` = `gpu_span_ns`) is end − begin: the GPU time between the frame's first and
 //! last command, idle gaps inside the frame included.
 //!
-//! Frames go through `framescope_core`'s [`FrameAssembler`]: `on_submit` once per frame whose
-//! pair was written, `on_submission_retired` when the pair is read, `close_frame` at swap.
+//! Frames go through `framescope_core`'s [`FrameSession`] (the one shared with the Vulkan
+//! layer): `on_submit` on its assembler once per frame whose pair was written,
+//! `on_submission_retired` when the pair is read, `close` at swap.
 //!
-//! One frame stream (assembler and dump) per process, fed by every measured context: the frame
+//! One frame session (assembler, dump, counters) per process, fed by every measured context: the frame
 //! index counts swaps in the process. Apps recreate contexts (glmark2 makes one per scene,
 //! games on a mode change), so the stream outlives them: destroying a context reads what it
 //! has ready, frees its queries and, when it was the last live context, emits every pending
