@@ -436,6 +436,36 @@ fn counter_lines_add_rows_to_the_hud() {
     assert!(text >= 200, "only {text} text-coloured pixels in the counter rows");
 }
 
+/// The HUD's first content is rendered at the first present, before any frame has its numbers;
+/// it is replaced as soon as the history has them, not a refresh period later: with the longest
+/// refresh period (10 s), frame 40's HUD already shows the frame-time graph.
+#[test]
+fn the_first_hud_content_with_numbers_does_not_wait_for_the_refresh_period() {
+    let a = Artifacts::get();
+    let x = Xvfb::start();
+    let app = a.testapp.display().to_string();
+    let args = ["--frames", "50", "--width", "640", "--height", "480"];
+    let (sb, out) = screenshot_run(
+        &a,
+        &x,
+        "hud-first-content",
+        "hud_refresh_ms=10000,screenshot=40",
+        &app,
+        &args,
+    );
+    let png = sb.path("shot-40.png");
+    assert!(png.is_file(), "no screenshot\n{}", out.describe());
+    let img = Rgb::read(&png);
+    // overlay::ui::GRAPH_RGB, the graphs' line colour.
+    let g = [80u8, 230, 120];
+    let near = |p: [u8; 3]| p.iter().zip(g).all(|(&a, b)| a.abs_diff(b) <= 40);
+    let graph = count_in(&img, img.whole(), near);
+    assert!(
+        graph >= 20,
+        "only {graph} graph-coloured pixels: the HUD still shows its first, empty content"
+    );
+}
+
 /// The most frequent colour of the HUD's background pixels.
 fn dominant_background(on: &Rgb, hud: Rect) -> [u8; 3] {
     let mut counts = std::collections::HashMap::new();

@@ -441,6 +441,16 @@ pub fn hud_data(data: &mut HudData, opts: &HudOptions) {
     }
 }
 
+/// Whether the frame history has a frame rate to show; never waits for the frame lock.
+pub fn history_has_fps() -> bool {
+    STATE.try_lock().is_some_and(|st| {
+        st.session
+            .as_ref()
+            .and_then(|s| s.history())
+            .is_some_and(|h| h.fps(1_000_000_000).is_some())
+    })
+}
+
 /// After the real swap: reads finished timestamps and starts the next frame.
 pub fn after_swap(t: SwapToken) {
     let mut guard = STATE.lock();

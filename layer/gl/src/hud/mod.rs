@@ -406,9 +406,12 @@ impl ContextHud {
         let c = &self.caps;
         let now = Instant::now();
         let o = opts();
+        // As in the Vulkan HUD: content rendered before the history had numbers ("FPS -")
+        // is replaced as soon as it has them, not a whole refresh period later.
         let due = self
             .last_refresh
-            .is_none_or(|t| now.duration_since(t) >= Duration::from_millis(o.refresh_ms));
+            .is_none_or(|t| now.duration_since(t) >= Duration::from_millis(o.refresh_ms))
+            || (self.data.fps.is_none() && frames::history_has_fps());
         let mut resized = false;
         let moved = s.viewport != self.last_viewport || info.target.drawable != self.last_drawable;
         if self.size == [0, 0] || due || moved {

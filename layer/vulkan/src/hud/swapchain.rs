@@ -339,9 +339,13 @@ impl SwapchainHud {
                 record_font_upload(d, s, cb);
                 rec.font = true;
             }
+            // The first content is rendered before any frame has come out of the assembler
+            // ("FPS -"); at thousands of fps a whole refresh period would pass like that, so
+            // the next refresh is due as soon as the history has numbers.
             let due = s
                 .last_refresh
-                .is_none_or(|t| ctx.now.duration_since(t) >= Duration::from_millis(ctx.opts.refresh_ms));
+                .is_none_or(|t| ctx.now.duration_since(t) >= Duration::from_millis(ctx.opts.refresh_ms))
+                || (s.data.fps.is_none() && history_has_fps(d));
             let buffers_free = s.content_ticket.is_none_or(|t| fences.is_done(d, t));
             if due && buffers_free && refresh(d, ctx, s, cb)? {
                 rec.refreshed = true;
@@ -557,6 +561,13 @@ fn record_font_upload(d: &Device, s: &Setup, cb: vk::CommandBuffer) {
         (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE),
         (vk::PipelineStageFlags::FRAGMENT_SHADER, vk::AccessFlags::SHADER_READ),
     );
+}
+
+/// Whether the frame history now has a frame rate to show; never waits for the frame lock.
+fn history_has_fps(d: &Device) -> bool {
+    d.frames
+        .try_lock()
+        .is_some_and(|f| f.session.history().is_some_and(|h| h.fps(1_000_000_000).is_some()))
 }
 
 /// Lays out the HUD and records its rendering into the cached image. `Ok(false)` when the
