@@ -182,6 +182,8 @@ pub struct Config {
     /// Per-draw GPU sample granularity (used by a later issue).
     pub samples: Samples,
     pub sample_stats: SampleStats,
+    /// `samples=draw`: percent of GPU busy time the timed draws may add (100: every draw).
+    pub sample_budget: u64,
     /// Counter sources on framescope's collector thread (NVML/GPM, amdgpu, hwmon, fdinfo,
     /// CPU/RAM/process).
     pub counters: bool,
@@ -607,6 +609,14 @@ pub static KEYS: &[KeySpec] = &[
         get: |c| json!(c.sample_stats.as_str()),
     },
     KeySpec {
+        name: "sample_budget",
+        ty: ValueType::UInt { min: 1, max: 100 },
+        default: "3",
+        doc: "samples=draw: the share of GPU busy time (percent) that timing draws may add; each frame times a window of consecutive draw positions per command buffer, sized from framescope's own measurement of that cost (every 16th frame times none, as the baseline), and the window moves on every frame so that every draw of a steady workload is timed within `ceil(draws / window)` frames; 100 times every draw of every frame",
+        set: |c, v| if let Value::UInt(n) = v { c.sample_budget = n },
+        get: |c| json!(c.sample_budget),
+    },
+    KeySpec {
         name: "counters",
         ty: ValueType::Bool,
         default: "1",
@@ -785,6 +795,7 @@ impl Default for Config {
             gpu_timing: false,
             samples: Samples::Off,
             sample_stats: SampleStats::Off,
+            sample_budget: 0,
             counters: false,
             counter_interval_ms: 0,
             log: LogLevel::Quiet,
@@ -1069,6 +1080,7 @@ mod tests {
             "gpu_timing",
             "samples",
             "sample_stats",
+            "sample_budget",
             "counters",
             "counter_interval_ms",
             "log",
@@ -1178,7 +1190,7 @@ mod tests {
              (valid keys: dump, dump_start, dump_duration, hud, hud_refresh_ms, hud_position, hud_scale, \
              hud_font_size, hud_alpha, hud_history, hud_toggle_key, hud_fps, hud_frame_time, hud_frame_graph, \
              hud_gpu, hud_gpu_graph, hud_counts, hud_device, hud_swapchain, hud_counters, hud_regions, screenshot, \
-             screenshot_path, gpu_timing, samples, sample_stats, counters, counter_interval_ms, log)"
+             screenshot_path, gpu_timing, samples, sample_stats, sample_budget, counters, counter_interval_ms, log)"
         );
         assert_eq!(
             lines[1],

@@ -146,6 +146,8 @@ pub struct FrameCounts {
     pub barriers: u32,
     /// Submissions of this frame to queues whose family has `timestampValidBits == 0`.
     pub queues_without_timestamps: u32,
+    /// Draws that got a GPU time sample (`samples=draw`: those inside the frame's draw window).
+    pub draws_timed: u32,
 }
 
 impl FrameCounts {
@@ -324,6 +326,20 @@ pub struct FrameRecord {
     /// Pipeline statistics of the whole frame, where the layer measures them per frame (the GL
     /// shim); `None` when not measured or not trustworthy for this frame.
     pub stats: Option<crate::sample::PipelineStats>,
+    /// `samples=draw` within a budget: the draw positions timed in every command buffer of the
+    /// frame (`first`, `count`; `count` 0: a baseline frame) and the estimated GPU time they
+    /// added, once measured.
+    pub draw_window: Option<DrawWindowInfo>,
+}
+
+/// See [`FrameRecord::draw_window`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DrawWindowInfo {
+    pub first: u32,
+    pub count: u32,
+    /// The most draws one command buffer has had: the window wraps there.
+    pub of: u32,
+    pub overhead_ns: Option<u64>,
 }
 
 /// Name of a `VkFormat` commonly used for swapchains, if it is one.

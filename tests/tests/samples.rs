@@ -10,7 +10,8 @@ const LIMIT: Duration = Duration::from_secs(180);
 const W: u64 = 320;
 const H: u64 = 240;
 
-/// `config`: the FRAMESCOPE_CONFIG, e.g. `samples=draw,sample_stats=draw`.
+/// `config`: the FRAMESCOPE_CONFIG, e.g. `samples=draw,sample_stats=draw`. The known-answer
+/// checks need every draw of every frame: `sample_budget=100` (a config may override it).
 fn run_regions(tag: &str, extra: &[&str], config: &str) -> dump::Dump {
     let a = Artifacts::get();
     let x = Xvfb::start();
@@ -19,7 +20,7 @@ fn run_regions(tag: &str, extra: &[&str], config: &str) -> dump::Dump {
     sb.display(&x)
         .with_validation()
         .set("FRAMESCOPE_DUMP", path.display().to_string());
-    sb.set("FRAMESCOPE_CONFIG", config);
+    sb.set("FRAMESCOPE_CONFIG", format!("sample_budget=100,{config}"));
     let app = a.testapp.display().to_string();
     let (w, h) = (W.to_string(), H.to_string());
     let mut args = vec!["--scene", "regions", "--frames", "12", "--width", &w, "--height", &h];
@@ -271,7 +272,8 @@ fn vkcube_in_every_samples_mode_is_validation_clean() {
         sb.display(&x)
             .with_validation()
             .set("FRAMESCOPE_DUMP", path.display().to_string());
-        sb.set("FRAMESCOPE_CONFIG", mode);
+        // Every draw of every frame (vkcube has one): no baseline frames without a draw sample.
+        sb.set("FRAMESCOPE_CONFIG", format!("sample_budget=100,{mode}"));
         let out = sb.run_under_framescope(&a, "vkcube", &["--c", "60"], LIMIT);
         assert_eq!(out.code(), Some(0), "{mode}: {}", out.describe());
         validation::assert_clean(&format!("vkcube {mode}"), &out.combined());
@@ -426,5 +428,71 @@ fn pushing_constants_before_a_pass_keeps_the_app_alive_and_the_statistics() {
     );
     for f in &d.frames[2..] {
         check_regions_frame(f, "draw");
+    }
+}
+
+/// The headless test app with `draws` draws per frame in one command buffer, `samples=draw`
+/// and `config`, `frames` frames.
+fn run_draws(tag: &str, draws: u32, frames: u32, config: &str) -> dump::Dump {
+    let a = Artifacts::get();
+    let mut sb = Sandbox::new(tag);
+    let path = sb.path("draws.jsonl");
+    sb.with_validation()
+        .set("FRAMESCOPE_DUMP", path.display().to_string())
+        .set("FRAMESCOPE_CONFIG", format!("samples=draw,{config}"));
+    let app = a.testapp.display().to_string();
+    let (n, f) = (draws.to_string(), frames.to_string());
+    let args = ["--headless", "--frame-boundary", "--draws", &n, "--frames", &f];
+    let out = sb.run_under_framescope(&a, &app, &args, LIMIT);
+    assert_eq!(out.code(), Some(0), "{tag}: {}", out.describe());
+    validation::assert_clean(tag, &out.combined());
+    dump::read(&path)
+}
+
+/// Within the budget every frame accounts for all its draws (timed + not timed), its timed
+/// draws are exactly the window's positions, no sample is dropped, and the window moves on by
+/// its length every frame, wrapping at the draw count, so every position comes round.
+#[test]
+fn budgeted_draw_windows_account_for_every_draw_and_move_across_frames() {
+    const DRAWS: u64 = 2000;
+    let d = run_draws("draw-window", DRAWS as u32, 120, "sample_budget=3");
+    assert_eq!(d.summary.as_ref().unwrap()["dropped_samples"], 0);
+    let mut prev: Option<(u64, u64)> = None;
+    let mut baselines = 0;
+    let mut covered = vec![false; DRAWS as usize];
+    for f in &d.frames {
+        assert_eq!(f["draws"].as_u64(), Some(DRAWS), "{f}");
+        let w = &f["draw_window"];
+        let (first, count, of) = (w["first"].as_u64().unwrap(), w["count"].as_u64().unwrap(), w["of"].as_u64().unwrap());
+        let timed: Vec<u64> = samples(f, "draw").iter().map(|s| s["draw"].as_u64().unwrap()).collect();
+        assert_eq!(f["draws_timed"].as_u64(), Some(timed.len() as u64), "{f}");
+        let expected: Vec<u64> = (first..(first + count).min(DRAWS)).collect();
+        assert_eq!(timed, expected, "frame {}: the window's positions, in order", f["frame"]);
+        for &i in &timed {
+            covered[i as usize] = true;
+        }
+        if count == 0 {
+            baselines += 1;
+        }
+        // The window a frame records with follows from the previous one's.
+        if let (Some((pf, pc)), true) = (prev, of == DRAWS) {
+            let next = if pf + pc >= DRAWS { 0 } else { pf + pc };
+            assert_eq!(first, next, "frame {}: window moves on by its length", f["frame"]);
+        }
+        prev = Some((first, count));
+    }
+    assert!((6..=8).contains(&baselines), "every 16th frame is a baseline: {baselines}");
+    // On lavapipe a timestamp costs a rasteriser scene, so the window is small; what it covered
+    // is the first `sum of counts` positions, in order.
+    let n = covered.iter().take_while(|&&c| c).count();
+    assert!(n > 0 && covered[n..].iter().all(|&c| !c) || n == DRAWS as usize, "covered a prefix: {n}");
+    let last = d.frames.last().unwrap();
+    assert!(last["draw_window"]["overhead_ns"].as_u64().is_some(), "the cost was measured: {last}");
+
+    // sample_budget=100: every draw of every frame, as before budgets.
+    let all = run_draws("draw-window-all", 300, 20, "sample_budget=100");
+    for f in &all.frames {
+        assert_eq!(f["draws_timed"].as_u64(), Some(300), "{f}");
+        assert!(f.get("draw_window").is_none());
     }
 }

@@ -436,6 +436,18 @@ impl Serialize for FrameLine<'_> {
         m.serialize_entry("barriers", &c.barriers)?;
         m.serialize_entry("trace_rays", &c.trace_rays)?;
         m.serialize_entry("queues_without_timestamps", &c.queues_without_timestamps)?;
+        m.serialize_entry("draws_timed", &c.draws_timed)?;
+        if let Some(w) = &r.draw_window {
+            m.serialize_entry(
+                "draw_window",
+                &serde_json::json!({
+                    "first": w.first,
+                    "count": w.count,
+                    "of": w.of,
+                    "overhead_ns": w.overhead_ns,
+                }),
+            )?;
+        }
         m.serialize_entry("draws_by_kind", &ByKind(&DRAW_NAMES, &c.draws.0))?;
         m.serialize_entry("dispatches_by_kind", &ByKind(&DISPATCH_NAMES, &c.dispatches.0))?;
         m.serialize_entry("end", r.end.name())?;

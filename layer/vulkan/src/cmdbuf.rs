@@ -90,8 +90,9 @@ pub unsafe extern "system" fn begin_command_buffer(
             };
             // SAFETY: the app's valid begin info (and inheritance info for secondaries).
             let (simultaneous, inherited) = unsafe { begin_flags(&d, &*info, st.primary) };
+            let window = d.samples.as_ref().map_or((0, u32::MAX), |s| s.window.current());
             let mut rec = st.rec.lock();
-            rec.restart(st.primary, simultaneous, inherited);
+            rec.restart(st.primary, simultaneous, inherited, window);
             rec.on_begin(&d, cb, level);
         });
     }
@@ -133,7 +134,11 @@ pub unsafe extern "system" fn end_command_buffer(cb: vk::CommandBuffer) -> vk::R
     };
     guarded(&BEGIN, || {
         if let (Some(st), Some(level)) = (d.command_buffer(cb), d.samples.as_ref().map(|s| s.level)) {
-            st.rec.lock().on_end(&d, cb, level);
+            let mut rec = st.rec.lock();
+            rec.on_end(&d, cb, level);
+            if let Some(s) = d.samples.as_ref() {
+                s.window.note_draws(rec.draws);
+            }
         }
     });
     // SAFETY: forwarding the app's arguments.

@@ -21,6 +21,8 @@ pub struct CmdCounts {
     render_passes: AtomicU32,
     pipeline_binds: AtomicU32,
     barriers: AtomicU32,
+    /// Draws that got a timestamp sample (`samples=draw`, within the draw window).
+    draws_timed: AtomicU32,
 }
 
 #[derive(Clone, Copy)]
@@ -31,6 +33,7 @@ pub enum Counted {
     RenderPass,
     PipelineBind,
     Barrier,
+    TimedDraw,
 }
 
 impl CmdCounts {
@@ -43,6 +46,7 @@ impl CmdCounts {
             &self.render_passes,
             &self.pipeline_binds,
             &self.barriers,
+            &self.draws_timed,
         ] {
             a.store(0, Ordering::Relaxed);
         }
@@ -56,6 +60,7 @@ impl CmdCounts {
             Counted::RenderPass => &self.render_passes,
             Counted::PipelineBind => &self.pipeline_binds,
             Counted::Barrier => &self.barriers,
+            Counted::TimedDraw => &self.draws_timed,
         }
     }
 
@@ -82,6 +87,7 @@ impl CmdCounts {
             (&self.render_passes, &other.render_passes),
             (&self.pipeline_binds, &other.pipeline_binds),
             (&self.barriers, &other.barriers),
+            (&self.draws_timed, &other.draws_timed),
         ] {
             a.fetch_add(b.load(Ordering::Relaxed), Ordering::Relaxed);
         }
@@ -102,6 +108,7 @@ impl CmdCounts {
             .pipeline_binds
             .saturating_add(self.pipeline_binds.load(Ordering::Relaxed));
         f.barriers = f.barriers.saturating_add(self.barriers.load(Ordering::Relaxed));
+        f.draws_timed = f.draws_timed.saturating_add(self.draws_timed.load(Ordering::Relaxed));
     }
 }
 

@@ -13,6 +13,10 @@ pub struct FrameState {
     pub counts: FrameCounts,
     /// GPU-to-CLOCK_MONOTONIC offset (ns) from calibrated timestamps, when available.
     pub calibration: Option<i64>,
+    /// Sizes the draw window from its measured cost (`samples=draw`).
+    pub budget: crate::samples::budget::Budget,
+    /// Frames emitted so far (the budget learns from each once).
+    emitted_seen: u64,
 }
 
 impl FrameState {
@@ -31,13 +35,38 @@ impl FrameState {
             }),
             counts: FrameCounts::default(),
             calibration: None,
+            budget: crate::samples::budget::Budget::new(cfg.sample_budget),
+            emitted_seen: 0,
         }
     }
 
-    /// Closes the open frame with `record` (CPU part; counts are taken from the state).
-    pub fn close(&mut self, mut record: FrameRecord) {
+    /// Closes the open frame with `record` (CPU part; counts are taken from the state), ends
+    /// the draw window of the frame and sets the next one.
+    pub fn close(&mut self, mut record: FrameRecord, window: Option<&crate::samples::budget::DrawWindow>) {
         record.counts = std::mem::take(&mut self.counts);
+        if let Some(w) = window {
+            let frame = self.session.assembler_ref().open_frame();
+            let (first, count) = w.current();
+            if count != u32::MAX {
+                record.draw_window = Some(framescope_core::frame::DrawWindowInfo {
+                    first,
+                    count,
+                    of: w.max_draws(),
+                    overhead_ns: self.budget.overhead_ns(record.counts.draws_timed),
+                });
+            }
+            self.budget.end_frame(w, frame);
+        }
         self.session.close(record);
+        // The frames emitted by this close and the polls before it teach the budget.
+        if let Some(h) = self.session.history() {
+            let total = h.total();
+            let new = total.saturating_sub(self.emitted_seen).min(h.len() as u64) as usize;
+            for r in h.last(new) {
+                self.budget.on_emitted(r);
+            }
+            self.emitted_seen = total;
+        }
     }
 
     /// A sample of a retired submission; goes to the dump ahead of its frame.

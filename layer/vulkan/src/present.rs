@@ -87,7 +87,12 @@ pub fn end_frame(d: &Device, record: FrameRecord) {
         frames.calibration = offset;
     }
     d.poll_retired(&mut frames);
-    frames.close(record);
+    let window = d
+        .samples
+        .as_ref()
+        .filter(|s| s.level == crate::samples::Level::Draw)
+        .map(|s| &s.window);
+    frames.close(record, window);
 }
 
 /// Starts the process's dump for this device if the config asks for one and no other device

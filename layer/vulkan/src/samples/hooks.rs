@@ -54,7 +54,11 @@ pub fn around(d: &Device, st: &CmdBufState, cb: vk::CommandBuffer, sampled: Samp
     }
     let mut rec = st.rec.lock();
     match sampled {
-        Sampled::Draw(params) if level >= Level::Draw => rec.around_draw(d, cb, params, forward),
+        Sampled::Draw(params) if level >= Level::Draw => {
+            if rec.around_draw(d, cb, params, forward) {
+                st.counts.bump(crate::commands::Counted::TimedDraw);
+            }
+        }
         Sampled::PassBegin(start) => {
             rec.before_pass(d, cb, level);
             forward();

@@ -16,6 +16,7 @@
 //! `overwritten` samples instead of numbers.
 
 pub mod blocks;
+pub mod budget;
 pub mod hooks;
 pub mod recording;
 pub mod resolve;
@@ -63,6 +64,8 @@ pub struct SampleState {
     /// Our statistics queries begin only once the recording has bound a graphics pipeline
     /// ([`stats_need_bound_pipeline`]); a pass's query waits for the first bind in it.
     pub stats_after_bind: bool,
+    /// The draw positions recordings time (`samples=draw`; every draw below it is moot).
+    pub window: budget::DrawWindow,
 }
 
 /// lavapipe up to at least Mesa 22.3.6 dereferences the bound graphics pipeline in
@@ -86,6 +89,7 @@ impl SampleState {
         stats_scope: SampleStats,
         with_stats: bool,
         stats_after_bind: bool,
+        budget_percent: u64,
     ) -> Option<SampleState> {
         if level == Level::Off {
             return None;
@@ -107,6 +111,7 @@ impl SampleState {
             multiview_passes: RwLock::new(HashMap::new()),
             app_stats_pools: RwLock::new(HashSet::new()),
             stats_after_bind,
+            window: budget::DrawWindow::new(budget_percent >= 100),
         })
     }
 

@@ -96,7 +96,9 @@ pub struct Recording {
     /// A graphics pipeline was bound in this recording (tracked only where
     /// `SampleState::stats_after_bind`).
     gfx_bound: bool,
-    draws: u32,
+    pub draws: u32,
+    /// The draw window this recording times (`budget::timed`).
+    window: (u32, u32),
     /// Samples not taken (no free block, app query in the way).
     pub skipped: u32,
 }
@@ -104,7 +106,8 @@ pub struct Recording {
 impl Recording {
     /// Starts a new recording (vkBeginCommandBuffer); `inherited_views` is the view count of
     /// the subpass a secondary continues.
-    pub fn restart(&mut self, primary: bool, simultaneous: bool, inherited_views: Option<u8>) {
+    pub fn restart(&mut self, primary: bool, simultaneous: bool, inherited_views: Option<u8>, window: (u32, u32)) {
+        self.window = window;
         self.events.clear();
         self.ts_blocks.clear();
         self.stats_blocks.clear();
@@ -325,9 +328,14 @@ impl Recording {
 
     /// Around one draw/dispatch/trace-rays: timestamps and statistics; `forward` records the
     /// app's command in between.
-    pub fn around_draw(&mut self, d: &Device, cb: vk::CommandBuffer, params: DrawParams, forward: impl FnOnce()) {
+    /// Times the draw `forward` records when its position is in the window; whether it did.
+    pub fn around_draw(&mut self, d: &Device, cb: vk::CommandBuffer, params: DrawParams, forward: impl FnOnce()) -> bool {
         let index = self.draws;
         self.draws += 1;
+        if !super::budget::timed(self.window, index) {
+            forward();
+            return false;
+        }
         // Right after another draw's sample, that draw's end is this one's begin: the time
         // from the previous draw's completion to this one's. Any other sample in between (a
         // label, a pass boundary, executed secondaries) is its own event and breaks the chain.
@@ -350,7 +358,9 @@ impl Recording {
                 params,
                 index,
             });
+            return true;
         }
+        false
     }
 
     /// The app begins a pipeline-statistics query of its own: ours must not be active, so a

@@ -1,0 +1,211 @@
+//! Draw timing within a GPU-time budget (`samples=draw`, `sample_budget`).
+//!
+//! A timestamp after a draw makes a real GPU finish that draw before the next starts: on the
+//! H100 a frame of 10 000 small draws went from 0.26 ms to 8.7 ms of GPU busy time with one
+//! after every draw. So each frame times a window of consecutive draws per command buffer
+//! (draw positions `first .. first + count` of every recording), and the window moves on by
+//! `count` at every frame end, wrapping at the most draws any recording had: a steady workload
+//! has every draw position timed within `ceil(max_draws / count)` frames.
+//!
+//! `count` comes from the budget: every 16th frame times no draw (a baseline), the others pay
+//! for their window; the cost of one timed draw is (busy − baseline busy) / timed draws,
+//! smoothed, and `count = budget × baseline busy / cost`. `sample_budget=100` times every draw
+//! of every frame. Command buffers recorded once and resubmitted keep the window of their
+//! recording.
+
+use framescope_core::frame::FrameRecord;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// Every this many frames, one frame times no draw: the baseline the cost is measured against.
+const BASELINE_EVERY: u64 = 16;
+/// Window before any measurement.
+const FIRST_COUNT: u32 = 16;
+/// Frames remembered with the window they recorded with (frames emit a few frames late).
+const RING: usize = 64;
+/// Smoothing of the estimates (weight of the newest value).
+const ALPHA: f64 = 0.2;
+
+/// The window recordings read (atomics: recording threads read it without a lock).
+pub struct DrawWindow {
+    first: AtomicU32,
+    /// `u32::MAX`: every draw.
+    count: AtomicU32,
+    /// The most draws one recording has had.
+    max_draws: AtomicU32,
+}
+
+impl DrawWindow {
+    pub fn new(all: bool) -> Self {
+        DrawWindow {
+            first: AtomicU32::new(0),
+            count: AtomicU32::new(if all { u32::MAX } else { FIRST_COUNT }),
+            max_draws: AtomicU32::new(0),
+        }
+    }
+
+    /// `(first, count)` of the window a recording starting now uses.
+    pub fn current(&self) -> (u32, u32) {
+        (self.first.load(Ordering::Relaxed), self.count.load(Ordering::Relaxed))
+    }
+
+    /// A recording ended with `draws` draws.
+    pub fn note_draws(&self, draws: u32) {
+        self.max_draws.fetch_max(draws, Ordering::Relaxed);
+    }
+
+    pub fn max_draws(&self) -> u32 {
+        self.max_draws.load(Ordering::Relaxed)
+    }
+}
+
+/// Whether draw position `index` of a recording with window `(first, count)` is timed.
+pub fn timed(window: (u32, u32), index: u32) -> bool {
+    let (first, count) = window;
+    count == u32::MAX || (index >= first && index - first < count)
+}
+
+/// The controller: owned by the device's frame state (under its lock).
+pub struct Budget {
+    /// Fraction of GPU busy time the timed draws may add; `None`: every draw (budget 100 %).
+    fraction: Option<f64>,
+    /// Window count each frame recorded with, by frame index modulo [`RING`].
+    used: [(u64, u32); RING],
+    baseline_ns: Option<f64>,
+    cost_per_draw_ns: Option<f64>,
+    /// The count the next non-baseline frame uses.
+    count: u32,
+    /// Frames already taken into the estimates.
+    seen: u64,
+}
+
+impl Budget {
+    pub fn new(percent: u64) -> Self {
+        Budget {
+            fraction: (percent < 100).then(|| percent as f64 / 100.0),
+            used: [(u64::MAX, 0); RING],
+            baseline_ns: None,
+            cost_per_draw_ns: None,
+            count: FIRST_COUNT,
+            seen: 0,
+        }
+    }
+
+    /// The estimated GPU time timed draws add per timed draw, once measured.
+    #[cfg(test)]
+    pub fn cost_per_draw_ns(&self) -> Option<f64> {
+        self.cost_per_draw_ns
+    }
+
+    /// At the end of frame `frame` (before the next frame's recordings): notes the window it
+    /// used and sets the one frame `frame + 1` uses.
+    pub fn end_frame(&mut self, w: &DrawWindow, frame: u64) {
+        let (first, count) = w.current();
+        if self.fraction.is_none() {
+            return;
+        }
+        self.used[(frame % RING as u64) as usize] = (frame, count);
+        let max = w.max_draws().max(1);
+        let next_first = if count == 0 {
+            first
+        } else {
+            let f = first.saturating_add(count);
+            if f >= max {
+                0
+            } else {
+                f
+            }
+        };
+        let next_count = if (frame + 1) % BASELINE_EVERY == 0 { 0 } else { self.count };
+        w.first.store(next_first, Ordering::Relaxed);
+        w.count.store(next_count, Ordering::Relaxed);
+    }
+
+    /// A frame came out of the assembler with its GPU time: updates the estimates.
+    pub fn on_emitted(&mut self, r: &FrameRecord) {
+        let Some(fraction) = self.fraction else { return };
+        if r.frame < self.seen {
+            return;
+        }
+        self.seen = r.frame + 1;
+        let (f, count) = self.used[(r.frame % RING as u64) as usize];
+        let Some(busy) = r.gpu.busy_ns.filter(|_| f == r.frame) else {
+            return;
+        };
+        let busy = busy as f64;
+        let smooth = |old: Option<f64>, new: f64| Some(old.map_or(new, |o| o + ALPHA * (new - o)));
+        if count == 0 {
+            self.baseline_ns = smooth(self.baseline_ns, busy);
+        } else if let Some(base) = self.baseline_ns {
+            let timed = f64::from(r.counts.draws_timed.max(1));
+            self.cost_per_draw_ns = smooth(self.cost_per_draw_ns, ((busy - base) / timed).max(1.0));
+        }
+        if let (Some(base), Some(cost)) = (self.baseline_ns, self.cost_per_draw_ns) {
+            self.count = ((fraction * base / cost) as u32).max(1);
+        }
+    }
+
+    /// The overhead estimate of a frame that timed `timed` draws.
+    pub fn overhead_ns(&self, timed: u32) -> Option<u64> {
+        self.cost_per_draw_ns.map(|c| (c * f64::from(timed)) as u64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A GPU where the frame's work takes `base` ns and each timed draw adds `cost` ns.
+    fn run(budget: u64, draws: u32, base: u64, cost: u64, frames: u64) -> (Budget, DrawWindow, Vec<(u32, u32)>) {
+        let mut b = Budget::new(budget);
+        let w = DrawWindow::new(budget >= 100);
+        let mut windows = Vec::new();
+        for f in 0..frames {
+            w.note_draws(draws);
+            let (first, count) = w.current();
+            windows.push((first, count));
+            let timed = (0..draws).filter(|&i| timed((first, count), i)).count() as u32;
+            b.end_frame(&w, f);
+            let mut r = FrameRecord {
+                frame: f,
+                ..FrameRecord::default()
+            };
+            r.counts.draws_timed = timed;
+            r.gpu.busy_ns = Some(base + cost * u64::from(timed));
+            b.on_emitted(&r);
+        }
+        (b, w, windows)
+    }
+
+    #[test]
+    fn the_window_is_sized_from_the_budget_and_covers_every_draw() {
+        // 10 000 draws in 258 us, 850 ns per timed draw (the H100's numbers): 3 % is 9 draws.
+        let (b, _, windows) = run(3, 10_000, 258_000, 850, 400);
+        let (_, count) = *windows.last().unwrap();
+        let c = if count == 0 { windows[windows.len() - 2].1 } else { count };
+        assert_eq!(c, (0.03 * 258_000.0 / 850.0) as u32, "{windows:?}");
+        assert!((b.cost_per_draw_ns().unwrap() - 850.0).abs() < 1.0);
+        // A cheap timestamp (10 ns): 774 draws per frame, every draw within 13 frames + baselines.
+        let (_, w, windows) = run(3, 10_000, 258_000, 10, 200);
+        let mut covered = vec![false; 10_000];
+        for &(first, count) in &windows[100..] {
+            for i in 0..10_000u32 {
+                covered[i as usize] |= timed((first, count), i);
+            }
+        }
+        assert!(covered.iter().all(|&c| c), "every draw position timed within 100 frames");
+        assert_eq!(w.max_draws(), 10_000);
+    }
+
+    #[test]
+    fn every_sixteenth_frame_is_a_baseline_and_budget_100_times_everything() {
+        let (_, _, windows) = run(3, 100, 1000, 10, 64);
+        for (f, &(_, count)) in windows.iter().enumerate() {
+            assert_eq!(count == 0, f > 0 && f % 16 == 0, "frame {f}: {count}");
+        }
+        let (b, _, windows) = run(100, 100, 1000, 10, 20);
+        assert!(windows.iter().all(|&(_, c)| c == u32::MAX));
+        assert_eq!(b.overhead_ns(5), None);
+        assert!(timed((0, u32::MAX), 123_456));
+        assert!(!timed((10, 5), 15) && timed((10, 5), 14) && !timed((10, 5), 9));
+    }
+}
