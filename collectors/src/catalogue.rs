@@ -6,7 +6,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::fmt;
 
 use crate::constants::{self, Constants};
-use crate::expr::{self, BinOp, EvalError, Expr, Inputs, ParseError};
+use crate::expr::{self, BinOp, EvalError, Expr, Inputs, ParseError, ProgramSet, ProgramSetError};
 use crate::model::{ClockDomain, Counter, CounterKind};
 use crate::sample::{Accumulator, RawValues};
 
@@ -171,6 +171,12 @@ impl CounterSet {
     /// Evaluates a bound expression (see [`CounterSet::bind`]).
     pub fn evaluate_expr(&self, e: &Expr, raw: &RawValues, consts: &Constants) -> Result<Option<f64>, EvalError> {
         expr::eval(e, &SampleInputs { raw, consts })
+    }
+
+    /// Compiles every counter, in set order, into programs over one shared input index
+    /// (see [`ProgramSet`]), for allocation-free evaluation every frame.
+    pub fn programs(&self) -> Result<ProgramSet, ProgramSetError> {
+        ProgramSet::compile(self.counters.iter().map(|c| c.key.as_str()).zip(&self.resolved))
     }
 
     /// An accumulator that refuses to sum this set's non-additive inputs.

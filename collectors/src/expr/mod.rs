@@ -13,15 +13,20 @@
 //!
 //! A `NAME` is a counter reference or a symbolic constant; which one is decided when the
 //! equation is bound to a counter set, because the parser cannot know a GPU's counters.
+//!
+//! A bound equation is evaluated by walking the tree ([`eval`](fn@eval)) or, on the
+//! per-frame path, compiled once into a postfix [`Program`] over fixed arrays ([`program`]).
 
 mod ast;
 mod eval;
 mod lexer;
 mod parser;
+pub mod program;
 
 pub use ast::{BinOp, Expr, Func};
 pub use eval::{eval, EvalError, Inputs};
 pub use parser::{parse, ParseError, ParseErrorKind, MAX_DEPTH};
+pub use program::{compile, CompileError, Program, ProgramSet, ProgramSetError, MAX_STACK};
 
 #[cfg(test)]
 mod tests;
