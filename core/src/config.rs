@@ -612,7 +612,7 @@ pub static KEYS: &[KeySpec] = &[
         name: "sample_budget",
         ty: ValueType::UInt { min: 1, max: 100 },
         default: "3",
-        doc: "samples=draw: the share of GPU busy time (percent) that timing draws may add; each frame times a window of consecutive draw positions per command buffer, sized from framescope's own measurement of that cost (every 16th frame times none, as the baseline), and the window moves on every frame so that every draw of a steady workload is timed within `ceil(draws / window)` frames; 100 times every draw of every frame",
+        doc: "samples=draw on Vulkan: the share of GPU busy time (percent) that timing draws may add; each frame times a window of consecutive draw positions per command buffer, sized from framescope's own measurement of that cost (every 16th frame times none, as the baseline) and held once settled, and the window moves on every frame so that every draw of a steady workload is timed within `ceil(draws / window)` frames; 100 times every draw of every frame; the GL shim times every draw",
         set: |c, v| if let Value::UInt(n) = v { c.sample_budget = n },
         get: |c| json!(c.sample_budget),
     },

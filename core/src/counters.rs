@@ -210,7 +210,9 @@ impl CounterBoard {
             return true;
         }
         let mut tmp = CounterSnapshot::default();
-        for _ in 0..4 {
+        // A write takes well under a microsecond and comes every `counter_interval_ms`: a few
+        // tries always find a gap; a reader never waits longer than these.
+        for _ in 0..16 {
             let s1 = self.seq.load(Ordering::Acquire);
             if s1 & 1 == 1 {
                 std::hint::spin_loop();

@@ -140,6 +140,8 @@ fn session_frames_with_counters_do_not_allocate() {
             };
             b.publish(0, w, [(0, 50.0), (1, k as f64)].into_iter());
             k += 1;
+            // Far more often than the collector (every 100 ms), yet with room to read between.
+            std::thread::sleep(std::time::Duration::from_micros(50));
         }
     });
     let path = common::temp_path("noalloc-session");

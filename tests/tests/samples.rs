@@ -463,11 +463,19 @@ fn budgeted_draw_windows_account_for_every_draw_and_move_across_frames() {
     for f in &d.frames {
         assert_eq!(f["draws"].as_u64(), Some(DRAWS), "{f}");
         let w = &f["draw_window"];
-        let (first, count, of) = (w["first"].as_u64().unwrap(), w["count"].as_u64().unwrap(), w["of"].as_u64().unwrap());
+        let (first, count, of) = (
+            w["first"].as_u64().unwrap(),
+            w["count"].as_u64().unwrap(),
+            w["of"].as_u64().unwrap(),
+        );
         let timed: Vec<u64> = samples(f, "draw").iter().map(|s| s["draw"].as_u64().unwrap()).collect();
         assert_eq!(f["draws_timed"].as_u64(), Some(timed.len() as u64), "{f}");
         let expected: Vec<u64> = (first..(first + count).min(DRAWS)).collect();
-        assert_eq!(timed, expected, "frame {}: the window's positions, in order", f["frame"]);
+        assert_eq!(
+            timed, expected,
+            "frame {}: the window's positions, in order",
+            f["frame"]
+        );
         for &i in &timed {
             covered[i as usize] = true;
         }
@@ -481,13 +489,22 @@ fn budgeted_draw_windows_account_for_every_draw_and_move_across_frames() {
         }
         prev = Some((first, count));
     }
-    assert!((6..=8).contains(&baselines), "every 16th frame is a baseline: {baselines}");
+    assert!(
+        (6..=8).contains(&baselines),
+        "every 16th frame is a baseline: {baselines}"
+    );
     // On lavapipe a timestamp costs a rasteriser scene, so the window is small; what it covered
     // is the first `sum of counts` positions, in order.
     let n = covered.iter().take_while(|&&c| c).count();
-    assert!(n > 0 && covered[n..].iter().all(|&c| !c) || n == DRAWS as usize, "covered a prefix: {n}");
+    assert!(
+        n > 0 && covered[n..].iter().all(|&c| !c) || n == DRAWS as usize,
+        "covered a prefix: {n}"
+    );
     let last = d.frames.last().unwrap();
-    assert!(last["draw_window"]["overhead_ns"].as_u64().is_some(), "the cost was measured: {last}");
+    assert!(
+        last["draw_window"]["overhead_ns"].as_u64().is_some(),
+        "the cost was measured: {last}"
+    );
 
     // sample_budget=100: every draw of every frame, as before budgets.
     let all = run_draws("draw-window-all", 300, 20, "sample_budget=100");

@@ -337,7 +337,7 @@ fn counters_section() -> Result<String, String> {
         "## Counters on the app's thread\n\n\
          `core/examples/counter_cost.rs` (release): one frame close of the frame session copies the\n\
          counter board (96 counters, the most a frame holds) and marks the frame for the collector.\n\
-         Another thread writes the whole board back to back meanwhile (the collector writes every\n\
+         Another thread writes the whole board every 10 µs meanwhile (the collector writes every\n\
          100 ms by default), so reads race writes. Medians of 5 rounds of 200,000 closes.\n\n\
          | | ns per frame |\n\
          |---|---|\n\

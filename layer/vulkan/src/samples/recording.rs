@@ -108,6 +108,12 @@ impl Recording {
     /// the subpass a secondary continues.
     pub fn restart(&mut self, primary: bool, simultaneous: bool, inherited_views: Option<u8>, window: (u32, u32)) {
         self.window = window;
+        // Room for the whole window up front: the window moves across frames, so a recording
+        // would otherwise grow its events the first time the window reaches its densest part,
+        // long into steady state.
+        if window.1 != u32::MAX {
+            self.events.reserve(window.1.min(4096) as usize + 32);
+        }
         self.events.clear();
         self.ts_blocks.clear();
         self.stats_blocks.clear();
@@ -329,7 +335,13 @@ impl Recording {
     /// Around one draw/dispatch/trace-rays: timestamps and statistics; `forward` records the
     /// app's command in between.
     /// Times the draw `forward` records when its position is in the window; whether it did.
-    pub fn around_draw(&mut self, d: &Device, cb: vk::CommandBuffer, params: DrawParams, forward: impl FnOnce()) -> bool {
+    pub fn around_draw(
+        &mut self,
+        d: &Device,
+        cb: vk::CommandBuffer,
+        params: DrawParams,
+        forward: impl FnOnce(),
+    ) -> bool {
         let index = self.draws;
         self.draws += 1;
         if !super::budget::timed(self.window, index) {
