@@ -90,6 +90,10 @@ pub struct Budget {
     settled_draws: u32,
     /// The last baseline was off the settled one by more than 2x.
     baseline_changed: bool,
+    /// The largest count used while first settling: later counts stay at or below it, since
+    /// the resolve buffers were sized for it then (a larger one would allocate in steady
+    /// state).
+    max_count: u32,
 }
 
 impl Budget {
@@ -105,6 +109,7 @@ impl Budget {
             settled_base: None,
             settled_draws: 0,
             baseline_changed: false,
+            max_count: FIRST_COUNT,
         }
     }
 
@@ -180,7 +185,11 @@ impl Budget {
         }
         if r.frame < self.settle_until {
             if let (Some(base), Some(cost)) = (self.baseline_ns, self.cost_per_draw_ns) {
-                self.count = ((fraction * base / cost.max(1.0)) as u32).max(1);
+                let proposal = ((fraction * base / cost.max(1.0)) as u32).max(1);
+                if r.frame < SETTLE_FRAMES {
+                    self.max_count = self.max_count.max(proposal);
+                }
+                self.count = proposal.min(self.max_count);
                 self.settled_base = Some(base);
             }
         }
@@ -288,9 +297,11 @@ mod tests {
         // The overhead (3 %) is smaller than the noise (5 %): the estimate is good to a factor
         // of 3 here (ideal: 9 draws before, 36 after).
         assert!((3..=27).contains(&steady[0]), "settled count {}", steady[0]);
+        // A heavier frame would take a larger window, but not past the largest of the first
+        // settling, which the buffers were sized for.
         assert!(
-            last > steady[0] && (12..=108).contains(&last),
-            "the heavier workload resized the window: {} -> {last}",
+            last >= steady[0],
+            "the heavier workload kept or grew the window: {} -> {last}",
             steady[0]
         );
     }

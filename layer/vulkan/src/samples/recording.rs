@@ -106,13 +106,21 @@ pub struct Recording {
 impl Recording {
     /// Starts a new recording (vkBeginCommandBuffer); `inherited_views` is the view count of
     /// the subpass a secondary continues.
-    pub fn restart(&mut self, primary: bool, simultaneous: bool, inherited_views: Option<u8>, window: (u32, u32)) {
+    /// `window` is the draw window and `max_draws` the most draws a recording has had.
+    pub fn restart(
+        &mut self,
+        primary: bool,
+        simultaneous: bool,
+        inherited_views: Option<u8>,
+        window: (u32, u32),
+        max_draws: u32,
+    ) {
         self.window = window;
-        // Room for the whole window up front: the window moves across frames, so a recording
-        // would otherwise grow its events the first time the window reaches its densest part,
-        // long into steady state.
+        // Room for every draw position up front: the window moves across frames and its count
+        // may change with the workload, so a recording would otherwise grow its events the
+        // first time a larger window reaches its densest part, long into steady state.
         if window.1 != u32::MAX {
-            self.events.reserve(window.1.min(4096) as usize + 32);
+            self.events.reserve(max_draws.min(4096) as usize + 32);
         }
         self.events.clear();
         self.ts_blocks.clear();
