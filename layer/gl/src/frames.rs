@@ -474,6 +474,15 @@ pub fn after_swap(t: SwapToken) {
     crate::guard::guarded(&HUD, || hud::after_swap(t.ws, t.key));
 }
 
+/// Before the app's make-current of `key` (0: none): a change of context ends the outgoing
+/// context's statistics queries while it is still current.
+pub fn before_make_current(ws: WinSys, key: usize) {
+    let now = hooks::current_context(ws);
+    if now != 0 && now != key {
+        samples::before_context_change();
+    }
+}
+
 /// After a successful make-current: sets the context up on first sight.
 pub fn on_make_current(ws: WinSys, key: usize) {
     if key == 0 {

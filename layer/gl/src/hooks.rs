@@ -446,6 +446,7 @@ pub unsafe extern "C" fn glx_make_current(dpy: *mut c_void, drawable: c_ulong, c
         missing(&GLX_MAKE_CURRENT);
         return 0;
     }
+    guarded(&MAKE_CURRENT, || frames::before_make_current(WinSys::Glx, ctx as usize));
     // SAFETY: p is the real glXMakeCurrent; the arguments are the app's own.
     let r = unsafe { std::mem::transmute::<usize, GlxMakeCurrentFn>(p)(dpy, drawable, ctx) };
     if r != 0 {
@@ -465,6 +466,7 @@ pub unsafe extern "C" fn glx_make_context_current(
         missing(&GLX_MAKE_CONTEXT_CURRENT);
         return 0;
     }
+    guarded(&MAKE_CURRENT, || frames::before_make_current(WinSys::Glx, ctx as usize));
     // SAFETY: p is the real glXMakeContextCurrent; the arguments are the app's own.
     let r = unsafe { std::mem::transmute::<usize, GlxMakeContextCurrentFn>(p)(dpy, draw, read, ctx) };
     if r != 0 {
@@ -484,6 +486,7 @@ pub unsafe extern "C" fn egl_make_current(
         missing(&EGL_MAKE_CURRENT);
         return 0;
     }
+    guarded(&MAKE_CURRENT, || frames::before_make_current(WinSys::Egl, ctx as usize));
     // SAFETY: p is the real eglMakeCurrent; the arguments are the app's own.
     let r = unsafe { std::mem::transmute::<usize, EglMakeCurrentFn>(p)(dpy, draw, read, ctx) };
     if r != 0 {

@@ -378,6 +378,14 @@ pub fn set_current(s: Option<&CtxSamples>) {
     let _ = DRAWS.try_with(|d| d.set(s.is_some_and(|s| s.level == Level::Draws)));
 }
 
+/// The app is about to make another context (or none) current on this thread: the frame
+/// statistics queries of the current one end now, while it is still current, and its frame
+/// reports no statistics. Left active, they would outlive the binding, and an app that
+/// unbinds a context before destroying it (glmark2) destroys it with our queries active.
+pub fn before_context_change() {
+    let _ = with_current(|s| s.suspend_stats());
+}
+
 /// Runs `f` on the sampler of the context current on this thread, if it samples and is alive.
 fn with_current<R>(f: impl FnOnce(&mut Sampler) -> R) -> Option<R> {
     CURRENT
@@ -587,6 +595,16 @@ impl Sampler {
                 // through an entry point we do not see): this frame has no statistics.
                 self.open.stats_broken = true;
             }
+        }
+    }
+
+    fn suspend_stats(&mut self) {
+        if self.open.stats_active {
+            if let Some(st) = &self.stats {
+                st.end(true);
+            }
+            self.open.stats_active = false;
+            self.open.stats_broken = true;
         }
     }
 
