@@ -157,14 +157,7 @@ impl Device {
         // SAFETY: physical is the device's valid physical device.
         let properties = unsafe { instance.fns.get_physical_device_properties(physical) };
         let stats_after_bind = crate::samples::stats_need_bound_pipeline(&properties);
-        let samples = SampleState::new(
-            &fns,
-            level,
-            cfg.sample_stats,
-            augment.pipeline_stats,
-            stats_after_bind,
-            cfg.sample_budget,
-        );
+        let samples = SampleState::new(&fns, level, cfg.sample_stats, augment.pipeline_stats, stats_after_bind);
         if level != Level::Off && samples.is_none() {
             crate::log::error(format_args!("cannot create query pools for samples; samples are off"));
         }

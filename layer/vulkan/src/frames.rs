@@ -44,17 +44,17 @@ impl FrameState {
     /// the draw window of the frame and sets the next one.
     pub fn close(&mut self, mut record: FrameRecord, window: Option<&crate::samples::budget::DrawWindow>) {
         record.counts = std::mem::take(&mut self.counts);
-        if let Some(w) = window {
+        if let Some(w) = window.filter(|_| self.budget.active()) {
             let frame = self.session.assembler_ref().open_frame();
             let (first, count) = w.current();
-            if count != u32::MAX {
-                record.draw_window = Some(framescope_core::frame::DrawWindowInfo {
-                    first,
-                    count,
-                    of: w.max_draws(),
-                    overhead_ns: self.budget.overhead_ns(record.counts.draws_timed),
-                });
-            }
+            let of = w.max_draws();
+            record.draw_window = Some(framescope_core::frame::DrawWindowInfo {
+                first,
+                // The first frame times every draw (see `DrawWindow::new`).
+                count: count.min(of),
+                of,
+                overhead_ns: self.budget.overhead_ns(record.counts.draws_timed),
+            });
             self.budget.end_frame(w, frame);
         }
         self.session.close(record);

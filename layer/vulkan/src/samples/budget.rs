@@ -42,10 +42,13 @@ pub struct DrawWindow {
 }
 
 impl DrawWindow {
-    pub fn new(all: bool) -> Self {
+    /// Every draw is timed until the first frame ends, also with a budget: the buffers that
+    /// recordings and the resolve keep then have room for every draw position at once, so no
+    /// later window, wherever it lands, makes them grow in steady state.
+    pub fn new() -> Self {
         DrawWindow {
             first: AtomicU32::new(0),
-            count: AtomicU32::new(if all { u32::MAX } else { FIRST_COUNT }),
+            count: AtomicU32::new(u32::MAX),
             max_draws: AtomicU32::new(0),
         }
     }
@@ -111,6 +114,11 @@ impl Budget {
             baseline_changed: false,
             max_count: FIRST_COUNT,
         }
+    }
+
+    /// Whether a budget applies (else every draw of every frame is timed).
+    pub fn active(&self) -> bool {
+        self.fraction.is_some()
     }
 
     /// The estimated GPU time timed draws add per timed draw, once measured.
@@ -214,7 +222,7 @@ mod tests {
     /// A GPU where the frame's work takes `base` ns and each timed draw adds `cost` ns.
     fn run(budget: u64, draws: u32, base: u64, cost: u64, frames: u64) -> (Budget, DrawWindow, Vec<(u32, u32)>) {
         let mut b = Budget::new(budget);
-        let w = DrawWindow::new(budget >= 100);
+        let w = DrawWindow::new();
         let mut windows = Vec::new();
         for f in 0..frames {
             w.note_draws(draws);
@@ -263,7 +271,7 @@ mod tests {
     #[test]
     fn after_settling_the_count_moves_only_when_the_workload_changes() {
         let mut b = Budget::new(3);
-        let w = DrawWindow::new(false);
+        let w = DrawWindow::new();
         let mut counts = Vec::new();
         for f in 0..700u64 {
             w.note_draws(10_000);

@@ -89,7 +89,6 @@ impl SampleState {
         stats_scope: SampleStats,
         with_stats: bool,
         stats_after_bind: bool,
-        budget_percent: u64,
     ) -> Option<SampleState> {
         if level == Level::Off {
             return None;
@@ -111,7 +110,7 @@ impl SampleState {
             multiview_passes: RwLock::new(HashMap::new()),
             app_stats_pools: RwLock::new(HashSet::new()),
             stats_after_bind,
-            window: budget::DrawWindow::new(budget_percent >= 100),
+            window: budget::DrawWindow::new(),
         })
     }
 
