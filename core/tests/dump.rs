@@ -521,3 +521,47 @@ fn a_non_utf8_path_is_written_as_given() {
     assert_eq!(c.summary.as_ref().unwrap()["frames"], 0);
     std::fs::remove_file(&path).unwrap();
 }
+
+/// While the writer waits for the collector's catalogue before the header, it stops waiting
+/// once the sample queue is half full: samples pushed meanwhile are written, not dropped, and
+/// the header says why it has no counters.
+#[test]
+fn the_header_wait_for_counters_never_drops_samples() {
+    use framescope_core::counters::CounterBoard;
+    use framescope_core::sample::{SampleRecord, Scope};
+    let path = temp_path("counters-wait");
+    let mut opts = DumpOptions::new(path.to_str().unwrap());
+    opts.sample_queue_capacity = 64;
+    let mut header = Header::new(Api::Vulkan);
+    // A collector that never starts.
+    header.counter_board = Some(std::sync::Arc::new(CounterBoard::default()));
+    let w = DumpWriter::start(opts, header);
+    let t0 = w.origin_ns();
+    for f in 0..4u64 {
+        for _ in 0..32 {
+            w.push_sample(SampleRecord {
+                frame: f,
+                scope: Scope::Draw,
+                gpu_begin_ns: Some(1),
+                gpu_end_ns: Some(2),
+                ..SampleRecord::default()
+            });
+            // Slower than the writer's 10 ms wait steps, faster than its 3 s bound.
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        w.push(FrameRecord {
+            frame: f,
+            t_ns: t0 + f,
+            ..FrameRecord::default()
+        });
+    }
+    w.finish();
+    let lines = read_lines(&path);
+    let s = lines.last().unwrap();
+    assert_eq!(s["dropped_samples"], 0, "{s}");
+    let samples: usize = lines.iter().filter_map(|l| l["samples"].as_array()).map(Vec::len).sum();
+    assert_eq!(samples, 128, "twice the queue's capacity, all written");
+    let u = lines[0]["unavailable"].to_string();
+    assert!(u.contains("not ready"), "{u}");
+    std::fs::remove_file(&path).unwrap();
+}

@@ -338,11 +338,16 @@ fn complete_counters(h: &mut Header, s: &Shared) {
     let Some(board) = h.counter_board.clone() else {
         return;
     };
-    // In short steps, and no longer once the frame queue is half full: frames queued
-    // meanwhile must not be dropped for the sake of a complete header.
+    // In short steps, and no longer once the frame or the sample queue is half full: frames
+    // and samples queued meanwhile must not be dropped for the sake of a complete header (a
+    // fresh-clone CI run lost 3637 draw samples to this wait on a loaded machine).
     let start = std::time::Instant::now();
     while !board.wait_started(Duration::from_millis(10)) {
-        if start.elapsed() >= COUNTERS_WAIT || s.queue.len() * 2 >= s.queue.capacity() {
+        let half_full = |len: usize, cap: usize| len * 2 >= cap;
+        if start.elapsed() >= COUNTERS_WAIT
+            || half_full(s.queue.len(), s.queue.capacity())
+            || half_full(s.samples.len(), s.samples.capacity())
+        {
             break;
         }
     }
