@@ -22,6 +22,7 @@ pub mod sample;
 pub mod seam;
 pub mod source;
 pub mod sources;
+pub mod sys;
 
 pub use catalogue::{CounterSet, SetError};
 pub use constants::{ConstantError, Constants};
