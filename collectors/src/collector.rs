@@ -222,7 +222,9 @@ pub fn run(
         let (_, last_frame_ns) = board.last_frame();
         let active = last_frame_ns != 0 && t.saturating_sub(last_frame_ns) < IDLE_AFTER_NS;
         if active {
+            let (frame, frame_ns) = board.last_frame();
             for (i, s) in slots.iter_mut().enumerate() {
+                s.source.frame_marked(frame, frame_ns);
                 read(board, i, s, t);
             }
         }

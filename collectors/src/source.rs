@@ -113,6 +113,11 @@ pub trait CounterSource: Send {
         Duration::ZERO
     }
 
+    /// The newest frame end the app marked (`frame` number, `t_ns` on `CLOCK_MONOTONIC`),
+    /// told just before each [`CounterSource::read`]: kernel backends tag the dump they take
+    /// with it (libGPUCounters' `user_data`). Most sources ignore it.
+    fn frame_marked(&mut self, _frame: u64, _t_ns: u64) {}
+
     /// Reads every counter at `now_ns` (`CLOCK_MONOTONIC`) into `out` (`out.len()` equals the
     /// catalogue's length; NaN: no value this time) and returns the window the values cover:
     /// an instantaneous reading has `begin_ns == end_ns`, a rate or utilisation the interval
