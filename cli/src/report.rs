@@ -11,7 +11,10 @@
 //! middle of a write) is ignored and reported. Text from the file is printed escaped.
 
 use crate::text::{escape, show};
+use framescope_core::draw_keys::{vertices, DrawKey, DrawTable, TOP};
 use framescope_core::dump::SummaryRecord;
+use framescope_core::frame::DrawKind;
+use framescope_core::sample::PipelineStats;
 use framescope_core::stats::{Distribution, SummaryBuilder};
 use serde::Deserialize;
 use std::ffi::{OsStr, OsString};
@@ -53,7 +56,40 @@ struct Fields {
     gpu_busy_ns: Option<u64>,
     #[serde(default)]
     counters: Option<std::collections::BTreeMap<String, Option<f64>>>,
+    #[serde(default)]
+    samples: Vec<SampleFields>,
 }
+
+/// The fields of a sample that the per-draw aggregates read.
+#[derive(Deserialize)]
+struct SampleFields {
+    scope: Option<String>,
+    #[serde(default)]
+    label: String,
+    cmdbuf: Option<u32>,
+    draw: Option<u32>,
+    gpu_ns: Option<u64>,
+    #[serde(default)]
+    overwritten: bool,
+    params: Option<ParamFields>,
+    stats: Option<std::collections::BTreeMap<String, u64>>,
+}
+
+#[derive(Deserialize)]
+struct ParamFields {
+    kind: Option<String>,
+    #[serde(default)]
+    vertex_count: u32,
+    #[serde(default)]
+    index_count: u32,
+    #[serde(default)]
+    instance_count: u32,
+    pipeline: Option<String>,
+}
+
+/// Longest label path a draw key keeps: a forged dump must not fill the key table with
+/// megabyte names. The writer's paths are at most 8 labels of a few hundred bytes.
+const MAX_LABEL_PATH: usize = 4096;
 
 /// Counter names a report keeps statistics for: a forged dump may name millions.
 const MAX_COUNTERS: usize = 256;
@@ -93,6 +129,9 @@ struct Dump {
     header: Option<Header>,
     summary: Option<SummaryRecord>,
     builder: SummaryBuilder,
+    draws: DrawTable<String>,
+    /// Draw samples not aggregated: label path over [`MAX_LABEL_PATH`], or a bad pipeline.
+    ignored_draws: u64,
     /// Frame indices missing between consecutive frame records (lost frames).
     gaps: u64,
     truncated_last_line: bool,
@@ -176,6 +215,9 @@ impl Dump {
             ok
         });
         self.builder.add(t_ns, cpu, gpu);
+        for s in f.samples {
+            self.draw_sample(s);
+        }
         for (k, (name, v)) in f.counters.into_iter().flatten().enumerate() {
             let Some(v) = v.filter(|v| v.is_finite()) else { continue };
             let known = k < MAX_COUNTERS
@@ -189,6 +231,40 @@ impl Dump {
                 self.ignored_counters += 1;
             }
         }
+    }
+
+    /// A timed draw, into the per-key aggregates (as the writer adds it).
+    fn draw_sample(&mut self, s: SampleFields) {
+        let (Some(ns), Some(draw), Some(cmdbuf)) = (s.gpu_ns, s.draw, s.cmdbuf) else {
+            return;
+        };
+        if s.scope.as_deref() != Some("draw") || s.overwritten {
+            return;
+        }
+        let p = s.params.as_ref();
+        let pipeline = match p.and_then(|p| p.pipeline.as_deref()) {
+            None => Some(0),
+            Some(h) => h.strip_prefix("0x").and_then(|h| u64::from_str_radix(h, 16).ok()),
+        };
+        let (Some(pipeline), true) = (pipeline, s.label.len() <= MAX_LABEL_PATH) else {
+            self.ignored_draws += 1;
+            return;
+        };
+        let kind = p
+            .and_then(|p| p.kind.as_deref())
+            .and_then(|k| DrawKind::ALL.into_iter().find(|d| d.name() == k));
+        let vertices = p.map_or(0, |p| vertices(p.vertex_count, p.index_count, p.instance_count));
+        let stats = s.stats.as_ref().and_then(|m| {
+            let v: Option<Vec<u64>> = PipelineStats::NAMES.iter().map(|n| m.get(*n).copied()).collect();
+            Some(PipelineStats::from_array(v?.try_into().ok()?))
+        });
+        let key = DrawKey {
+            label: s.label,
+            cmdbuf,
+            draw,
+            pipeline,
+        };
+        self.draws.add(key, kind, ns, vertices, stats.as_ref());
     }
 
     /// One line's record. `false` when it is not one.
@@ -457,9 +533,53 @@ fn render(path: &OsStr, d: &Dump, rec: &SummaryRecord, notes: &[String]) -> Stri
         }
         out.push('\n');
     }
+    if !s.draws_top.is_empty() {
+        out.push_str(&draws_table(s));
+    }
     for n in notes {
         out.push_str(&format!("note: {n}\n"));
     }
+    out
+}
+
+/// The most expensive draw keys, at most ten rows.
+fn draws_table(s: &framescope_core::stats::Summary) -> String {
+    let mut out = format!(
+        "  top draws by gpu time ({} keys{})\n  {:<28}{:>10}{:>16}{:>7}{:>11}{:>11}{:>11}{:>10}\n",
+        s.draw_keys,
+        if s.draws_untracked > 0 {
+            format!(", {} timed draws of further keys not kept", s.draws_untracked)
+        } else {
+            String::new()
+        },
+        "label",
+        "cmdbuf:draw",
+        "pipeline",
+        "timed",
+        "mean ms",
+        "p95 ms",
+        "total ms",
+        "vertices"
+    );
+    for d in s.draws_top.iter().take(10) {
+        let label = if d.label.is_empty() {
+            "-".to_string()
+        } else {
+            escape(&d.label)
+        };
+        out.push_str(&format!(
+            "  {:<28}{:>10}{:>16}{:>7}{:>11.4}{:>11.4}{:>11.3}{:>10.0}\n",
+            label,
+            format!("{}:{}", d.cmdbuf, d.draw),
+            escape(&d.pipeline),
+            d.count,
+            d.mean_ns / 1e6,
+            d.p95_ns as f64 / 1e6,
+            d.total_ns as f64 / 1e6,
+            d.vertices
+        ));
+    }
+    out.push('\n');
     out
 }
 
@@ -531,6 +651,10 @@ fn notes_about(d: &Dump) -> Vec<String> {
             d.ignored_counters,
             format!("counter value(s) named neither in the header's catalogue nor among the first {MAX_COUNTERS} names were ignored"),
         ),
+        (
+            d.ignored_draws,
+            format!("draw sample(s) with a label path over {MAX_LABEL_PATH} bytes or an unreadable pipeline were left out of the draw table"),
+        ),
     ];
     for (n, what) in counted {
         if n > 0 {
@@ -580,8 +704,12 @@ pub fn main(args: &[OsString]) -> i32 {
     }
 
     let mut notes = notes_about(&d);
+    let mut summary = d.builder.summary();
+    summary.draws_top = d.draws.top(TOP, String::clone);
+    summary.draw_keys = d.draws.keys() as u64;
+    summary.draws_untracked = d.draws.untracked();
     let recomputed = SummaryRecord {
-        summary: d.builder.summary(),
+        summary,
         // Lost frames show as gaps in the frame indices.
         dropped_frames: d.gaps,
         dropped_samples: 0,

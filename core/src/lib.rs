@@ -13,6 +13,7 @@ pub mod assembly;
 pub mod clock;
 pub mod config;
 pub mod counters;
+pub mod draw_keys;
 pub mod dump;
 pub mod frame;
 pub mod gpu_time;

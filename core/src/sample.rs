@@ -92,16 +92,34 @@ pub struct DrawParams {
     pub index_count: u32,
     pub instance_count: u32,
     pub indirect: bool,
+    /// The pipeline bound where the draw ran (Vulkan: the `VkPipeline` handle of its bind
+    /// point; GL: the current program), 0 when none was seen. Part of a draw's key.
+    pub pipeline: u64,
 }
 
 /// Deepest label nesting a sample records; deeper levels are cut off (and counted).
 pub const MAX_LABEL_DEPTH: usize = 8;
 
 /// The label stack at a sample, as interned label ids ([`crate::labels`]), outermost first.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// Equal and hashed by its levels only (a popped level's stale id does not count).
+#[derive(Clone, Copy, Debug, Default)]
 pub struct LabelPath {
     len: u8,
     ids: [u32; MAX_LABEL_DEPTH],
+}
+
+impl PartialEq for LabelPath {
+    fn eq(&self, o: &Self) -> bool {
+        self.ids() == o.ids()
+    }
+}
+
+impl Eq for LabelPath {}
+
+impl std::hash::Hash for LabelPath {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        self.ids().hash(h);
+    }
 }
 
 impl LabelPath {

@@ -65,6 +65,18 @@ pub struct Summary {
     /// Per counter (by name): mean, min and max over the frames that carry a value.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub counters: std::collections::BTreeMap<String, CounterStats>,
+    /// Timed draws aggregated per key ([`crate::draw_keys`]): the most expensive first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub draws_top: Vec<crate::draw_keys::DrawSummary>,
+    /// Distinct draw keys seen, and timed draws left out because the key table was full.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub draw_keys: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub draws_untracked: u64,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 /// Mean, min and max of one counter over the frames that carry it. A counter read every
@@ -328,6 +340,9 @@ impl SummaryBuilder {
                     )
                 })
                 .collect(),
+            draws_top: Vec::new(),
+            draw_keys: 0,
+            draws_untracked: 0,
         }
     }
 }

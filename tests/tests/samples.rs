@@ -513,3 +513,82 @@ fn budgeted_draw_windows_account_for_every_draw_and_move_across_frames() {
         assert!(f.get("draw_window").is_none());
     }
 }
+
+/// The summary's per-draw aggregates on the known-answer scene: one key per draw position
+/// (111 a frame), each key's vertices and statistics those of its region, its count and mean
+/// those of its samples in the frame records, and `framescope report`, recomputing the
+/// aggregates from the frame records, agrees with the writer's summary.
+#[test]
+fn draw_keys_aggregate_the_known_answer_scene() {
+    let a = Artifacts::get();
+    let x = Xvfb::start();
+    let mut sb = Sandbox::new("draw-keys");
+    let path = sb.path("keys.jsonl");
+    sb.display(&x)
+        .with_validation()
+        .set("FRAMESCOPE_DUMP", path.display().to_string())
+        .set("FRAMESCOPE_CONFIG", "sample_budget=100,samples=draw,sample_stats=draw");
+    let app = a.testapp.display().to_string();
+    let (w, h) = (W.to_string(), H.to_string());
+    let args = ["--scene", "regions", "--frames", "12", "--width", &w, "--height", &h];
+    let out = sb.run_under_framescope(&a, &app, &args, LIMIT);
+    assert_eq!(out.code(), Some(0), "{}", out.describe());
+    validation::assert_clean("draw-keys", &out.combined());
+    let d = dump::read(&path);
+    let s = d.summary.as_ref().expect("summary");
+    assert_eq!(s["draw_keys"], 111, "one key per draw position");
+    assert!(s.get("draws_untracked").is_none(), "{s}");
+
+    // Per (cmdbuf, draw): the GPU times of its timed samples in the frame records.
+    let mut times: BTreeMap<(u64, u64), Vec<u64>> = BTreeMap::new();
+    for f in &d.frames {
+        for dr in samples(f, "draw") {
+            if let Some(ns) = dr["gpu_ns"].as_u64() {
+                times.entry((u(&dr["cmdbuf"]), u(&dr["draw"]))).or_default().push(ns);
+            }
+        }
+    }
+    let top = s["draws_top"].as_array().expect("draws_top");
+    assert_eq!(top.len(), 20);
+    let mut last_total = u64::MAX;
+    for t in top {
+        let (label, draw) = (t["label"].as_str().unwrap(), u(&t["draw"]));
+        let (vertices, positions) = match label {
+            "Frame/Shadows" => (300, 0..10),
+            "Frame/Main" => (36, 10..110),
+            "Frame/Post" => (3, 110..111),
+            other => panic!("unexpected label {other}: {t}"),
+        };
+        assert!(positions.contains(&draw), "{t}");
+        assert_eq!(t["vertices"], vertices as f64, "{t}");
+        assert_eq!(t["stats"]["ia_vertices"], vertices as f64, "{t}");
+        if label == "Frame/Post" {
+            // Every pixel once, plus the diagonal's edge quads llvmpipe counts twice (see
+            // `check_regions_frame_views`).
+            let fs = t["stats"]["fs_invocations"].as_f64().unwrap();
+            assert!(((W * H) as f64..=(W * H + W * H / 20) as f64).contains(&fs), "{t}");
+        }
+        assert_eq!(t["kind"], "draw", "{t}");
+        assert_ne!(t["pipeline"], "0x0", "the bound pipeline is part of the key: {t}");
+        let ns = &times[&(u(&t["cmdbuf"]), draw)];
+        assert_eq!(u(&t["count"]), ns.len() as u64, "{t}");
+        let total: u64 = ns.iter().sum();
+        assert_eq!(u(&t["total_ns"]), total, "{t}");
+        assert_eq!(t["mean_ns"].as_f64().unwrap(), total as f64 / ns.len() as f64, "{t}");
+        assert_eq!(
+            (u(&t["min_ns"]), u(&t["max_ns"])),
+            (*ns.iter().min().unwrap(), *ns.iter().max().unwrap())
+        );
+        assert!(total <= last_total, "most expensive first");
+        last_total = total;
+    }
+
+    let rep = sb.run(&a.framescope, &["report", path.to_str().unwrap()], LIMIT);
+    let text = rep.combined();
+    assert_eq!(rep.code(), Some(0), "{text}");
+    assert!(
+        text.contains("summary written by the dump"),
+        "report recomputes the same aggregates: {text}"
+    );
+    assert!(text.contains("top draws by gpu time (111 keys)"), "{text}");
+}

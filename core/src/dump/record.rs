@@ -324,12 +324,13 @@ struct ParamsMap<'a>(&'a DrawParams);
 impl Serialize for ParamsMap<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let p = self.0;
-        let mut m = s.serialize_map(Some(5))?;
+        let mut m = s.serialize_map(Some(6))?;
         m.serialize_entry("kind", &p.kind.map(|k| k.name()))?;
         m.serialize_entry("vertex_count", &p.vertex_count)?;
         m.serialize_entry("index_count", &p.index_count)?;
         m.serialize_entry("instance_count", &p.instance_count)?;
         m.serialize_entry("indirect", &p.indirect)?;
+        m.serialize_entry("pipeline", &format_args!("{:#x}", p.pipeline))?;
         m.end()
     }
 }

@@ -16,7 +16,9 @@ use super::path;
 use super::record::{write_frame, write_header, Header, ProcessFacts, SummaryRecord};
 use crate::clock::monotonic_now_ns;
 use crate::config::{Config, LogLevel};
+use crate::draw_keys::{DrawTable, TOP};
 use crate::frame::FrameRecord;
+use crate::sample::LabelPath;
 use crate::sample::SampleRecord;
 use crate::stats::SummaryBuilder;
 use crossbeam_queue::ArrayQueue;
@@ -345,6 +347,7 @@ fn complete_counters(h: &mut Header, s: &Shared) {
     while !board.wait_started(Duration::from_millis(10)) {
         let half_full = |len: usize, cap: usize| len * 2 >= cap;
         if start.elapsed() >= COUNTERS_WAIT
+            || s.stop.load(Ordering::Acquire)
             || half_full(s.queue.len(), s.queue.capacity())
             || half_full(s.samples.len(), s.samples.capacity())
         {
@@ -370,9 +373,6 @@ fn complete_counters(h: &mut Header, s: &Shared) {
 
 /// The writer thread's body.
 fn run(s: &Shared, opts: &DumpOptions, header: &Header) {
-    let mut header = header.clone();
-    complete_counters(&mut header, s);
-    let header = &header;
     let pid = std::process::id();
     let (exe_name, exe_path) = exe_name_and_path();
     let start_unix_ns = std::time::SystemTime::now()
@@ -409,6 +409,12 @@ fn run(s: &Shared, opts: &DumpOptions, header: &Header) {
         eprintln!("framescope: writing dump to '{shown}'");
     }
     let file = opened.file;
+    // The file exists before the (bounded) wait for the counter catalogue: an app killed in
+    // its first seconds leaves a dump, not no file (glxgears under `timeout 2` on a loaded
+    // machine did).
+    let mut header = header.clone();
+    complete_counters(&mut header, s);
+    let header = &header;
     let give_up = || s.abandon.load(Ordering::Acquire);
     if opened.kind == Kind::Stream && opts.log >= LogLevel::Debug {
         eprintln!("framescope: '{shown}' is a FIFO or device: the dump streams to it");
@@ -430,6 +436,7 @@ fn run(s: &Shared, opts: &DumpOptions, header: &Header) {
     let window_start = s.origin_ns.saturating_add(secs(opts.dump_start_s));
     let window_end = opts.dump_duration_s.map(|d| window_start.saturating_add(secs(d)));
     let mut stats = SummaryBuilder::new();
+    let mut draws: DrawTable<LabelPath> = DrawTable::new();
     // Samples arrive before their frame; one popped for a later frame waits here.
     let mut carry: Option<SampleRecord> = None;
     let mut frame_samples: Vec<SampleRecord> = Vec::new();
@@ -450,6 +457,9 @@ fn run(s: &Shared, opts: &DumpOptions, header: &Header) {
             }
             frame_samples.clear();
             collect_samples(s, r.frame, &mut carry, &mut frame_samples);
+            for x in &frame_samples {
+                draws.add_sample(x);
+            }
             write_frame(
                 &mut batch,
                 &r,
@@ -476,8 +486,12 @@ fn run(s: &Shared, opts: &DumpOptions, header: &Header) {
         };
         if let Some(ended_by) = ended_by {
             s.accepting.store(false, Ordering::Relaxed);
+            let mut summary = stats.summary();
+            summary.draws_top = draws.top(TOP, |l| crate::labels::path_string(l.ids()));
+            summary.draw_keys = draws.keys() as u64;
+            summary.draws_untracked = draws.untracked();
             let summary = SummaryRecord {
-                summary: stats.summary(),
+                summary,
                 dropped_frames: s.dropped.load(Ordering::Relaxed),
                 dropped_samples: s.dropped_samples.load(Ordering::Relaxed),
                 produced_by: "writer".into(),

@@ -78,6 +78,8 @@ const FRAMES: usize = 40;
 /// Debug groups tracked per context; deeper ones are counted but give no samples.
 const MAX_OPEN_LABELS: usize = 16;
 const GL_DEBUG_GROUP_STACK_DEPTH: u32 = 0x826D;
+/// `glGetIntegerv` name of the program in use (GL 2.0 `GL_CURRENT_PROGRAM`).
+const GL_CURRENT_PROGRAM: u32 = 0x8B8D;
 const GL_QUERY_RESULT_NO_WAIT: u32 = 0x9194;
 
 /// (timestamp queries, samples) per context. A draw-sampling frame of 4000 draws uses 8000
@@ -167,6 +169,9 @@ pub struct Sampler {
     level: Level,
     gl: GlFns,
     get_integerv: Option<GetIntegervFn>,
+    /// `GL_CURRENT_PROGRAM` is a valid query (GL and GLES 2.0): asking an older context would
+    /// set a `GL_INVALID_ENUM` the app could see.
+    programs: bool,
     /// `glGetQueryObjectui64v`, for `GL_QUERY_RESULT_NO_WAIT` (one call per read).
     no_wait: Option<GetQueryObjectui64vFn>,
     query_buffer: bool,
@@ -266,6 +271,7 @@ pub fn create(ws: WinSys, info: &GlInfo, config: Samples) -> Option<CtxSamples> 
         alive: true,
         level,
         get_integerv: glfn(ws, c"glGetIntegerv"),
+        programs: info.at_least(2, 0),
         no_wait: if no_wait_ok {
             glfn(ws, c"glGetQueryObjectui64v")
         } else {
@@ -425,6 +431,7 @@ pub fn around_draw(kind: DrawKind, params: impl FnOnce() -> (u32, u32, u32, bool
                 index_count,
                 instance_count,
                 indirect,
+                pipeline: 0,
             };
             with_current(|s| s.draw_end(begin, index, p));
         });
@@ -797,6 +804,18 @@ impl Sampler {
         self.s_head = self.s_head.max(s_min);
     }
 
+    /// The program in use now (a draw's "pipeline"), 0 where it cannot be asked.
+    fn current_program(&self) -> u64 {
+        let Some(f) = self.get_integerv.filter(|_| self.programs) else {
+            return 0;
+        };
+        let mut p = 0i32;
+        // SAFETY: valid pname since GL/GLES 2.0 (checked at set-up); writes `p`. A state query
+        // answered from the context's own state: it neither flushes nor changes rendering.
+        unsafe { f(GL_CURRENT_PROGRAM, &mut p) };
+        p as u32 as u64
+    }
+
     /// The app's debug groups on the GL stack now (the default group not counted).
     fn gl_depth(&self) -> Option<usize> {
         let f = self.get_integerv?;
@@ -902,10 +921,11 @@ impl Sampler {
         Some((self.timestamp()?, index))
     }
 
-    fn draw_end(&mut self, begin: u64, index: u32, params: DrawParams) {
+    fn draw_end(&mut self, begin: u64, index: u32, mut params: DrawParams) {
         if !self.open.active {
             return;
         }
+        params.pipeline = self.current_program();
         let Some(end) = self.timestamp() else { return };
         let label = self.path(self.depth);
         self.push_sample(Pending {

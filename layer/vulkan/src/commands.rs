@@ -5,7 +5,7 @@
 
 use crate::device::{self, Device};
 use crate::recording_cache;
-use crate::samples::hooks::{self as sample_hooks, Sampled};
+use crate::samples::hooks::{self as sample_hooks, BindPoint, Sampled};
 use crate::samples::recording::{Event, PassStart};
 use ash::vk::{self, Handle};
 use framescope_core::frame::{DispatchKind, DrawKind, FrameCounts};
@@ -113,17 +113,25 @@ impl CmdCounts {
 }
 
 fn draw(kind: DrawKind, vertex_count: u32, index_count: u32, instance_count: u32, indirect: bool) -> Sampled {
-    Sampled::Draw(DrawParams {
-        kind: Some(kind),
-        vertex_count,
-        index_count,
-        instance_count,
-        indirect,
-    })
+    Sampled::Draw(
+        DrawParams {
+            kind: Some(kind),
+            vertex_count,
+            index_count,
+            instance_count,
+            indirect,
+            pipeline: 0,
+        },
+        BindPoint::Graphics,
+    )
 }
 
 fn dispatch() -> Sampled {
-    Sampled::Draw(DrawParams::default())
+    Sampled::Draw(DrawParams::default(), BindPoint::Compute)
+}
+
+fn trace_rays() -> Sampled {
+    Sampled::Draw(DrawParams::default(), BindPoint::RayTracing)
 }
 
 fn pass(d: &Device, rp: vk::RenderPass, contents: vk::SubpassContents) -> Sampled {
@@ -243,15 +251,15 @@ counting_hooks! {
     cmd_dispatch_indirect, vkCmdDispatchIndirect: fn(b: vk::Buffer, o: vk::DeviceSize) => Counted::Dispatch(Dk::Indirect), |_: &Device| dispatch();
     cmd_dispatch_base, vkCmdDispatchBase: fn(bx: u32, by: u32, bz: u32, x: u32, y: u32, z: u32) => Counted::Dispatch(Dk::Base), |_: &Device| dispatch();
     cmd_dispatch_base_khr, vkCmdDispatchBaseKHR: fn(bx: u32, by: u32, bz: u32, x: u32, y: u32, z: u32) => Counted::Dispatch(Dk::Base), |_: &Device| dispatch();
-    cmd_trace_rays_khr, vkCmdTraceRaysKHR: fn(a: *const vk::StridedDeviceAddressRegionKHR, b: *const vk::StridedDeviceAddressRegionKHR, c: *const vk::StridedDeviceAddressRegionKHR, e: *const vk::StridedDeviceAddressRegionKHR, w: u32, h: u32, dd: u32) => Counted::TraceRays, |_: &Device| dispatch();
-    cmd_trace_rays_indirect_khr, vkCmdTraceRaysIndirectKHR: fn(a: *const vk::StridedDeviceAddressRegionKHR, b: *const vk::StridedDeviceAddressRegionKHR, c: *const vk::StridedDeviceAddressRegionKHR, e: *const vk::StridedDeviceAddressRegionKHR, addr: vk::DeviceAddress) => Counted::TraceRays, |_: &Device| dispatch();
-    cmd_trace_rays_indirect2_khr, vkCmdTraceRaysIndirect2KHR: fn(addr: vk::DeviceAddress) => Counted::TraceRays, |_: &Device| dispatch();
+    cmd_trace_rays_khr, vkCmdTraceRaysKHR: fn(a: *const vk::StridedDeviceAddressRegionKHR, b: *const vk::StridedDeviceAddressRegionKHR, c: *const vk::StridedDeviceAddressRegionKHR, e: *const vk::StridedDeviceAddressRegionKHR, w: u32, h: u32, dd: u32) => Counted::TraceRays, |_: &Device| trace_rays();
+    cmd_trace_rays_indirect_khr, vkCmdTraceRaysIndirectKHR: fn(a: *const vk::StridedDeviceAddressRegionKHR, b: *const vk::StridedDeviceAddressRegionKHR, c: *const vk::StridedDeviceAddressRegionKHR, e: *const vk::StridedDeviceAddressRegionKHR, addr: vk::DeviceAddress) => Counted::TraceRays, |_: &Device| trace_rays();
+    cmd_trace_rays_indirect2_khr, vkCmdTraceRaysIndirect2KHR: fn(addr: vk::DeviceAddress) => Counted::TraceRays, |_: &Device| trace_rays();
     cmd_begin_render_pass, vkCmdBeginRenderPass: fn(i: *const vk::RenderPassBeginInfo<'static>, c: vk::SubpassContents) => Counted::RenderPass, |d: &Device| pass1(d, i, c);
     cmd_begin_render_pass2, vkCmdBeginRenderPass2: fn(i: *const vk::RenderPassBeginInfo<'static>, s: *const vk::SubpassBeginInfo<'static>) => Counted::RenderPass, |d: &Device| pass2(d, i, s);
     cmd_begin_render_pass2_khr, vkCmdBeginRenderPass2KHR: fn(i: *const vk::RenderPassBeginInfo<'static>, s: *const vk::SubpassBeginInfo<'static>) => Counted::RenderPass, |d: &Device| pass2(d, i, s);
     cmd_begin_rendering, vkCmdBeginRendering: fn(i: *const vk::RenderingInfo<'static>) => Counted::RenderPass, |_: &Device| rendering(i);
     cmd_begin_rendering_khr, vkCmdBeginRenderingKHR: fn(i: *const vk::RenderingInfo<'static>) => Counted::RenderPass, |_: &Device| rendering(i);
-    cmd_bind_pipeline, vkCmdBindPipeline: fn(bp: vk::PipelineBindPoint, p: vk::Pipeline) => Counted::PipelineBind, |d: &Device| sample_hooks::pipeline_bind(d, bp);
+    cmd_bind_pipeline, vkCmdBindPipeline: fn(bp: vk::PipelineBindPoint, p: vk::Pipeline) => Counted::PipelineBind, |d: &Device| sample_hooks::pipeline_bind(d, bp, p);
     cmd_pipeline_barrier, vkCmdPipelineBarrier: fn(s: vk::PipelineStageFlags, t: vk::PipelineStageFlags, f: vk::DependencyFlags, mc: u32, m: *const vk::MemoryBarrier<'static>, bc: u32, b: *const vk::BufferMemoryBarrier<'static>, ic: u32, im: *const vk::ImageMemoryBarrier<'static>) => Counted::Barrier, |_: &Device| Sampled::None;
     cmd_pipeline_barrier2, vkCmdPipelineBarrier2: fn(i: *const vk::DependencyInfo<'static>) => Counted::Barrier, |_: &Device| Sampled::None;
     cmd_pipeline_barrier2_khr, vkCmdPipelineBarrier2KHR: fn(i: *const vk::DependencyInfo<'static>) => Counted::Barrier, |_: &Device| Sampled::None;

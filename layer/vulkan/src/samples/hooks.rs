@@ -15,23 +15,54 @@ static SAMPLE: Site = Site::new("sample recording");
 /// What a counting hook means for sampling.
 pub enum Sampled {
     None,
-    Draw(DrawParams),
+    Draw(DrawParams, BindPoint),
     PassBegin(PassStart),
-    /// A graphics pipeline bind, where statistics wait for one (`stats_after_bind`).
-    GraphicsBind,
+    /// A pipeline bind: at draw level its handle becomes part of the next draws' keys; a
+    /// graphics bind also starts statistics that wait for one (`stats_after_bind`).
+    Bind {
+        point: BindPoint,
+        pipeline: u64,
+        stats_wait: bool,
+    },
+}
+
+/// Where a draw's pipeline is bound: draws use the graphics pipeline, dispatches the compute
+/// one, trace-rays commands the ray-tracing one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BindPoint {
+    Graphics = 0,
+    Compute = 1,
+    RayTracing = 2,
+}
+
+impl BindPoint {
+    fn of(p: vk::PipelineBindPoint) -> Option<BindPoint> {
+        match p {
+            vk::PipelineBindPoint::GRAPHICS => Some(BindPoint::Graphics),
+            vk::PipelineBindPoint::COMPUTE => Some(BindPoint::Compute),
+            vk::PipelineBindPoint::RAY_TRACING_KHR => Some(BindPoint::RayTracing),
+            _ => None,
+        }
+    }
 }
 
 /// What a pipeline bind means for sampling: only where our statistics wait for a bound
 /// graphics pipeline is it anything.
-pub fn pipeline_bind(d: &Device, bind_point: vk::PipelineBindPoint) -> Sampled {
-    let waits = d
-        .samples
-        .as_ref()
-        .is_some_and(|s| s.stats_after_bind && s.stats.is_some());
-    if waits && bind_point == vk::PipelineBindPoint::GRAPHICS {
-        Sampled::GraphicsBind
-    } else {
-        Sampled::None
+pub fn pipeline_bind(d: &Device, bind_point: vk::PipelineBindPoint, pipeline: vk::Pipeline) -> Sampled {
+    let Some(s) = d.samples.as_ref() else {
+        return Sampled::None;
+    };
+    let Some(point) = BindPoint::of(bind_point) else {
+        return Sampled::None;
+    };
+    let stats_wait = s.stats_after_bind && s.stats.is_some() && point == BindPoint::Graphics;
+    if !stats_wait && s.level < Level::Draw {
+        return Sampled::None;
+    }
+    Sampled::Bind {
+        point,
+        pipeline: pipeline.as_raw(),
+        stats_wait,
     }
 }
 
@@ -49,13 +80,13 @@ pub fn around(d: &Device, st: &CmdBufState, cb: vk::CommandBuffer, sampled: Samp
         return forward();
     };
     // Below draw level a draw samples nothing: no lock on the hot path.
-    if matches!(sampled, Sampled::Draw(_) | Sampled::None) && level < Level::Draw {
+    if matches!(sampled, Sampled::Draw(..) | Sampled::None) && level < Level::Draw {
         return forward();
     }
     let mut rec = st.rec.lock();
     match sampled {
-        Sampled::Draw(params) if level >= Level::Draw => {
-            if rec.around_draw(d, cb, params, forward) {
+        Sampled::Draw(params, point) if level >= Level::Draw => {
+            if rec.around_draw(d, cb, params, point, forward) {
                 st.counts.bump(crate::commands::Counted::TimedDraw);
             }
         }
@@ -64,9 +95,16 @@ pub fn around(d: &Device, st: &CmdBufState, cb: vk::CommandBuffer, sampled: Samp
             forward();
             rec.after_pass_begin(d, cb, level, start);
         }
-        Sampled::GraphicsBind => {
+        Sampled::Bind {
+            point,
+            pipeline,
+            stats_wait,
+        } => {
             forward();
-            rec.after_gfx_bind(d, cb);
+            rec.bound(point, pipeline);
+            if stats_wait {
+                rec.after_gfx_bind(d, cb);
+            }
         }
         _ => forward(),
     }

@@ -4,6 +4,7 @@
 //! uncontended; the device-wide lock is taken only to take a new block.
 
 use super::blocks::{Block, Kind, BLOCK};
+use super::hooks::BindPoint;
 use super::Level;
 use crate::device::{CmdBufState, Device};
 use ash::vk;
@@ -96,6 +97,9 @@ pub struct Recording {
     /// A graphics pipeline was bound in this recording (tracked only where
     /// `SampleState::stats_after_bind`).
     gfx_bound: bool,
+    /// The pipeline bound at each [`BindPoint`] (raw handles; 0: none), tracked at draw level
+    /// for the draws' keys. Pipeline state is not inherited by secondaries, so it starts empty.
+    pipelines: [u64; 3],
     pub draws: u32,
     /// The draw window this recording times (`budget::timed`).
     window: (u32, u32),
@@ -139,6 +143,7 @@ impl Recording {
         self.app_stats_active = 0;
         self.our_stats = None;
         self.gfx_bound = false;
+        self.pipelines = [0; 3];
         self.draws = 0;
         self.skipped = 0;
     }
@@ -275,6 +280,11 @@ impl Recording {
 
     /// After the app bound a graphics pipeline: a pass statistics query that waited for one
     /// begins now (the pipeline is bound on the driver's side).
+    /// The app bound `pipeline` at `point`.
+    pub fn bound(&mut self, point: BindPoint, pipeline: u64) {
+        self.pipelines[point as usize] = pipeline;
+    }
+
     pub fn after_gfx_bind(&mut self, d: &Device, cb: vk::CommandBuffer) {
         self.gfx_bound = true;
         if !self.pass.is_some_and(|p| p.stats_deferred) {
@@ -347,9 +357,11 @@ impl Recording {
         &mut self,
         d: &Device,
         cb: vk::CommandBuffer,
-        params: DrawParams,
+        mut params: DrawParams,
+        point: BindPoint,
         forward: impl FnOnce(),
     ) -> bool {
+        params.pipeline = self.pipelines[point as usize];
         let index = self.draws;
         self.draws += 1;
         if !super::budget::timed(self.window, index) {
