@@ -571,6 +571,14 @@ fn vkcube_section(framescope: &Path, runtime: &Path) -> Result<(String, String),
     Ok((md, verdict))
 }
 
+const H100_BEGIN: &str = "<!-- h100:begin -->\n";
+const H100_END: &str = "<!-- h100:end -->\n";
+
+/// `cargo xtask bench h100`: only the H100 section, from the committed device run.
+pub fn bench_h100_only() -> Result<(), String> {
+    replace_section(H100_BEGIN, H100_END, &super::bench_h100::section()?)
+}
+
 const VKCUBE_BEGIN: &str = "<!-- vkcube:begin -->\n";
 const VKCUBE_END: &str = "<!-- vkcube:end -->\n";
 
@@ -592,7 +600,7 @@ pub fn bench() -> Result<(), String> {
     let mut md = String::new();
     md.push_str("# Performance\n\n");
     md.push_str("Written by `cargo xtask bench` (xtask/src/bench.rs); rerun it to refresh, or one section\n");
-    md.push_str("alone with `cargo xtask bench vkcube|samples|gl|glmark`. Numbers are from one machine on\n");
+    md.push_str("alone with `cargo xtask bench vkcube|samples|gl|glmark|counters|h100`. Numbers are from one machine on\n");
     md.push_str("one day: compare rows of the same run only.\n\n");
     md.push_str("## Machine\n\n| | |\n|---|---|\n");
     for (k, v) in machine_facts() {
@@ -614,6 +622,9 @@ pub fn bench() -> Result<(), String> {
     md.push_str(COUNTERS_BEGIN);
     md.push_str(&counters_section()?);
     md.push_str(COUNTERS_END);
+    md.push_str(H100_BEGIN);
+    md.push_str(&super::bench_h100::section()?);
+    md.push_str(H100_END);
     let path = super::root().join("docs/performance.md");
     std::fs::write(&path, md).map_err(|e| format!("{}: {e}", path.display()))?;
     println!("{verdict}");

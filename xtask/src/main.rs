@@ -4,6 +4,7 @@ mod bench;
 mod bench_cg;
 mod bench_gl;
 mod bench_glmark;
+mod bench_h100;
 mod bench_samples;
 mod deps;
 
@@ -17,7 +18,8 @@ const USAGE: &str = "usage: cargo xtask <demo|test|bench|install-deps>
                 vkcube section (vs bare, MangoHud, Mesa overlay); `bench samples`: only the
                 CPU cost per draw of each samples mode; `bench gl`: only the GL sections (glxgears
                 and glmark2); `bench glmark`: only the glmark2/glmark2-es2 scores section;
-                `bench counters`: only the counters' cost on the app's thread
+                `bench counters`: only the counters' cost on the app's thread; `bench h100`: only
+                the H100 section, from the committed run of tests/device/h100-costs.sh
   install-deps  install the Debian packages the tests and demo need (root), else print the apt-get line";
 
 fn main() -> ExitCode {
@@ -31,6 +33,7 @@ fn main() -> ExitCode {
         Some("bench") if args.get(1).map(String::as_str) == Some("gl") => bench::bench_gl_only(),
         Some("bench") if args.get(1).map(String::as_str) == Some("glmark") => bench::bench_glmark_only(),
         Some("bench") if args.get(1).map(String::as_str) == Some("counters") => bench::bench_counters_only(),
+        Some("bench") if args.get(1).map(String::as_str) == Some("h100") => bench::bench_h100_only(),
         Some("bench") => bench(),
         _ => {
             eprintln!("{USAGE}");
