@@ -381,3 +381,29 @@ fn garbage_streams_never_panic() {
     drop(s);
     assert_eq!(sys.lock().unwrap().open_fds(), 0);
 }
+
+#[test]
+fn catalogue_names_and_units() {
+    let (s, _, _) = i915_source(ScriptedFs::new());
+    assert_eq!(s.id(), "intel_oa");
+    let cat = s.catalogue();
+    for c in cat {
+        assert!(c.name.starts_with("intel_"), "{}", c.name);
+        assert!(
+            ["%", "MHz", "ns", "count"].contains(&c.unit.as_str()),
+            "{}: {}",
+            c.name,
+            c.unit
+        );
+        assert_eq!(c.name, c.name.to_lowercase());
+    }
+    let names: Vec<&str> = cat.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(
+        &names[..3],
+        &["intel_gpu_busy_pct", "intel_eu_active_pct", "intel_eu_stall_pct"]
+    );
+    assert_eq!(
+        &names[names.len() - 2..],
+        &["intel_oa_reports", "intel_oa_reports_lost"]
+    );
+}

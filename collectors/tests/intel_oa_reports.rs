@@ -364,5 +364,8 @@ fn garbage_never_panics() {
         };
         let _ = cal.to_mono(g.next() as u32);
         let _ = clock::exponent_for(g.next(), g.next());
+        // The fuzz target's body, with every framing and layout choice.
+        b.insert(0, round as u8);
+        framescope_collectors::intel::fuzzing::oa_records(&b);
     }
 }

@@ -9,12 +9,14 @@
 //! * [`discover`]: the render node, the metric set and the privilege check, through sysfs.
 //! * [`oa_source`]: the `intel_oa` [`crate::source::CounterSource`].
 //! * [`fake`]: i915 and Xe driver models over [`crate::sys::fake::FakeSys`] for tests.
+//! * [`fuzzing`]: the body of the `oa_records` fuzz target.
 
 pub mod accumulate;
 pub mod clock;
 pub mod discover;
 pub mod fake;
 pub mod frames;
+pub mod fuzzing;
 pub mod i915_perf;
 pub mod metrics;
 pub mod oa_source;
