@@ -15,6 +15,7 @@ pub mod collector;
 pub mod constants;
 pub mod db;
 pub mod expr;
+pub mod intel;
 pub mod listing;
 pub mod model;
 pub mod nvidia;
