@@ -16,6 +16,7 @@ pub mod constants;
 pub mod db;
 pub mod expr;
 pub mod listing;
+pub mod mali;
 pub mod model;
 pub mod nvidia;
 pub mod sample;
