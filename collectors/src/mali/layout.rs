@@ -236,7 +236,7 @@ mod tests {
         assert_eq!(t.get(BlockKind::FrontEnd, PRFCNT_EN_WORD), 0);
         let mut t = Totals::default();
         let mut off = dump.clone();
-        off[..V5_BLOCK_BYTES].copy_from_slice(&block(&[(6, 100)], !0 & !(1 << 1)));
+        off[..V5_BLOCK_BYTES].copy_from_slice(&block(&[(6, 100)], !(1 << 1)));
         accumulate_v5(&off, &shape, &mut t).unwrap();
         assert_eq!(t.get(BlockKind::FrontEnd, 6), 0);
     }
