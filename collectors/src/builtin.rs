@@ -27,6 +27,7 @@ pub fn build(hint: &GpuHint) -> Vec<Built> {
     }
     out.push(Ok(Box::new(AmdgpuSource::new(hint.clone()))));
     out.extend(crate::intel::sources(hint));
+    out.extend(crate::mali::sources(hint));
     out.push(Ok(Box::new(HwmonSource::new(hint.clone()))));
     out.push(Ok(Box::new(FdinfoSource::new())));
     out.push(Ok(Box::new(SystemSource::new())));

@@ -17,6 +17,7 @@ pub mod db;
 pub mod expr;
 pub mod intel;
 pub mod listing;
+pub mod mali;
 pub mod model;
 pub mod nvidia;
 pub mod sample;
