@@ -616,7 +616,9 @@ pub fn bench() -> Result<(), String> {
     let mut md = String::new();
     md.push_str("# Performance\n\n");
     md.push_str("Written by `cargo xtask bench` (xtask/src/bench.rs); rerun it to refresh, or one section\n");
-    md.push_str("alone with `cargo xtask bench vkcube|samples|gl|glmark|counters|h100`. Numbers are from one machine on\n");
+    md.push_str(
+        "alone with `cargo xtask bench vkcube|samples|gl|glmark|counters|h100`. Numbers are from one machine on\n",
+    );
     md.push_str("one day: compare rows of the same run only.\n\n");
     md.push_str("## Machine\n\n| | |\n|---|---|\n");
     for (k, v) in machine_facts() {

@@ -37,7 +37,12 @@ fn median(mut v: Vec<f64>) -> Option<f64> {
 /// The section's markdown, or why there is none.
 pub fn section() -> Result<String, String> {
     let path = super::root().join(RESULTS);
-    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e} (run tests/device/h100-costs.sh through the device tool and commit its h100-costs.json there)", path.display()))?;
+    let text = std::fs::read_to_string(&path).map_err(|e| {
+        format!(
+            "{}: {e} (run tests/device/h100-costs.sh through the device tool and commit its h100-costs.json there)",
+            path.display()
+        )
+    })?;
     let r: Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut md = render(&r).ok_or_else(|| format!("{}: missing fields", path.display()))?;
     let parts = super::root().join(PARTS);
@@ -99,7 +104,12 @@ fn render(r: &Value) -> Option<String> {
             .collect()
     };
     let list = |v: &[f64]| v.iter().map(|x| pct(*x)).collect::<Vec<_>>().join(" / ");
-    let us = |v: &[f64]| v.iter().map(|x| format!("{:.1}", x / 1e3)).collect::<Vec<_>>().join(" / ");
+    let us = |v: &[f64]| {
+        v.iter()
+            .map(|x| format!("{:.1}", x / 1e3))
+            .collect::<Vec<_>>()
+            .join(" / ")
+    };
 
     let mut md = String::new();
     md.push_str("## NVIDIA H100 (from the committed device run)\n\n");
@@ -145,7 +155,11 @@ fn render(r: &Value) -> Option<String> {
     let regions = &r["regions"];
     let key_max = num(&regions["per_key_mean_rel_diff"]["max"]);
     let key_med = num(&regions["per_key_mean_rel_diff"]["median"]);
-    let gears = |k: &str| -> Vec<f64> { r["glxgears_fps"][k].as_array().map_or(vec![], |a| a.iter().filter_map(num).collect()) };
+    let gears = |k: &str| -> Vec<f64> {
+        r["glxgears_fps"][k]
+            .as_array()
+            .map_or(vec![], |a| a.iter().filter_map(num).collect())
+    };
     let ms = |fps: &[f64]| median(fps.iter().map(|f| 1e3 / f).collect());
     let (gb, gf, gm) = (ms(&gears("bare")), ms(&gears("framescope")), ms(&gears("mangohud")));
 
@@ -159,8 +173,16 @@ fn render(r: &Value) -> Option<String> {
     md.push_str(&format!(
         "| defaults ≤ 2 % of CPU frame time at 10k draws | {} (bare {} ms, defaults {} ms per frame) | {} |\n",
         pct(cpu_med),
-        cpu_bare.iter().map(|x| format!("{x:.3}")).collect::<Vec<_>>().join(" / "),
-        cpu_def.iter().map(|x| format!("{x:.3}")).collect::<Vec<_>>().join(" / "),
+        cpu_bare
+            .iter()
+            .map(|x| format!("{x:.3}"))
+            .collect::<Vec<_>>()
+            .join(" / "),
+        cpu_def
+            .iter()
+            .map(|x| format!("{x:.3}"))
+            .collect::<Vec<_>>()
+            .join(" / "),
         verdict(cpu_med <= 0.02)
     ));
     md.push_str(&format!(

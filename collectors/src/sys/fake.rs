@@ -2,7 +2,7 @@
 //! models of a kernel driver) implement; every call is logged as a [`Call`], so a test can
 //! assert the exact sequence a backend drives (handshake, setup, dump, read, teardown).
 
-use super::{check_user_buffer, invalid, Access, Fd, IoctlArg, MapId, Sys};
+use super::{check_range, check_user_buffer, invalid, Access, Fd, IoctlArg, MapId, Sys};
 use crate::seam::{BoxFs, Fs, ScriptedFs};
 use std::collections::BTreeMap;
 use std::io;
@@ -242,12 +242,7 @@ impl Sys for FakeSys {
 
     fn read_mapped(&mut self, map: MapId, offset: usize, out: &mut [u8]) -> io::Result<()> {
         let m = self.maps.get(&map.0).ok_or_else(|| invalid("unknown mapping"))?;
-        let end = offset
-            .checked_add(out.len())
-            .ok_or_else(|| invalid("mapping range overflows"))?;
-        if end > m.len {
-            return Err(invalid("range outside the mapping"));
-        }
+        check_range(m.len, offset, out.len())?;
         let (fd, base) = (m.fd, m.offset);
         self.file(fd)?.mapped(base + offset as u64, out)
     }

@@ -154,6 +154,18 @@ pub fn check_user_buffer(arg_len: usize, buf: &UserBuffer<'_>) -> io::Result<()>
     Ok(())
 }
 
+/// Checks that `offset..offset + len` lies inside a mapping of `map_len` bytes (an offset from
+/// the kernel is never trusted); the range's end.
+pub(crate) fn check_range(map_len: usize, offset: usize, len: usize) -> io::Result<usize> {
+    let end = offset
+        .checked_add(len)
+        .ok_or_else(|| invalid("mapping range overflows"))?;
+    if end > map_len {
+        return Err(invalid("range outside the mapping"));
+    }
+    Ok(end)
+}
+
 pub(crate) fn invalid(what: &str) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidInput, what.to_string())
 }

@@ -1,6 +1,6 @@
 //! The machine's own syscalls: the only unsafe code of the kernel backends.
 
-use super::{check_user_buffer, invalid, read_u64, write_u64, Access, Fd, IoctlArg, MapId, Sys};
+use super::{check_range, check_user_buffer, invalid, read_u64, write_u64, Access, Fd, IoctlArg, MapId, Sys};
 use crate::seam::{Fs, RealFs};
 use std::collections::BTreeMap;
 use std::ffi::CString;
@@ -179,12 +179,7 @@ impl Sys for RealSys {
 
     fn read_mapped(&mut self, map: MapId, offset: usize, out: &mut [u8]) -> io::Result<()> {
         let m = self.maps.get(&map.0).ok_or_else(|| invalid("unknown mapping"))?;
-        let end = offset
-            .checked_add(out.len())
-            .ok_or_else(|| invalid("mapping range overflows"))?;
-        if end > m.len {
-            return Err(invalid("range outside the mapping"));
-        }
+        check_range(m.len, offset, out.len())?;
         // SAFETY: `offset..end` lies inside a live PROT_READ mapping of `m.len` bytes made by
         // this Sys; `out` is a distinct, exclusively borrowed buffer of the same length.
         unsafe { std::ptr::copy_nonoverlapping((m.addr as *const u8).add(offset), out.as_mut_ptr(), out.len()) };
