@@ -2,6 +2,7 @@
 
 mod counters;
 mod install;
+mod lines;
 mod locate;
 mod report;
 mod run;

@@ -10,6 +10,7 @@
 //! not or is missing (the app crashed or was killed). A truncated last line (a kill in the
 //! middle of a write) is ignored and reported. Text from the file is printed escaped.
 
+use crate::lines::{Line, Lines, GIVE_UP, MAX_LINE};
 use crate::text::{escape, show};
 use framescope_core::draw_keys::{vertices, DrawKey, DrawTable, TOP};
 use framescope_core::dump::SummaryRecord;
@@ -18,17 +19,9 @@ use framescope_core::sample::PipelineStats;
 use framescope_core::stats::{Distribution, SummaryBuilder};
 use serde::Deserialize;
 use std::ffi::{OsStr, OsString};
-use std::io::{BufRead, BufReader, Read};
+use std::io::Read;
 
 const USAGE: &str = "usage: framescope report [--json] DUMP";
-
-/// Longest line read. A frame line carries its GPU samples; at about 150 bytes a sample this
-/// is some 100,000 draws in one frame (`samples=draw`), far past what the writer's sample
-/// queue keeps.
-pub const MAX_LINE: usize = 16 << 20;
-
-/// Bytes read since the last readable record after which reading stops.
-pub const GIVE_UP: u64 = 256 << 20;
 
 /// Longest `summary` line parsed.
 const MAX_SUMMARY_LINE: usize = 64 << 10;
@@ -294,102 +287,13 @@ impl Dump {
     }
 }
 
-/// One line of the input, without its newline.
-enum Line<'a> {
-    Text(&'a [u8]),
-    /// Longer than [`MAX_LINE`]: skipped, not kept.
-    TooLong,
-    /// [`GIVE_UP`] bytes without a record: stop.
-    GiveUp,
-}
-
-struct Lines<R> {
-    r: R,
-    buf: Vec<u8>,
-    /// Bytes read since the last record; reset by the caller.
-    since_record: u64,
-    /// Empty lines skipped before the current line (they still count in line numbers).
-    blank: u64,
-    /// [`GIVE_UP`], smaller in tests.
-    give_up: u64,
-}
-
-impl<R: BufRead> Lines<R> {
-    /// The next line, and how many empty lines came before it.
-    fn next(&mut self) -> std::io::Result<Option<(u64, Line<'_>)>> {
-        self.buf.clear();
-        self.blank = 0;
-        let mut too_long = false;
-        let mut any = false;
-        loop {
-            let avail = match self.r.fill_buf() {
-                Ok(a) => a,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
-            };
-            if avail.is_empty() {
-                if !any {
-                    return Ok(None);
-                }
-                break;
-            }
-            if !any {
-                // Blank lines are skipped here in bulk: one call per line made 200 MB of
-                // newlines take minutes in a debug build.
-                let blank = avail.iter().take_while(|&&b| b == b'\n').count();
-                if blank > 0 {
-                    self.blank += blank as u64;
-                    self.since_record += blank as u64;
-                    self.r.consume(blank);
-                    if self.since_record > self.give_up {
-                        return Ok(Some((self.blank, Line::GiveUp)));
-                    }
-                    continue;
-                }
-            }
-            any = true;
-            let (chunk, used, end) = match memchr::memchr(b'\n', avail) {
-                Some(i) => (&avail[..i], i + 1, true),
-                None => (avail, avail.len(), false),
-            };
-            if !too_long {
-                if self.buf.len() + chunk.len() > MAX_LINE {
-                    too_long = true;
-                    self.buf = Vec::new();
-                } else {
-                    self.buf.extend_from_slice(chunk);
-                }
-            }
-            self.r.consume(used);
-            self.since_record += used as u64;
-            if end {
-                break;
-            }
-            if self.since_record > self.give_up {
-                return Ok(Some((self.blank, Line::GiveUp)));
-            }
-        }
-        if self.since_record > self.give_up {
-            return Ok(Some((self.blank, Line::GiveUp)));
-        }
-        let line = if too_long { Line::TooLong } else { Line::Text(&self.buf) };
-        Ok(Some((self.blank, line)))
-    }
-}
-
 fn read_dump(input: impl Read) -> std::io::Result<Dump> {
     read_dump_giving_up_after(input, GIVE_UP)
 }
 
 fn read_dump_giving_up_after(input: impl Read, give_up: u64) -> std::io::Result<Dump> {
     let mut d = Dump::default();
-    let mut lines = Lines {
-        r: BufReader::with_capacity(1 << 16, input),
-        buf: Vec::new(),
-        since_record: 0,
-        blank: 0,
-        give_up,
-    };
+    let mut lines = Lines::new(input, give_up);
     // The newest line that did not parse: a truncated last line when only blank lines follow.
     let mut unparsed: Option<u64> = None;
     let mut n = 0u64;
