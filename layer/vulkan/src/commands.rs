@@ -7,6 +7,7 @@ use crate::device::{self, Device};
 use crate::recording_cache;
 use crate::samples::hooks::{self as sample_hooks, BindPoint, Sampled};
 use crate::samples::recording::{Event, PassStart};
+use crate::samples::Level;
 use ash::vk::{self, Handle};
 use framescope_core::frame::{DispatchKind, DrawKind, FrameCounts};
 use framescope_core::sample::DrawParams;
@@ -34,6 +35,19 @@ pub enum Counted {
     PipelineBind,
     Barrier,
     TimedDraw,
+}
+
+impl Counted {
+    /// Whether a command of this kind samples anything below `samples=draw`. Draws, dispatches,
+    /// trace-rays and barriers do not, so their hooks skip the sampling path there: measured
+    /// with callgrind on lavapipe, that path (building the draw's parameters, the call into
+    /// `around`) was a third of a draw hook's instructions at the default level.
+    pub const fn samples_below_draw_level(self) -> bool {
+        !matches!(
+            self,
+            Counted::Draw(_) | Counted::Dispatch(_) | Counted::TraceRays | Counted::Barrier
+        )
+    }
 }
 
 impl CmdCounts {
@@ -197,8 +211,8 @@ macro_rules! counting_hooks {
                     if let Some(s) = st {
                         s.counts.bump($what);
                     }
-                    match (st, d.samples.is_some()) {
-                        (Some(st), true) => {
+                    match (st, d.samples.as_ref()) {
+                        (Some(st), Some(s)) if s.level >= Level::Draw || $what.samples_below_draw_level() => {
                             #[allow(unused_unsafe)]
                             let sampled: Sampled = unsafe { ($sampled)(d) };
                             // SAFETY: forwarding the app's arguments to the next layer.
