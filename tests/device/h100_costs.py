@@ -56,6 +56,8 @@ DRAWS = ["--draws", "10000", "--width", "1920", "--height", "1080"]
 LONG, SHORT = 3000, 500
 # Every draw timed costs ~9 ms a frame: its GPU busy needs fewer frames.
 ALL_FRAMES = 600
+# H100_COSTS_QUICK=1: only the GPU-busy modes, for checking a change to the draw budget.
+QUICK = os.environ.get("H100_COSTS_QUICK") == "1"
 MODES = {
     "bare": None,
     # The defaults (GPU timing, render-pass samples, counters); headless: no HUD to draw.
@@ -76,6 +78,8 @@ def main():
     for rep in range(REPS):
         r = {}
         for name, cfg in MODES.items():
+            if QUICK and name in ("bare", "draw_all"):
+                continue
             long = testapp(f"{name}-{rep}-long", cfg, ALL_FRAMES if name == "draw_all" else LONG, DRAWS)
             row = {"busy_ns": mean_busy(long["frames"]), "rc": long["rc"]}
             if name in ("bare", "defaults"):
@@ -92,6 +96,14 @@ def main():
                     if len(seen) >= 10000 and done is None:
                         done = f["frame"] - fr[60]["frame"] + 1
                 counts = [f["draw_window"]["count"] for f in fr[100:] if f.get("draw_window")]
+                # The budget's own view: baseline frames (no window) against window frames, and
+                # its overhead estimate.
+                base = [f["gpu_busy_ns"] for f in fr[200:] if f.get("draw_window") and f["draw_window"]["count"] == 0 and f["gpu_busy_ns"]]
+                win = [f["gpu_busy_ns"] for f in fr[200:] if f.get("draw_window") and f["draw_window"]["count"] > 0 and f["gpu_busy_ns"]]
+                est = [f["draw_window"]["overhead_ns"] for f in fr[200:] if f.get("draw_window") and f["draw_window"]["count"] > 0 and f["draw_window"]["overhead_ns"] is not None]
+                row["baseline_frames_busy_ns"] = statistics.mean(base) if base else None
+                row["window_frames_busy_ns"] = statistics.mean(win) if win else None
+                row["overhead_estimate_ns"] = statistics.mean(est) if est else None
                 row.update({
                     "every_draw_timed_within_frames": done,
                     "window_count_median": statistics.median(counts) if counts else None,
@@ -104,6 +116,10 @@ def main():
         res["reps_detail"].append(r)
         log(json.dumps(r))
 
+    if QUICK:
+        with open(os.path.join(OUT, "h100-costs.json"), "w") as f:
+            json.dump(res, f, indent=1)
+        return
     # Per-draw aggregates on the known-answer scene: the budgeted run's per-key means against
     # every draw timed, from the summaries' draws_top and from the frame records.
     reg = ["--scene", "regions", "--width", "1920", "--height", "1080"]
