@@ -171,6 +171,7 @@ pub struct Config {
     /// Normalised list of counter names and presets (see [`Config::hud_counter_names`]).
     pub hud_counters: String,
     pub hud_regions: u64,
+    pub hud_draws: u64,
     /// Save the presented image (with the HUD) of this frame index as PNG.
     pub screenshot: Option<u64>,
     /// Path template of that PNG.
@@ -568,6 +569,14 @@ pub static KEYS: &[KeySpec] = &[
         get: |c| json!(c.hud_regions),
     },
     KeySpec {
+        name: "hud_draws",
+        ty: ValueType::UInt { min: 0, max: 16 },
+        default: "5",
+        doc: "HUD table under the regions: the N most expensive draws, each named by its position (`draw 12 @ Frame/Main`) with its GPU ms when timed (needs samples=draw; with a draw budget a draw is timed only when the window covers it); 0 hides it",
+        set: |c, v| if let Value::UInt(n) = v { c.hud_draws = n },
+        get: |c| json!(c.hud_draws),
+    },
+    KeySpec {
         name: "screenshot",
         ty: ValueType::FrameOrNone,
         default: "none",
@@ -790,6 +799,7 @@ impl Default for Config {
             hud_swapchain: false,
             hud_counters: String::new(),
             hud_regions: 0,
+            hud_draws: 0,
             screenshot: None,
             screenshot_path: String::new(),
             gpu_timing: false,
@@ -1071,6 +1081,7 @@ mod tests {
             "hud_swapchain",
             "hud_counters",
             "hud_regions",
+            "hud_draws",
             "screenshot",
             "screenshot_path",
         ];
@@ -1189,7 +1200,7 @@ mod tests {
             "framescope: unknown config key 'bogus' in FRAMESCOPE_CONFIG; ignored \
              (valid keys: dump, dump_start, dump_duration, hud, hud_refresh_ms, hud_position, hud_scale, \
              hud_font_size, hud_alpha, hud_history, hud_toggle_key, hud_fps, hud_frame_time, hud_frame_graph, \
-             hud_gpu, hud_gpu_graph, hud_counts, hud_device, hud_swapchain, hud_counters, hud_regions, screenshot, \
+             hud_gpu, hud_gpu_graph, hud_counts, hud_device, hud_swapchain, hud_counters, hud_regions, hud_draws, screenshot, \
              screenshot_path, gpu_timing, samples, sample_stats, sample_budget, counters, counter_interval_ms, log)"
         );
         assert_eq!(

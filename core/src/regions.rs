@@ -37,25 +37,115 @@ impl Entry {
     }
 }
 
+/// Draws tracked for the HUD's "top draws" rows.
+pub const DRAW_CAPACITY: usize = 32;
+
+/// One draw position (label path, command buffer, draw index, pipeline) and its GPU time,
+/// smoothed over the frames it was timed in: with a draw budget a position is timed only
+/// when the window covers it, so a per-frame average would mostly average zeros.
+#[derive(Clone, Copy, Default)]
+struct DrawEntry {
+    used: bool,
+    path: LabelPath,
+    cmdbuf: u32,
+    draw: u32,
+    pipeline: u64,
+    ema_ns: f64,
+}
+
 pub struct RegionTable {
     entries: [Entry; CAPACITY],
+    draws: [DrawEntry; DRAW_CAPACITY],
+    /// Index of the draw entry with the smallest time once all are used: a sample below it
+    /// cannot enter, which rejects most draws of a large frame with one comparison (the table
+    /// is fed per sample on the thread that reads the GPU results).
+    draw_min: Option<usize>,
 }
 
 impl Default for RegionTable {
     fn default() -> Self {
         RegionTable {
             entries: [Entry::default(); CAPACITY],
+            draws: [DrawEntry::default(); DRAW_CAPACITY],
+            draw_min: None,
         }
     }
 }
 
 impl RegionTable {
-    /// Counts a label or render-pass sample with a time; other samples are ignored.
+    fn add_draw(&mut self, s: &SampleRecord, ns: u64) {
+        let Some(draw) = s.draw else { return };
+        let ns = ns as f64;
+        let pipeline = s.params.map_or(0, |p| p.pipeline);
+        if let Some(m) = self.draw_min {
+            if ns < self.draws[m].ema_ns {
+                // Below the smallest kept time: only a kept draw, whose time falls, changes.
+                if let Some(e) = self
+                    .draws
+                    .iter_mut()
+                    .find(|e| e.draw == draw && e.cmdbuf == s.cmdbuf && e.pipeline == pipeline && e.path == s.label)
+                {
+                    e.ema_ns = e.ema_ns * (1.0 - ALPHA) + ns * ALPHA;
+                    self.draw_min = Some(min_index(&self.draws));
+                }
+                return;
+            }
+        }
+        let found = self.draws.iter().position(|e| {
+            e.used && e.draw == draw && e.cmdbuf == s.cmdbuf && e.pipeline == pipeline && e.path == s.label
+        });
+        match found {
+            Some(i) => {
+                let e = &mut self.draws[i];
+                e.ema_ns = e.ema_ns * (1.0 - ALPHA) + ns * ALPHA;
+            }
+            None => {
+                let i = self
+                    .draws
+                    .iter()
+                    .position(|e| !e.used)
+                    .unwrap_or_else(|| min_index(&self.draws));
+                self.draws[i] = DrawEntry {
+                    used: true,
+                    path: s.label,
+                    cmdbuf: s.cmdbuf,
+                    draw,
+                    pipeline,
+                    ema_ns: ns,
+                };
+            }
+        }
+        self.draw_min = self.draws.iter().all(|e| e.used).then(|| min_index(&self.draws));
+    }
+
+    /// The `n` most expensive draws as (`draw N @ label`, smoothed ms when timed).
+    pub fn top_draws(&self, n: usize, out: &mut Vec<(String, f64)>) {
+        let mut list: Vec<&DrawEntry> = self.draws.iter().filter(|e| e.used).collect();
+        list.sort_by(|a, b| b.ema_ns.total_cmp(&a.ema_ns));
+        out.clear();
+        for e in list.into_iter().take(n) {
+            let label = crate::labels::path_string(e.path.ids());
+            let name = if label.is_empty() {
+                format!("draw {}", e.draw)
+            } else {
+                format!("draw {} @ {label}", e.draw)
+            };
+            out.push((name, e.ema_ns / 1e6));
+        }
+    }
+
+    /// Counts a label, render-pass or draw sample with a time; other samples are ignored.
     pub fn add(&mut self, s: &SampleRecord) {
-        if !matches!(s.scope, Scope::Label | Scope::RenderPass) || s.overwritten {
+        if s.overwritten {
             return;
         }
         let Some(ns) = s.gpu_ns() else { return };
+        if s.scope == Scope::Draw {
+            return self.add_draw(s, ns);
+        }
+        if !matches!(s.scope, Scope::Label | Scope::RenderPass) {
+            return;
+        }
         let i = match self
             .entries
             .iter()
@@ -114,6 +204,13 @@ impl RegionTable {
     }
 }
 
+fn min_index(d: &[DrawEntry]) -> usize {
+    d.iter()
+        .enumerate()
+        .min_by(|a, b| a.1.ema_ns.total_cmp(&b.1.ema_ns))
+        .map_or(0, |(i, _)| i)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -152,10 +249,11 @@ mod tests {
     }
 
     #[test]
-    fn draws_and_overwritten_samples_do_not_count() {
+    fn draws_go_to_their_own_rows_and_overwritten_samples_do_not_count() {
         let mut t = RegionTable::default();
         let mut s = label(b"regions-x", 0, 10);
         s.scope = Scope::Draw;
+        s.draw = Some(3);
         t.add(&s);
         let mut o = label(b"regions-y", 0, 10);
         o.overwritten = true;
@@ -163,6 +261,40 @@ mod tests {
         let mut out = Vec::new();
         t.top(5, &mut out);
         assert!(out.is_empty());
+        t.top_draws(5, &mut out);
+        assert_eq!(out, vec![("draw 3 @ regions-x".to_string(), 10.0 / 1e6)]);
+    }
+
+    fn draw(index: u32, ns: u64) -> SampleRecord {
+        SampleRecord {
+            scope: Scope::Draw,
+            draw: Some(index),
+            gpu_begin_ns: Some(1000),
+            gpu_end_ns: Some(1000 + ns),
+            ..SampleRecord::default()
+        }
+    }
+
+    #[test]
+    fn the_most_expensive_draws_stay_and_cheap_ones_are_rejected() {
+        let mut t = RegionTable::default();
+        // 1000 draws a frame for 3 frames; draw i costs i ns, draw 500 is a spike of 1 ms.
+        for _ in 0..3 {
+            for i in 0..1000u32 {
+                t.add(&draw(i, if i == 500 { 1_000_000 } else { u64::from(i) }));
+            }
+        }
+        let mut out = Vec::new();
+        t.top_draws(3, &mut out);
+        let names: Vec<&str> = out.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["draw 500", "draw 999", "draw 998"]);
+        assert!((out[0].1 - 1.0).abs() < 1e-9, "{out:?}");
+        t.top_draws(DRAW_CAPACITY, &mut out);
+        assert_eq!(out.len(), DRAW_CAPACITY);
+        assert!(
+            out.iter().all(|(n, _)| n == "draw 500" || n.as_str() >= "draw 968"),
+            "{out:?}"
+        );
     }
 
     #[test]

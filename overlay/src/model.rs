@@ -29,6 +29,8 @@ pub struct HudOptions {
     pub counters: Vec<String>,
     /// Rows of the "top regions" table (0: hidden).
     pub regions: usize,
+    /// Rows of the "top draws" table (0: hidden).
+    pub draws: usize,
 }
 
 impl HudOptions {
@@ -52,6 +54,7 @@ impl HudOptions {
             swapchain: c.hud_swapchain,
             counters: c.hud_counter_names(),
             regions: c.hud_regions as usize,
+            draws: c.hud_draws as usize,
         }
     }
 
@@ -139,12 +142,15 @@ pub struct HudData {
     pub(crate) resolved_for: Option<usize>,
     /// The most expensive regions: (name, smoothed GPU ms per frame), most expensive first.
     pub regions: Vec<(String, f64)>,
+    /// The most expensive draws: (name, smoothed GPU ms when timed), most expensive first.
+    pub top_draws: Vec<(String, f64)>,
 }
 
 impl HudData {
     /// Refreshes the "top regions" table from the layer's region statistics.
     pub fn update_regions(&mut self, table: &framescope_core::regions::RegionTable, opts: &HudOptions) {
         table.top(opts.regions, &mut self.regions);
+        table.top_draws(opts.draws, &mut self.top_draws);
     }
 
     /// Refreshes the frame numbers from `history` (the newest `opts.history` frames), naming

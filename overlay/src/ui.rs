@@ -265,6 +265,14 @@ fn frame(s: &mut Shared, data: &HudData, opts: &HudOptions, canvas: [u32; 2], ou
                     });
                 }
             }
+            if opts.draws > 0 && !data.top_draws.is_empty() {
+                line(&mut |t| t.push_str("Top draws (GPU ms when timed)"));
+                for (name, ms) in &data.top_draws {
+                    line(&mut |t| {
+                        let _ = write!(t, "{ms:7.3}  {name}");
+                    });
+                }
+            }
             size = ui.window_size();
         });
     let draw_data = s.ctx.render();

@@ -382,6 +382,39 @@ fn top_regions_table_adds_rows_to_the_hud() {
     assert!(text >= 200, "only {text} text-coloured pixels in the table rows");
 }
 
+/// With `samples=draw`, `hud_draws` adds a "top draws" table under the regions: a title and
+/// one row per draw (the regions scene has 111 draws, so all five rows fill).
+#[test]
+fn top_draws_table_adds_rows_to_the_hud() {
+    let a = Artifacts::get();
+    let x = Xvfb::start();
+    let app = a.testapp.display().to_string();
+    let args = [
+        "--scene", "regions", "--frames", "80", "--width", "640", "--height", "480",
+    ];
+    let shot = |name: &str, config: &str| {
+        let (sb, out) = screenshot_run(
+            &a,
+            &x,
+            name,
+            &format!("samples=draw,hud_regions=0,screenshot=70,{config}"),
+            &app,
+            &args,
+        );
+        let png = sb.path("shot-70.png");
+        assert!(png.is_file(), "{name}: no screenshot\n{}", out.describe());
+        Rgb::read(&png)
+    };
+    let off = shot("draws-hud-off", "hud=0");
+    let plain = shot("draws-hud-plain", "hud_draws=0");
+    let table = shot("draws-hud-table", "hud_draws=5");
+    let plain_rect = assert_hud_pair(&plain, &off, "HUD without the draws table");
+    let table_rect = assert_hud_pair(&table, &off, "HUD with the draws table");
+    let (h0, h1) = (plain_rect.y1 - plain_rect.y0, table_rect.y1 - table_rect.y0);
+    // A title row plus five draws: six more text rows of the 13 px font.
+    assert!(h1 >= h0 + 6 * 13, "HUD height {h1} with the table vs {h0} without");
+}
+
 /// `hud_counters` adds one text row per chosen counter the catalogue has (CPU and RAM here;
 /// the GPU sensor names are absent on lavapipe and give no row).
 #[test]
