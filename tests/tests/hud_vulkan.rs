@@ -342,8 +342,9 @@ fn present_semaphores_destroyed_after_the_apps_own_fence_are_valid() {
     assert!(sb.path("shot-30.png").is_file(), "{}", out.describe());
 }
 
-#[test]
-fn top_regions_table_adds_rows_to_the_hud() {
+/// Screenshots of the regions scene at frame 70 with `base` config and, in turn, `hud=0`,
+/// `plain` and `table`: the HUD rectangles without and with the table, and the table's shot.
+fn table_rects(tag: &str, base: &str, plain: &str, table: &str) -> (Rect, Rect, Rgb) {
     let a = Artifacts::get();
     let x = Xvfb::start();
     let app = a.testapp.display().to_string();
@@ -351,23 +352,22 @@ fn top_regions_table_adds_rows_to_the_hud() {
         "--scene", "regions", "--frames", "80", "--width", "640", "--height", "480",
     ];
     let shot = |name: &str, config: &str| {
-        let (sb, out) = screenshot_run(
-            &a,
-            &x,
-            name,
-            &format!("samples=label,screenshot=70,{config}"),
-            &app,
-            &args,
-        );
+        let (sb, out) = screenshot_run(&a, &x, name, &format!("{base},screenshot=70,{config}"), &app, &args);
         let png = sb.path("shot-70.png");
         assert!(png.is_file(), "{name}: no screenshot\n{}", out.describe());
         Rgb::read(&png)
     };
-    let off = shot("regions-hud-off", "hud=0");
-    let plain = shot("regions-hud-plain", "hud_regions=0");
-    let table = shot("regions-hud-table", "hud_regions=5");
-    let plain_rect = assert_hud_pair(&plain, &off, "HUD without the regions table");
-    let table_rect = assert_hud_pair(&table, &off, "HUD with the regions table");
+    let off = shot(&format!("{tag}-hud-off"), "hud=0");
+    let without = shot(&format!("{tag}-hud-plain"), plain);
+    let with = shot(&format!("{tag}-hud-table"), table);
+    let plain_rect = assert_hud_pair(&without, &off, &format!("HUD without the {tag} table"));
+    let table_rect = assert_hud_pair(&with, &off, &format!("HUD with the {tag} table"));
+    (plain_rect, table_rect, with)
+}
+
+#[test]
+fn top_regions_table_adds_rows_to_the_hud() {
+    let (plain_rect, table_rect, table) = table_rects("regions", "samples=label", "hud_regions=0", "hud_regions=5");
     let (h0, h1) = (plain_rect.y1 - plain_rect.y0, table_rect.y1 - table_rect.y0);
     // A title row plus the scene's regions (Frame, Main, Shadows, Post, and its passes): at
     // least four more text rows of the 13 px font.
@@ -386,30 +386,7 @@ fn top_regions_table_adds_rows_to_the_hud() {
 /// one row per draw (the regions scene has 111 draws, so all five rows fill).
 #[test]
 fn top_draws_table_adds_rows_to_the_hud() {
-    let a = Artifacts::get();
-    let x = Xvfb::start();
-    let app = a.testapp.display().to_string();
-    let args = [
-        "--scene", "regions", "--frames", "80", "--width", "640", "--height", "480",
-    ];
-    let shot = |name: &str, config: &str| {
-        let (sb, out) = screenshot_run(
-            &a,
-            &x,
-            name,
-            &format!("samples=draw,hud_regions=0,screenshot=70,{config}"),
-            &app,
-            &args,
-        );
-        let png = sb.path("shot-70.png");
-        assert!(png.is_file(), "{name}: no screenshot\n{}", out.describe());
-        Rgb::read(&png)
-    };
-    let off = shot("draws-hud-off", "hud=0");
-    let plain = shot("draws-hud-plain", "hud_draws=0");
-    let table = shot("draws-hud-table", "hud_draws=5");
-    let plain_rect = assert_hud_pair(&plain, &off, "HUD without the draws table");
-    let table_rect = assert_hud_pair(&table, &off, "HUD with the draws table");
+    let (plain_rect, table_rect, _) = table_rects("draws", "samples=draw,hud_regions=0", "hud_draws=0", "hud_draws=5");
     let (h0, h1) = (plain_rect.y1 - plain_rect.y0, table_rect.y1 - table_rect.y0);
     // A title row plus five draws: six more text rows of the 13 px font.
     assert!(h1 >= h0 + 6 * 13, "HUD height {h1} with the table vs {h0} without");
