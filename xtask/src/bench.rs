@@ -540,7 +540,10 @@ fn vkcube_section(framescope: &Path, runtime: &Path) -> Result<(String, String),
     let mut md = String::new();
     md.push_str("## Vulkan: vkcube\n\n");
     // `bench vkcube` replaces only this section: it carries its own date.
-    md.push_str(&format!("Run on {} UTC.\n\n", cmd_line("date", &["-u", "+%Y-%m-%d %H:%M"])));
+    md.push_str(&format!(
+        "Run on {} UTC.\n\n",
+        cmd_line("date", &["-u", "+%Y-%m-%d %H:%M"])
+    ));
     md.push_str(&format!(
         "`vkcube --width 500 --height 500 --present_mode 0 --c N` (immediate mode), N = {LONG} and {SHORT}.\n\
          Per-frame figures = (X({LONG}) - X({SHORT})) / {}: start-up and tear-down cancel out. X is\n\
