@@ -456,7 +456,12 @@ fn run_draws(tag: &str, draws: u32, frames: u32, config: &str) -> dump::Dump {
 fn budgeted_draw_windows_account_for_every_draw_and_move_across_frames() {
     const DRAWS: u64 = 2000;
     let d = run_draws("draw-window", DRAWS as u32, 120, "sample_budget=3");
-    assert_eq!(d.summary.as_ref().unwrap()["dropped_samples"], 0);
+    let counts: Vec<&Value> = d.frames.iter().map(|f| &f["draw_window"]["count"]).collect();
+    assert_eq!(
+        d.summary.as_ref().unwrap()["dropped_samples"],
+        0,
+        "window counts by frame: {counts:?}"
+    );
     let mut prev: Option<(u64, u64)> = None;
     let mut baselines = 0;
     let mut covered = vec![false; DRAWS as usize];

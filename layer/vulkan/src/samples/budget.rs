@@ -179,7 +179,10 @@ impl Budget {
             // not a new workload.
             let persistent = changed && self.baseline_changed;
             self.baseline_changed = changed;
-            if r.frame >= self.settle_until && persistent {
+            if changed && !persistent {
+                // Not yet taken into the baseline either: a stall smoothed in would make the
+                // next frames' timed draws look free.
+            } else if r.frame >= self.settle_until && persistent {
                 // A new workload: its first baseline is the baseline.
                 self.settle(r.frame);
                 self.baseline_ns = Some(busy);
@@ -192,8 +195,12 @@ impl Budget {
             self.cost_per_draw_ns = Some(self.cost_per_draw_ns.map_or(sample, |o| o + ALPHA * (sample - o)));
         }
         if r.frame < self.settle_until {
-            if let (Some(base), Some(cost)) = (self.baseline_ns, self.cost_per_draw_ns) {
-                let proposal = ((fraction * base / cost.max(1.0)) as u32).max(1);
+            // An estimate at or below zero says the cost is under the noise, not that it is
+            // free: the count is held. And the window at most doubles per estimate. On a
+            // loaded CPU (lavapipe) a stalled baseline once made the estimate negative and the
+            // window every draw, more samples than the dump writer could take.
+            if let (Some(base), Some(cost)) = (self.baseline_ns, self.cost_per_draw_ns.filter(|&c| c > 0.0)) {
+                let proposal = ((fraction * base / cost.max(1.0)) as u32).clamp(1, self.count.max(1).saturating_mul(2));
                 if r.frame < SETTLE_FRAMES {
                     self.max_count = self.max_count.max(proposal);
                 }
@@ -312,6 +319,55 @@ mod tests {
             "the heavier workload kept or grew the window: {} -> {last}",
             steady[0]
         );
+    }
+
+    /// 2000 draws on a 5 ms frame, 100 us per timed draw; the baselines of frames where
+    /// `stalled` holds take 10x as long, as a descheduled lavapipe thread shows. The largest
+    /// window after the first frame, and the cost estimate.
+    fn run_stalled(stalled: impl Fn(u64) -> bool) -> (u32, Option<f64>) {
+        let mut b = Budget::new(3);
+        let w = DrawWindow::new();
+        let mut max_count = 0;
+        for f in 0..120u64 {
+            w.note_draws(2000);
+            let (first, count) = w.current();
+            let timed = (0..2000).filter(|&i| timed((first, count), i)).count() as u32;
+            b.end_frame(&w, f);
+            let base: u64 = if count == 0 && stalled(f) {
+                50_000_000
+            } else {
+                5_000_000
+            };
+            let mut r = FrameRecord {
+                frame: f,
+                ..FrameRecord::default()
+            };
+            r.counts.draws_timed = timed;
+            r.gpu.busy_ns = Some(base + 100_000 * u64::from(timed));
+            b.on_emitted(&r);
+            if f > 0 {
+                max_count = max_count.max(count);
+            }
+        }
+        (max_count, b.cost_per_draw_ns())
+    }
+
+    /// Stalled baselines make frames with timed draws look cheaper than the baseline: the
+    /// window must not jump to every draw (on lavapipe under load it did, and the samples
+    /// overflowed the dump writer's queue).
+    #[test]
+    fn a_stalled_baseline_does_not_open_the_window_to_every_draw() {
+        // A stall after the first baseline is a spike, left out of the baseline.
+        let (max_count, cost) = run_stalled(|f| f % 32 == 0);
+        // Ideal: 3 % of 5 ms at 100 us a draw is 1 draw; the first window is 16.
+        assert!(max_count <= 16, "window grew to {max_count}");
+        let cost = cost.unwrap();
+        assert!((50_000.0..200_000.0).contains(&cost), "cost {cost}");
+        // A stalled first baseline cannot be told from the workload: timed frames then look
+        // free (a negative cost), and the count is held.
+        let (max_count, cost) = run_stalled(|f| f == 16);
+        assert!(max_count <= 16, "window grew to {max_count}");
+        assert!(cost.unwrap() < 0.0);
     }
 
     #[test]
