@@ -5,8 +5,9 @@
 //!
 //! Units as MangoHud writes them: frametime in ms, loads in %, temperatures in °C, clocks in
 //! MHz, power in W, memory in GiB, elapsed in ns since the first row. MangoHud writes 0 for
-//! what it could not read, so columns framescope has no value for are 0: `cpu_power`,
-//! `swap_used`, `cpu_mhz` always, the others when the dump's counters lack them.
+//! what it could not read, so columns framescope has no value for are 0: `cpu_power` and
+//! `swap_used` always, the others when the dump's counters lack them. `cpu_mhz` is the mean
+//! of the per-core `cpuN_mhz` counters.
 
 use super::{cell, Frame, Header, Sink};
 use std::io::{self, Write};
@@ -33,6 +34,21 @@ fn num(v: Option<f64>) -> String {
         Some(v) if v.is_finite() => format!("{}", (v * 1e4).round() / 1e4),
         _ => "0".into(),
     }
+}
+
+/// The mean of the `cpuN_mhz` counters: MangoHud's one CPU clock for the whole CPU.
+fn mean_core_mhz(f: &Frame) -> Option<f64> {
+    let (mut sum, mut n) = (0.0, 0u32);
+    for (name, v) in f.counters.iter().flatten() {
+        let core = name.strip_prefix("cpu").and_then(|r| r.strip_suffix("_mhz"));
+        if let (Some(core), Some(v)) = (core, v) {
+            if !core.is_empty() && core.bytes().all(|b| b.is_ascii_digit()) && v.is_finite() {
+                sum += v;
+                n += 1;
+            }
+        }
+    }
+    (n > 0).then(|| sum / f64::from(n))
 }
 
 impl<W: Write> Sink for MangoHud<W> {
@@ -69,7 +85,7 @@ impl<W: Write> Sink for MangoHud<W> {
             num(gib("ram_used_bytes")),
             num(None),
             num(gib("proc_rss_bytes")),
-            num(None),
+            num(mean_core_mhz(f)),
             f.t_ns.saturating_sub(first).to_string(),
         ];
         writeln!(self.out, "{}", cols.join(","))
@@ -92,7 +108,7 @@ mod tests {
             serde_json::from_str(r#"{"device":{"name":"GPU, fast","driver_info":"Mesa 24"},"counters":[]}"#).unwrap();
         m.header(&h).unwrap();
         let f: Frame = serde_json::from_str(
-            r#"{"frame":1,"t_ns":100,"cpu_frame_ns":16666667,"counters":{"gpu_util_pct":50.0,"ram_used_bytes":1073741824,"gpu_temp_c":null}}"#,
+            r#"{"frame":1,"t_ns":100,"cpu_frame_ns":16666667,"counters":{"gpu_util_pct":50.0,"ram_used_bytes":1073741824,"gpu_temp_c":null,"cpu0_mhz":1000,"cpu1_mhz":2000,"cpu_mhz":9}}"#,
         )
         .unwrap();
         m.frame(&f).unwrap();
@@ -101,7 +117,7 @@ mod tests {
         assert_eq!(lines[0], SYSTEM_COLUMNS);
         assert_eq!(lines[1], ",,GPU  fast,,,Mesa 24,");
         assert_eq!(lines[2], COLUMNS);
-        assert_eq!(lines[3], "60,16.6667,0,0,50,0,0,0,0,0,0,1,0,0,0,0");
+        assert_eq!(lines[3], "60,16.6667,0,0,50,0,0,0,0,0,0,1,0,0,1500,0");
         assert_eq!(lines[3].split(',').count(), COLUMNS.split(',').count());
     }
 }
