@@ -1,6 +1,7 @@
 //! `framescope`: run apps under the layer, install it, and read dumps.
 
 mod counters;
+mod export;
 mod install;
 mod lines;
 mod locate;
@@ -16,6 +17,8 @@ commands:
   install [--prefix DIR]   install the Vulkan layer manifests (implicit + explicit)
   uninstall [--prefix DIR] remove them
   report DUMP              print the summary of a JSON Lines dump
+  export DUMP (--perfetto FILE | --csv FILE | --presentmon FILE)...
+                           convert a dump: Perfetto trace, MangoHud CSV, PresentMon CSV
   counters [--gpu NAME] [--json] [--explain NAME]
                            list known counters
 ";
@@ -34,6 +37,7 @@ fn main() {
         "install" => install::install_main(rest),
         "uninstall" => install::uninstall_main(rest),
         "report" => report::main(rest),
+        "export" => export::main(rest),
         "counters" => counters::main(rest),
         "-h" | "--help" | "help" => {
             print!("{USAGE}");

@@ -1,5 +1,6 @@
 //! The Debian packages the demo and tests need; installed when root, else the exact command
-//! is printed and the task fails (a missing dependency is never a silent skip).
+//! is printed and the task fails (a missing dependency is never a silent skip). Also the PyPI
+//! packages of the `framescope export --perfetto` test, installed with `python3 -m pip`.
 
 use std::process::Command;
 
@@ -29,7 +30,45 @@ pub const PACKAGES: &[&str] = &[
     "mangohud",
     "vkbasalt",
     "gcc",
+    // Runs tests/tests/export_perfetto.py (its packages: PYPI below).
+    "python3",
+    "python3-pip",
 ];
+
+/// tests/tests/export.rs decodes the exported trace with Perfetto's own generated protobuf
+/// classes, which the `perfetto` package ships (`perfetto_trace_pb2`); they need the protobuf
+/// runtime they were generated for (6.31.1) or a later 6.x. Debian's python3-protobuf is 3.21.
+pub const PYPI: &[&str] = &["perfetto==0.59.1", "protobuf>=6.31.1,<7"];
+
+/// Imported by the test: when this works, nothing is installed.
+const PYPI_CHECK: &str = "import google.protobuf, perfetto.protos.perfetto.trace.perfetto_trace_pb2";
+
+fn install_pypi() -> Result<(), String> {
+    let python = std::env::var("FRAMESCOPE_TEST_PYTHON").unwrap_or_else(|_| "python3".into());
+    let works = || {
+        Command::new(&python)
+            .args(["-c", PYPI_CHECK])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    if works() {
+        return Ok(());
+    }
+    eprintln!("xtask: installing {} with {python} -m pip", PYPI.join(" "));
+    let status = Command::new(&python)
+        .args(["-m", "pip", "install", "-q"])
+        .args(PYPI)
+        .status()
+        .map_err(|e| format!("{python} -m pip: {e}"))?;
+    if status.success() && works() {
+        Ok(())
+    } else {
+        Err(format!(
+            "could not install the PyPI packages for the export test; run:\n  {python} -m pip install {}",
+            PYPI.iter().map(|p| format!("'{p}'")).collect::<Vec<_>>().join(" ")
+        ))
+    }
+}
 
 fn missing() -> Vec<&'static str> {
     PACKAGES
@@ -45,6 +84,11 @@ fn missing() -> Vec<&'static str> {
 }
 
 pub fn install() -> Result<(), String> {
+    install_debian()?;
+    install_pypi()
+}
+
+fn install_debian() -> Result<(), String> {
     let missing = missing();
     if missing.is_empty() {
         return Ok(());

@@ -1,0 +1,515 @@
+//! `framescope export DUMP (--perfetto FILE | --csv FILE | --presentmon FILE)...`: a dump
+//! converted for other tools, all formats in one pass over the dump.
+//!
+//! The dump is streamed with [`Lines`], one record at a time, so memory stays bounded by one
+//! line whatever the dump holds; nothing in it is trusted. Unreadable lines, frames out of
+//! order and lines over [`MAX_LINE`] are skipped with a warning naming the file and line
+//! (the first few, then a count), as `framescope report` does. Output files are created or
+//! truncated, never written through a symbolic link.
+
+mod csv;
+mod perfetto;
+mod presentmon;
+mod protobuf;
+
+use crate::lines::{Line, Lines, GIVE_UP, MAX_LINE};
+use crate::text::{escape, show};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::ffi::{OsStr, OsString};
+use std::fs::{File, OpenOptions};
+use std::io::{self, BufWriter};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::Path;
+
+const USAGE: &str = "\
+usage: framescope export DUMP (--perfetto FILE | --csv FILE | --presentmon FILE)...
+
+  --perfetto FILE    Perfetto trace (open in ui.perfetto.dev): one slice per frame on a CPU
+                     track, the frame's GPU samples as nested slices on one GPU track per
+                     command buffer, a counter track per counter and for gpu_busy_ns
+  --csv FILE         MangoHud log layout (system info lines, then one row per frame)
+  --presentmon FILE  PresentMon CSV columns, one row per frame (columns framescope has no
+                     value for are NA)
+
+Output files are created or truncated (mode 0644); a symbolic link is refused.
+
+examples:
+  framescope export run.jsonl --perfetto run.perfetto-trace
+  framescope export run.jsonl --csv run-mangohud.csv --presentmon run-presentmon.csv";
+
+/// Problems listed one per line; the rest are counted.
+const WARNINGS_SHOWN: u64 = 10;
+
+#[derive(Deserialize, Default)]
+pub struct Device {
+    pub name: Option<String>,
+    pub driver_info: Option<String>,
+    pub driver_version: Option<String>,
+}
+
+#[derive(Deserialize)]
+pub struct CounterEntry {
+    pub name: String,
+    #[serde(default)]
+    pub unit: String,
+}
+
+/// The header fields the exporters read.
+#[derive(Deserialize, Default)]
+pub struct Header {
+    pub schema: Option<String>,
+    pub pid: Option<u64>,
+    pub exe: Option<String>,
+    pub api: Option<String>,
+    pub start_ns: Option<u64>,
+    pub device: Option<Device>,
+    pub calibrated_timestamps: Option<bool>,
+    #[serde(default)]
+    pub counters: Vec<CounterEntry>,
+}
+
+impl Header {
+    /// The executable's file name, for tools that show an application name.
+    pub fn app_name(&self) -> String {
+        let exe = self.exe.as_deref().unwrap_or("");
+        exe.rsplit('/').next().unwrap_or(exe).to_string()
+    }
+}
+
+#[derive(Deserialize)]
+pub struct Swapchain {
+    pub handle: Option<String>,
+    pub present_mode: Option<u64>,
+    pub present_mode_name: Option<String>,
+}
+
+#[derive(Deserialize)]
+pub struct Sample {
+    pub scope: Option<String>,
+    #[serde(default)]
+    pub label: String,
+    pub cmdbuf: Option<u32>,
+    pub draw: Option<u32>,
+    pub gpu_begin_ns: Option<u64>,
+    pub gpu_end_ns: Option<u64>,
+}
+
+/// The frame fields the exporters read.
+#[derive(Deserialize)]
+pub struct Frame {
+    pub frame: u64,
+    pub t_ns: u64,
+    pub cpu_frame_ns: Option<u64>,
+    pub gpu_busy_ns: Option<u64>,
+    pub gpu_span_ns: Option<u64>,
+    pub gpu_begin_ns: Option<u64>,
+    pub swapchain: Option<Swapchain>,
+    #[serde(default)]
+    pub counters: Option<BTreeMap<String, Option<f64>>>,
+    #[serde(default)]
+    pub samples: Vec<Sample>,
+}
+
+impl Frame {
+    /// A counter's value when it is a finite number.
+    pub fn counter(&self, name: &str) -> Option<f64> {
+        self.counters
+            .as_ref()?
+            .get(name)
+            .copied()
+            .flatten()
+            .filter(|v| v.is_finite())
+    }
+}
+
+/// One output format. Called with the header first (an empty one when the dump has none),
+/// then every frame in order, then `finish`.
+pub trait Sink {
+    fn header(&mut self, h: &Header) -> io::Result<()>;
+    fn frame(&mut self, f: &Frame) -> io::Result<()>;
+    /// Flushes; returns notes for the user about what could not be exported.
+    fn finish(&mut self) -> io::Result<Vec<String>>;
+}
+
+#[derive(Deserialize)]
+struct Kind {
+    #[serde(rename = "type")]
+    kind: Option<String>,
+}
+
+/// Creates or truncates `path` for writing: `O_CREAT|O_TRUNC|O_NOFOLLOW`, mode 0644 (less
+/// the umask). A link planted at the path is refused rather than followed, and anything but
+/// a regular file is refused (`O_NONBLOCK` keeps a FIFO from blocking the open).
+fn create_output(path: &Path) -> io::Result<File> {
+    let file = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o644)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ELOOP) => io::Error::other(
+                "it is a symbolic link, and framescope never writes through one (name the target itself)",
+            ),
+            _ => e,
+        })?;
+    if !file.metadata()?.is_file() {
+        return Err(io::Error::other("it is not a regular file"));
+    }
+    Ok(file)
+}
+
+#[derive(Debug)]
+struct Args {
+    dump: OsString,
+    outputs: Vec<(&'static str, OsString)>,
+}
+
+fn parse_args(args: &[OsString]) -> Result<Option<Args>, String> {
+    let mut dump = None;
+    let mut outputs: Vec<(&'static str, OsString)> = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let format = match a.to_str() {
+            Some("-h" | "--help") => return Ok(None),
+            Some("--perfetto") => "perfetto",
+            Some("--csv") => "csv",
+            Some("--presentmon") => "presentmon",
+            Some(s) if s.starts_with('-') => return Err(format!("unknown option '{}'", escape(s))),
+            _ if dump.is_none() => {
+                dump = Some(a.clone());
+                continue;
+            }
+            _ => return Err(format!("unexpected argument '{}'", show(a))),
+        };
+        let Some(file) = it.next() else {
+            return Err(format!("--{format} needs a FILE"));
+        };
+        if outputs.iter().any(|(f, _)| *f == format) {
+            return Err(format!("--{format} given twice"));
+        }
+        if outputs.iter().any(|(_, p)| p == file) {
+            return Err(format!("'{}' is named as two outputs", show(file)));
+        }
+        outputs.push((format, file.clone()));
+    }
+    let dump = dump.ok_or("no DUMP given")?;
+    if outputs.is_empty() {
+        return Err("no output: give --perfetto, --csv or --presentmon".into());
+    }
+    Ok(Some(Args { dump, outputs }))
+}
+
+pub fn main(args: &[OsString]) -> i32 {
+    let args = match parse_args(args) {
+        Ok(Some(a)) => a,
+        Ok(None) => {
+            println!("{USAGE}");
+            return 0;
+        }
+        Err(e) => {
+            eprintln!("framescope export: {e}\n{USAGE}");
+            return 2;
+        }
+    };
+    match export(&args) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("framescope export: {e}");
+            1
+        }
+    }
+}
+
+fn export(args: &Args) -> Result<(), String> {
+    let input = File::open(&args.dump).map_err(|e| format!("cannot read '{}': {e}", show(&args.dump)))?;
+    let in_meta = input
+        .metadata()
+        .map_err(|e| format!("cannot read '{}': {e}", show(&args.dump)))?;
+    let mut sinks: Vec<(&OsStr, Box<dyn Sink>)> = Vec::new();
+    for (format, path) in &args.outputs {
+        let file = create_output(Path::new(path)).map_err(|e| format!("cannot write '{}': {e}", show(path)))?;
+        // Truncating the dump itself would lose it before it is read.
+        let m = file.metadata().map_err(|e| format!("'{}': {e}", show(path)))?;
+        if m.dev() == in_meta.dev() && m.ino() == in_meta.ino() {
+            return Err(format!("'{}' is the dump itself", show(path)));
+        }
+        let out = BufWriter::with_capacity(1 << 16, file);
+        let sink: Box<dyn Sink> = match *format {
+            "perfetto" => Box::new(perfetto::Perfetto::new(out)),
+            "csv" => Box::new(csv::MangoHud::new(out)),
+            _ => Box::new(presentmon::PresentMon::new(out)),
+        };
+        sinks.push((path.as_os_str(), sink));
+    }
+    let name = show(&args.dump);
+    let mut r = Reader::new(&name);
+    let stats = r.run(input, GIVE_UP, &mut |event| {
+        for (path, sink) in sinks.iter_mut() {
+            let res = match event {
+                Event::Header(h) => sink.header(h),
+                Event::Frame(f) => sink.frame(f),
+            };
+            res.map_err(|e| format!("cannot write '{}': {e}", show(path)))?;
+        }
+        Ok(())
+    })?;
+    for (path, sink) in sinks.iter_mut() {
+        let notes = sink
+            .finish()
+            .map_err(|e| format!("cannot write '{}': {e}", show(path)))?;
+        for n in notes {
+            eprintln!("framescope export: {}: {n}", show(path));
+        }
+    }
+    eprintln!(
+        "framescope export: {} frame(s) from '{name}' to {}",
+        stats.frames,
+        args.outputs
+            .iter()
+            .map(|(_, p)| format!("'{}'", show(p)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    Ok(())
+}
+
+enum Event<'a> {
+    Header(&'a Header),
+    Frame(&'a Frame),
+}
+
+#[derive(Default, Debug)]
+struct Stats {
+    frames: u64,
+    warnings: u64,
+}
+
+/// Reads a dump and hands its header and frames on, warning about what it skips.
+struct Reader<'n> {
+    name: &'n str,
+    stats: Stats,
+}
+
+impl<'n> Reader<'n> {
+    fn new(name: &'n str) -> Self {
+        Reader {
+            name,
+            stats: Stats::default(),
+        }
+    }
+
+    fn warn(&mut self, line: u64, what: &str) {
+        self.stats.warnings += 1;
+        if self.stats.warnings <= WARNINGS_SHOWN {
+            eprintln!("framescope export: {}:{line}: {what}; skipped", self.name);
+        }
+    }
+
+    fn run(
+        &mut self,
+        input: impl io::Read,
+        give_up: u64,
+        emit: &mut dyn FnMut(Event) -> Result<(), String>,
+    ) -> Result<Stats, String> {
+        let mut lines = Lines::new(input, give_up);
+        let mut header_seen = false;
+        let mut last_frame: Option<u64> = None;
+        // A line that did not parse is reported once the next one is read: the last line of
+        // a dump cut short by a kill is only a truncated record, which readers ignore.
+        let mut unparsed: Option<u64> = None;
+        let mut n = 0u64;
+        loop {
+            let next = lines
+                .next()
+                .map_err(|e| format!("{}:{}: cannot read: {e}", self.name, n + 1))?;
+            let Some((blank, line)) = next else { break };
+            n += 1 + blank;
+            let text = match line {
+                Line::GiveUp => {
+                    return Err(format!(
+                        "{}:{n}: no readable record in {} MiB; stopped",
+                        self.name,
+                        give_up >> 20
+                    ))
+                }
+                Line::TooLong => {
+                    if let Some(prev) = unparsed.take() {
+                        self.warn(prev, "not a dump record");
+                    }
+                    self.warn(n, &format!("line longer than {} MiB", MAX_LINE >> 20));
+                    continue;
+                }
+                Line::Text(t) => t,
+            };
+            if text.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            if let Some(prev) = unparsed.take() {
+                self.warn(prev, "not a dump record");
+            }
+            let Ok(kind) = serde_json::from_slice::<Kind>(text) else {
+                unparsed = Some(n);
+                continue;
+            };
+            match kind.kind.as_deref() {
+                Some("header") if header_seen => self.warn(n, "a second header"),
+                Some("header") => match serde_json::from_slice::<Header>(text) {
+                    Ok(h) => {
+                        header_seen = true;
+                        if let Some(s) = h.schema.as_deref().filter(|&s| s != framescope_core::SCHEMA_ID) {
+                            eprintln!(
+                                "framescope export: {}:{n}: schema is {}; this framescope reads {}",
+                                self.name,
+                                escape(s),
+                                framescope_core::SCHEMA_ID
+                            );
+                        }
+                        emit(Event::Header(&h))?;
+                    }
+                    Err(e) => return Err(format!("{}:{n}: unreadable header: {e}", self.name)),
+                },
+                Some("frame") => 'frame: {
+                    let f = match serde_json::from_slice::<Frame>(text) {
+                        Ok(f) => f,
+                        Err(e) => {
+                            self.warn(n, &format!("unreadable frame record ({e})"));
+                            break 'frame;
+                        }
+                    };
+                    if last_frame.is_some_and(|prev| f.frame <= prev) {
+                        self.warn(n, "frame index not after the previous frame's");
+                        break 'frame;
+                    }
+                    if !header_seen {
+                        eprintln!(
+                            "framescope export: {}:{n}: frame record before any header; exporting without one",
+                            self.name
+                        );
+                        header_seen = true;
+                        emit(Event::Header(&Header::default()))?;
+                    }
+                    last_frame = Some(f.frame);
+                    self.stats.frames += 1;
+                    emit(Event::Frame(&f))?;
+                }
+                Some("summary") => {}
+                _ => self.warn(n, "not a dump record"),
+            }
+            lines.since_record = 0;
+        }
+        if !header_seen {
+            return Err(format!(
+                "'{}' is not a framescope dump (no header, no frame records)",
+                self.name
+            ));
+        }
+        if self.stats.warnings > WARNINGS_SHOWN {
+            eprintln!(
+                "framescope export: {}: {} more line(s) skipped",
+                self.name,
+                self.stats.warnings - WARNINGS_SHOWN
+            );
+        }
+        Ok(std::mem::take(&mut self.stats))
+    }
+}
+
+/// Text from the dump for a CSV cell: separators, quotes and control characters would
+/// break the row, so they become spaces (neither MangoHud nor PresentMon quotes its cells).
+pub fn cell(s: &str) -> String {
+    s.chars()
+        .take(crate::text::MAX_SHOWN)
+        .map(|c| if c == ',' || c == '"' || c.is_control() { ' ' } else { c })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn read(input: &str, give_up: u64) -> Result<(Vec<String>, Stats), String> {
+        let mut seen = Vec::new();
+        let stats = Reader::new("d.jsonl").run(input.as_bytes(), give_up, &mut |e| {
+            seen.push(match e {
+                Event::Header(h) => format!("header {}", h.app_name()),
+                Event::Frame(f) => format!("frame {}", f.frame),
+            });
+            Ok(())
+        })?;
+        Ok((seen, stats))
+    }
+
+    #[test]
+    fn frames_stream_in_order_and_bad_lines_are_skipped() {
+        let d = r#"{"type":"header","exe":"/usr/bin/app"}
+{"type":"frame","frame":0,"t_ns":10}
+not json
+{"type":"frame","frame":0,"t_ns":11}
+{"type":"frame","frame":"x","t_ns":11}
+{"type":"nope"}
+
+{"type":"frame","frame":2,"t_ns":30,"cpu_frame_ns":20}
+{"type":"summary","frames":2}
+{"type":"fra"#;
+        let (seen, stats) = read(d, GIVE_UP).unwrap();
+        assert_eq!(seen, ["header app", "frame 0", "frame 2"]);
+        assert_eq!(stats.warnings, 4);
+        assert_eq!(stats.frames, 2);
+    }
+
+    #[test]
+    fn hostile_inputs_are_one_error() {
+        assert!(read("", GIVE_UP).unwrap_err().contains("not a framescope dump"));
+        let e = read(&"\n".repeat(5000), 1000).unwrap_err();
+        assert!(e.starts_with("d.jsonl:") && e.contains("no readable record"), "{e}");
+        let e = read("{\"type\":\"header\",\"counters\":7}\n", GIVE_UP).unwrap_err();
+        assert!(e.starts_with("d.jsonl:1: unreadable header"), "{e}");
+    }
+
+    #[test]
+    fn a_frame_without_header_gets_an_empty_one() {
+        let (seen, _) = read("{\"type\":\"frame\",\"frame\":5,\"t_ns\":1}\n", GIVE_UP).unwrap();
+        assert_eq!(seen, ["header ", "frame 5"]);
+    }
+
+    #[test]
+    fn arguments() {
+        let a = |v: &[&str]| parse_args(&v.iter().map(OsString::from).collect::<Vec<_>>());
+        let ok = a(&["d", "--csv", "a", "--perfetto", "b"]).unwrap().unwrap();
+        assert_eq!(ok.outputs.len(), 2);
+        assert!(a(&["--help"]).unwrap().is_none());
+        assert!(a(&["d"]).unwrap_err().contains("no output"));
+        assert!(a(&["d", "--csv"]).unwrap_err().contains("needs a FILE"));
+        assert!(a(&["d", "--csv", "a", "--csv", "b"]).unwrap_err().contains("twice"));
+        assert!(a(&["d", "--csv", "a", "--presentmon", "a"])
+            .unwrap_err()
+            .contains("two outputs"));
+        assert!(a(&["d", "--json"]).unwrap_err().contains("unknown option"));
+    }
+
+    #[test]
+    fn outputs_are_truncated_and_links_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("out.csv");
+        std::fs::write(&p, "old content that is long").unwrap();
+        create_output(&p).unwrap().write_all(b"new").unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"new");
+        let target = dir.path().join("target");
+        std::fs::write(&target, "keep").unwrap();
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        let e = create_output(&link).unwrap_err().to_string();
+        assert!(e.contains("symbolic link"), "{e}");
+        assert_eq!(std::fs::read(&target).unwrap(), b"keep");
+        assert!(create_output(dir.path()).is_err());
+    }
+
+    #[test]
+    fn cells_cannot_break_rows() {
+        assert_eq!(cell("a,b\"c\nd"), "a b c d");
+    }
+}

@@ -1,0 +1,133 @@
+//! PresentMon's CSV columns, one row per frame, for tools that read PresentMon captures.
+//! Names are PresentMon 2.x's (its default metrics, `Ms` prefix), with 1.x's and early
+//! 2.x's `TimeInSeconds` as the time column (seconds since the dump's start). Columns
+//! framescope has no value for are `NA`, PresentMon's own marker: `SyncInterval`,
+//! `PresentFlags`, `MsBetweenDisplayChange`, `MsInPresentAPI`, `MsUntilDisplayed`,
+//! `MsCPUBusy`, `MsCPUWait` always; `SwapChainAddress`, `AllowsTearing` and `PresentMode`
+//! for frames without a swapchain; the GPU columns for frames without GPU times.
+//! `PresentMode` is the Vulkan present mode's name (`FIFO`, `MAILBOX`, ...), not one of
+//! Windows' presentation models.
+
+use super::{cell, Frame, Header, Sink};
+use std::io::{self, Write};
+
+pub const COLUMNS: &str = "Application,ProcessID,SwapChainAddress,PresentRuntime,SyncInterval,PresentFlags,AllowsTearing,PresentMode,TimeInSeconds,MsBetweenPresents,MsBetweenDisplayChange,MsInPresentAPI,MsUntilDisplayed,MsCPUBusy,MsCPUWait,MsGPULatency,MsGPUTime,MsGPUBusy,MsGPUWait";
+
+const NA: &str = "NA";
+/// VK_PRESENT_MODE_IMMEDIATE_KHR and FIFO_RELAXED: the modes that may tear.
+const TEARING_MODES: [u64; 2] = [0, 3];
+
+pub struct PresentMon<W: Write> {
+    out: W,
+    app: String,
+    pid: String,
+    runtime: &'static str,
+    start_ns: Option<u64>,
+}
+
+impl<W: Write> PresentMon<W> {
+    pub fn new(out: W) -> Self {
+        PresentMon {
+            out,
+            app: String::new(),
+            pid: NA.into(),
+            runtime: "Other",
+            start_ns: None,
+        }
+    }
+}
+
+fn ms(ns: Option<u64>) -> String {
+    ns.map_or_else(|| NA.into(), |n| format!("{:.4}", n as f64 / 1e6))
+}
+
+impl<W: Write> Sink for PresentMon<W> {
+    fn header(&mut self, h: &Header) -> io::Result<()> {
+        self.app = cell(&h.app_name());
+        self.pid = h.pid.map_or_else(|| NA.into(), |p| p.to_string());
+        self.runtime = match h.api.as_deref() {
+            Some("vulkan") => "Vulkan",
+            Some("opengl") => "OpenGL",
+            Some("opengles") => "OpenGLES",
+            _ => "Other",
+        };
+        self.start_ns = h.start_ns;
+        writeln!(self.out, "{COLUMNS}")
+    }
+
+    fn frame(&mut self, f: &Frame) -> io::Result<()> {
+        let start = *self.start_ns.get_or_insert(f.t_ns);
+        let sc = f.swapchain.as_ref();
+        let handle = sc.and_then(|s| s.handle.as_deref()).map_or_else(|| NA.into(), cell);
+        let tearing = sc
+            .and_then(|s| s.present_mode)
+            .map_or_else(|| NA.into(), |m| u8::from(TEARING_MODES.contains(&m)).to_string());
+        let mode = sc
+            .and_then(|s| s.present_mode_name.as_deref())
+            .map_or_else(|| NA.into(), cell);
+        // GPU latency: from the frame's CPU start (the previous present) to its first GPU work.
+        let cpu_start = f.cpu_frame_ns.map(|ft| f.t_ns.saturating_sub(ft));
+        let latency = match (cpu_start, f.gpu_begin_ns) {
+            (Some(s), Some(g)) if g >= s => Some(g - s),
+            _ => None,
+        };
+        let wait = match (f.gpu_span_ns, f.gpu_busy_ns) {
+            (Some(span), Some(busy)) => Some(span.saturating_sub(busy)),
+            _ => None,
+        };
+        let cols = [
+            self.app.clone(),
+            self.pid.clone(),
+            handle,
+            self.runtime.into(),
+            NA.into(),
+            NA.into(),
+            tearing,
+            mode,
+            format!("{:.6}", f.t_ns.saturating_sub(start) as f64 / 1e9),
+            ms(f.cpu_frame_ns),
+            NA.into(),
+            NA.into(),
+            NA.into(),
+            NA.into(),
+            NA.into(),
+            ms(latency),
+            ms(f.gpu_span_ns),
+            ms(f.gpu_busy_ns),
+            ms(wait),
+        ];
+        writeln!(self.out, "{}", cols.join(","))
+    }
+
+    fn finish(&mut self) -> io::Result<Vec<String>> {
+        self.out.flush()?;
+        Ok(Vec::new())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_row_per_frame_under_the_column_line() {
+        let mut p = PresentMon::new(Vec::new());
+        let h: Header =
+            serde_json::from_str(r#"{"exe":"/usr/bin/vk,cube","pid":42,"api":"vulkan","start_ns":1000000000}"#)
+                .unwrap();
+        p.header(&h).unwrap();
+        let f: Frame = serde_json::from_str(
+            r#"{"frame":3,"t_ns":1500000000,"cpu_frame_ns":16000000,"gpu_busy_ns":2000000,"gpu_span_ns":3000000,"gpu_begin_ns":1485000000,
+               "swapchain":{"handle":"0x1","present_mode":2,"present_mode_name":"FIFO"}}"#,
+        )
+        .unwrap();
+        p.frame(&f).unwrap();
+        let text = String::from_utf8(p.out.clone()).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], COLUMNS);
+        assert_eq!(
+            lines[1],
+            "vk cube,42,0x1,Vulkan,NA,NA,0,FIFO,0.500000,16.0000,NA,NA,NA,NA,NA,1.0000,3.0000,2.0000,1.0000"
+        );
+    }
+}

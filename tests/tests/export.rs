@@ -1,0 +1,191 @@
+//! `framescope export`: a real `--scene regions` dump with every draw sampled, exported to a
+//! Perfetto trace that Perfetto's own published protobuf classes decode (the PyPI `perfetto`
+//! package's `perfetto_trace_pb2`, run by tests/tests/export_perfetto.py), and to the MangoHud
+//! and PresentMon CSV layouts.
+
+use framescope_tests::{artifacts::require_program, dump, validation, Artifacts, Sandbox, Xvfb};
+use serde_json::Value;
+use std::process::Command;
+use std::time::Duration;
+
+const LIMIT: Duration = Duration::from_secs(180);
+const FRAMES: usize = 30;
+
+const MANGOHUD_SYSTEM: &str = "os,cpu,gpu,ram,kernel,driver,cpuscheduler";
+const MANGOHUD_COLUMNS: &str = "fps,frametime,cpu_load,cpu_power,gpu_load,cpu_temp,gpu_temp,gpu_core_clock,gpu_mem_clock,gpu_vram_used,gpu_power,ram_used,swap_used,process_rss,cpu_mhz,elapsed";
+const PRESENTMON_COLUMNS: &str = "Application,ProcessID,SwapChainAddress,PresentRuntime,SyncInterval,PresentFlags,AllowsTearing,PresentMode,TimeInSeconds,MsBetweenPresents,MsBetweenDisplayChange,MsInPresentAPI,MsUntilDisplayed,MsCPUBusy,MsCPUWait,MsGPULatency,MsGPUTime,MsGPUBusy,MsGPUWait";
+
+/// The Python that has the `perfetto` and `protobuf` packages: `FRAMESCOPE_TEST_PYTHON`, or
+/// `python3` on PATH.
+fn python() -> String {
+    std::env::var("FRAMESCOPE_TEST_PYTHON").unwrap_or_else(|_| {
+        require_program("python3");
+        "python3".into()
+    })
+}
+
+/// Decodes `trace` with Perfetto's protos; a missing package is a failure, never a skip.
+fn decode(sb: &Sandbox, trace: &std::path::Path) -> Value {
+    let script = sb.path("export_perfetto.py");
+    std::fs::write(&script, include_str!("export_perfetto.py")).expect("write decoder");
+    // Not through the sandbox: its private HOME would hide a user-level Python install.
+    let out = Command::new(python())
+        .arg(&script)
+        .arg(trace)
+        .output()
+        .expect("start python3");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "the Perfetto decoder failed ({}): {stderr}\n(PyPI packages perfetto and protobuf>=6.31.1 are needed: `cargo xtask install-deps`)",
+        out.status
+    );
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("decoder output: {e}: {stderr}"))
+}
+
+fn timed_samples(d: &dump::Dump) -> u64 {
+    let mut n = 0;
+    for f in &d.frames {
+        for s in f["samples"].as_array().expect("samples") {
+            if let (Some(b), Some(e)) = (s["gpu_begin_ns"].as_u64(), s["gpu_end_ns"].as_u64()) {
+                n += u64::from(b <= e);
+            }
+        }
+    }
+    n
+}
+
+#[test]
+fn regions_dump_exports_to_perfetto_mangohud_and_presentmon() {
+    let a = Artifacts::get();
+    let x = Xvfb::start();
+    let mut sb = Sandbox::new("export-regions");
+    let path = sb.path("regions.jsonl");
+    sb.display(&x)
+        .with_validation()
+        .set("FRAMESCOPE_DUMP", path.display().to_string())
+        .set("FRAMESCOPE_CONFIG", "samples=draw,sample_budget=100");
+    let app = a.testapp.display().to_string();
+    let frames = FRAMES.to_string();
+    let args = [
+        "--scene", "regions", "--frames", &frames, "--width", "320", "--height", "240",
+    ];
+    let out = sb.run_under_framescope(&a, &app, &args, LIMIT);
+    assert_eq!(out.code(), Some(0), "{}", out.describe());
+    validation::assert_clean("export-regions", &out.combined());
+    let d = dump::read(&path);
+    assert_eq!(d.frames.len(), FRAMES, "frames in the dump");
+    let samples = timed_samples(&d);
+    assert!(samples > 0, "the regions scene gave no timed samples");
+
+    let (trace, csv, pm) = (
+        sb.path("run.pftrace"),
+        sb.path("mangohud.csv"),
+        sb.path("presentmon.csv"),
+    );
+    let dump_arg = path.display().to_string();
+    let (t, c, p) = (
+        trace.display().to_string(),
+        csv.display().to_string(),
+        pm.display().to_string(),
+    );
+    let out = sb.run(
+        &a.framescope,
+        &["export", &dump_arg, "--perfetto", &t, "--csv", &c, "--presentmon", &p],
+        LIMIT,
+    );
+    assert_eq!(out.code(), Some(0), "{}", out.describe());
+
+    let v = decode(&sb, &trace);
+    assert_eq!(v["errors"], Value::Array(vec![]), "{v}");
+    assert_eq!(v["unknown_fields"], 0, "fields Perfetto's proto does not declare: {v}");
+    assert_eq!(v["sequence_ids"], serde_json::json!([1]), "{v}");
+    assert_eq!(v["first_clears_state"], true, "{v}");
+    assert_eq!(v["frame_slices"], FRAMES as u64, "one slice per frame: {v}");
+    assert_eq!(v["gpu_slices"], samples, "one slice per timed sample: {v}");
+    let names: Vec<&str> = v["gpu_slice_names"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    for want in ["cmdbuf 0", "Frame/Main", "Frame/Shadows", "Frame/Post"] {
+        assert!(names.contains(&want), "no GPU slice named {want}: {names:?}");
+    }
+    assert!(
+        names.iter().any(|n| n.starts_with("draw ")),
+        "no draw slices: {names:?}"
+    );
+    assert!(
+        names.iter().any(|n| n.starts_with("pass")),
+        "no render pass slices: {names:?}"
+    );
+    let counters: Vec<&str> = v["counter_tracks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(counters.contains(&"gpu_busy_ns"), "{v}");
+    for c in d.header["counters"].as_array().expect("catalogue") {
+        let name = c["name"].as_str().unwrap();
+        assert!(counters.contains(&name), "no counter track for {name}: {v}");
+    }
+    let busy_frames = d.frames.iter().filter(|f| f["gpu_busy_ns"].is_u64()).count() as u64;
+    assert_eq!(v["counter_values"]["gpu_busy_ns"], busy_frames, "{v}");
+    assert_eq!(v["process"][0]["pid"], d.header["pid"], "{v}");
+
+    let text = std::fs::read_to_string(&csv).expect("mangohud csv");
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], MANGOHUD_SYSTEM);
+    assert_eq!(lines[1].split(',').count(), 7, "system info values: {}", lines[1]);
+    assert_eq!(lines[2], MANGOHUD_COLUMNS);
+    assert_eq!(lines.len() - 3, FRAMES, "one MangoHud row per frame");
+    for row in &lines[3..] {
+        assert_eq!(row.split(',').count(), 16, "{row}");
+        assert!(
+            row.split(',').all(|c| c.parse::<f64>().is_ok()),
+            "MangoHud rows are numbers: {row}"
+        );
+    }
+
+    let text = std::fs::read_to_string(&pm).expect("presentmon csv");
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], PRESENTMON_COLUMNS);
+    assert_eq!(lines.len() - 1, FRAMES, "one PresentMon row per frame");
+    for row in &lines[1..] {
+        let cells: Vec<&str> = row.split(',').collect();
+        assert_eq!(cells.len(), 19, "{row}");
+        assert_eq!(cells[0], "framescope-testapp");
+        assert_eq!(cells[3], "Vulkan");
+    }
+}
+
+#[test]
+fn export_refuses_a_symbolic_link_and_a_non_dump() {
+    let a = Artifacts::get();
+    let sb = Sandbox::new("export-hostile");
+    let dump = sb.path("d.jsonl");
+    std::fs::write(
+        &dump,
+        "{\"type\":\"header\",\"pid\":1}\n{\"type\":\"frame\",\"frame\":0,\"t_ns\":5}\n",
+    )
+    .unwrap();
+    let target = sb.path("precious");
+    std::fs::write(&target, "keep").unwrap();
+    let link = sb.path("link.csv");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let (d, l) = (dump.display().to_string(), link.display().to_string());
+    let out = sb.run(&a.framescope, &["export", &d, "--csv", &l], LIMIT);
+    assert_eq!(out.code(), Some(1), "{}", out.describe());
+    assert!(out.stderr.contains("symbolic link"), "{}", out.describe());
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep");
+
+    let junk = sb.path("junk");
+    std::fs::write(&junk, "\n\nhello\n").unwrap();
+    let (j, o) = (junk.display().to_string(), sb.path("o.csv").display().to_string());
+    let out = sb.run(&a.framescope, &["export", &j, "--presentmon", &o], LIMIT);
+    assert_eq!(out.code(), Some(1), "{}", out.describe());
+    assert_eq!(out.stderr.lines().count(), 1, "one line: {}", out.describe());
+    assert!(out.stderr.contains("not a framescope dump"), "{}", out.describe());
+}
