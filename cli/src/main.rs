@@ -1,5 +1,7 @@
 //! `framescope`: run apps under the layer, install it, and read dumps.
 
+mod bootstrap;
+mod compare;
 mod counters;
 mod export;
 mod install;
@@ -16,7 +18,9 @@ commands:
   run [--] CMD ARGS...     run CMD with framescope enabled (nothing installed)
   install [--prefix DIR]   install the Vulkan layer manifests (implicit + explicit)
   uninstall [--prefix DIR] remove them
-  report DUMP              print the summary of a JSON Lines dump
+  report DUMP...           print the summary of JSON Lines dumps (one table each)
+  compare BASE NEW         a regression gate: per-metric change with a bootstrap interval;
+                           exit 0 no regression, 1 regression, 2 unusable input
   export DUMP (--perfetto FILE | --csv FILE | --presentmon FILE)...
                            convert a dump: Perfetto trace, MangoHud CSV, PresentMon CSV
   counters [--gpu NAME] [--json] [--explain NAME]
@@ -38,6 +42,7 @@ fn main() {
         "uninstall" => install::uninstall_main(rest),
         "report" => report::main(rest),
         "export" => export::main(rest),
+        "compare" => compare::main(rest),
         "counters" => counters::main(rest),
         "-h" | "--help" | "help" => {
             print!("{USAGE}");

@@ -21,7 +21,26 @@ use serde::Deserialize;
 use std::ffi::{OsStr, OsString};
 use std::io::Read;
 
-const USAGE: &str = "usage: framescope report [--json] DUMP";
+const USAGE: &str = "\
+usage: framescope report [--json] DUMP...
+
+One table per dump: frames, fps and lows, frame-time and GPU-time percentiles, counter means,
+the regions (render passes, debug labels) and draws with the most GPU time. The summary is
+recomputed from the frame records; a dump whose frame records disagree with its own summary,
+or that has none (the app was killed), says so. With --json, one JSON line per dump: the
+summary record, with `dump` (the path) and `regions_top` added.
+
+Exit status: 0 when every dump was read, 1 when any could not be (the others are still
+reported), 2 on bad arguments.
+
+examples:
+  framescope report run.jsonl
+  framescope report --json runs/*.jsonl";
+
+/// Distinct regions (scope and label path) a report keeps: a forged dump may name millions.
+const MAX_REGIONS: usize = 4096;
+/// Regions shown, most GPU time first.
+const REGIONS_SHOWN: usize = 10;
 
 /// Longest `summary` line parsed.
 const MAX_SUMMARY_LINE: usize = 64 << 10;
@@ -125,6 +144,10 @@ struct Dump {
     draws: DrawTable<String>,
     /// Draw samples not aggregated: label path over [`MAX_LABEL_PATH`], or a bad pipeline.
     ignored_draws: u64,
+    /// GPU time of render-pass and label samples by (scope, label path): count, total ns.
+    regions: std::collections::HashMap<(String, String), (u64, u64)>,
+    /// Region samples not aggregated: past [`MAX_REGIONS`] or a label path too long.
+    ignored_regions: u64,
     /// Frame indices missing between consecutive frame records (lost frames).
     gaps: u64,
     truncated_last_line: bool,
@@ -209,7 +232,14 @@ impl Dump {
         });
         self.builder.add(t_ns, cpu, gpu);
         for s in f.samples {
-            self.draw_sample(s);
+            match s.scope.as_deref() {
+                Some("draw") => self.draw_sample(s),
+                Some(scope @ ("renderpass" | "label")) => {
+                    let scope = scope.to_owned();
+                    self.region_sample(scope, s);
+                }
+                _ => {}
+            }
         }
         for (k, (name, v)) in f.counters.into_iter().flatten().enumerate() {
             let Some(v) = v.filter(|v| v.is_finite()) else { continue };
@@ -258,6 +288,34 @@ impl Dump {
             pipeline,
         };
         self.draws.add(key, kind, ns, vertices, stats.as_ref());
+    }
+
+    /// A render-pass or label sample, into the per-region totals.
+    fn region_sample(&mut self, scope: String, s: SampleFields) {
+        let Some(ns) = s.gpu_ns.filter(|_| !s.overwritten) else {
+            return;
+        };
+        let key = (scope, s.label);
+        let full = self.regions.len() >= MAX_REGIONS && !self.regions.contains_key(&key);
+        if full || key.1.len() > MAX_LABEL_PATH {
+            self.ignored_regions += 1;
+            return;
+        }
+        let e = self.regions.entry(key).or_default();
+        e.0 += 1;
+        e.1 = e.1.saturating_add(ns);
+    }
+
+    /// The regions with the most GPU time: (scope, label path, samples, total ns).
+    fn regions_top(&self) -> Vec<(&str, &str, u64, u64)> {
+        let mut v: Vec<_> = self
+            .regions
+            .iter()
+            .map(|((scope, label), &(n, total))| (scope.as_str(), label.as_str(), n, total))
+            .collect();
+        v.sort_by(|a, b| b.3.cmp(&a.3).then(a.0.cmp(b.0)).then(a.1.cmp(b.1)));
+        v.truncate(REGIONS_SHOWN);
+        v
     }
 
     /// One line's record. `false` when it is not one.
@@ -437,6 +495,30 @@ fn render(path: &OsStr, d: &Dump, rec: &SummaryRecord, notes: &[String]) -> Stri
         }
         out.push('\n');
     }
+    let regions = d.regions_top();
+    if !regions.is_empty() {
+        out.push_str(&format!(
+            "  top regions by gpu time ({} regions)\n  {:<12}{:<36}{:>9}{:>11}{:>11}\n",
+            d.regions.len(),
+            "scope",
+            "label",
+            "samples",
+            "mean ms",
+            "total ms"
+        ));
+        for (scope, label, n, total) in regions {
+            let label = if label.is_empty() { "-".to_string() } else { escape(label) };
+            out.push_str(&format!(
+                "  {:<12}{:<36}{:>9}{:>11.4}{:>11.3}\n",
+                scope,
+                label,
+                n,
+                total as f64 / n.max(1) as f64 / 1e6,
+                total as f64 / 1e6
+            ));
+        }
+        out.push('\n');
+    }
     if !s.draws_top.is_empty() {
         out.push_str(&draws_table(s));
     }
@@ -559,6 +641,10 @@ fn notes_about(d: &Dump) -> Vec<String> {
             d.ignored_draws,
             format!("draw sample(s) with a label path over {MAX_LABEL_PATH} bytes or an unreadable pipeline were left out of the draw table"),
         ),
+        (
+            d.ignored_regions,
+            format!("region sample(s) past {MAX_REGIONS} regions or with a label path over {MAX_LABEL_PATH} bytes were left out of the region table"),
+        ),
     ];
     for (n, what) in counted {
         if n > 0 {
@@ -570,30 +656,45 @@ fn notes_about(d: &Dump) -> Vec<String> {
 
 pub fn main(args: &[OsString]) -> i32 {
     let mut json = false;
-    let mut path = None;
+    let mut paths = Vec::new();
+    let mut only_paths = false;
     for a in args {
         match a.to_str() {
+            _ if only_paths => paths.push(a.clone()),
+            Some("--") => only_paths = true,
             Some("--json") => json = true,
             Some("-h" | "--help") => {
                 println!("{USAGE}");
                 return 0;
             }
-            Some(s) if path.is_none() && !s.starts_with("--") => path = Some(a.clone()),
-            None if path.is_none() => path = Some(a.clone()),
-            _ => {
+            Some(s) if s.starts_with("--") => {
                 eprintln!("framescope: report: unexpected argument '{}'\n{USAGE}", show(a));
                 return 2;
             }
+            _ => paths.push(a.clone()),
         }
     }
-    let Some(path) = path else {
+    if paths.is_empty() {
         eprintln!("{USAGE}");
         return 2;
-    };
-    let d = match std::fs::File::open(&path).and_then(read_dump) {
+    }
+    let several = paths.len() > 1;
+    let mut code = 0;
+    for (k, path) in paths.iter().enumerate() {
+        if several && !json && k > 0 {
+            println!();
+        }
+        code = code.max(report_one(path, json, several));
+    }
+    code
+}
+
+/// Reports one dump; 1 when it could not be read.
+fn report_one(path: &OsStr, json: bool, several: bool) -> i32 {
+    let d = match std::fs::File::open(path).and_then(read_dump) {
         Ok(d) => d,
         Err(e) => {
-            eprintln!("framescope: cannot read '{}': {e}", show(&path));
+            eprintln!("framescope: cannot read '{}': {e}", show(path));
             return 1;
         }
     };
@@ -603,7 +704,7 @@ pub fn main(args: &[OsString]) -> i32 {
         } else {
             "no header, no frame records".into()
         };
-        eprintln!("framescope: '{}' is not a framescope dump ({why})", show(&path));
+        eprintln!("framescope: '{}' is not a framescope dump ({why})", show(path));
         return 1;
     }
 
@@ -655,11 +756,29 @@ pub fn main(args: &[OsString]) -> i32 {
 
     if json {
         for n in &notes {
-            eprintln!("framescope: {n}");
+            eprintln!("framescope: {}: {n}", show(path));
         }
-        println!("{}", rec.to_line());
+        let regions = d.regions_top();
+        if !several && regions.is_empty() {
+            println!("{}", rec.to_line());
+        } else {
+            let mut v: serde_json::Value = serde_json::from_str(&rec.to_line()).unwrap_or_default();
+            if let Some(o) = v.as_object_mut() {
+                if several {
+                    o.insert("dump".into(), show(path).into());
+                }
+                let top: Vec<serde_json::Value> = regions
+                    .iter()
+                    .map(|(scope, label, n, total)| {
+                        serde_json::json!({"scope": scope, "label": label, "samples": n, "total_ns": total})
+                    })
+                    .collect();
+                o.insert("regions_top".into(), top.into());
+            }
+            println!("{v}");
+        }
     } else {
-        print!("{}", render(&path, &d, &rec, &notes));
+        print!("{}", render(path, &d, &rec, &notes));
     }
     0
 }

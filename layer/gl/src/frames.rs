@@ -479,7 +479,19 @@ pub fn after_swap(t: SwapToken) {
 pub fn before_make_current(ws: WinSys, key: usize) {
     let now = hooks::current_context(ws);
     if now != 0 && now != key {
-        samples::before_context_change();
+        let _ = samples::before_context_change();
+    }
+}
+
+/// Before the app closes a display (which destroys its contexts): a measured context current
+/// on this thread ends its statistics queries while it still can. Nothing happens on a thread
+/// that never had a measured context current, so an app without GL makes no GL call here.
+pub fn before_display_close(ws: WinSys) {
+    if samples::has_current() && hooks::current_context(ws) != 0 && samples::before_context_change() {
+        log::debug(format_args!(
+            "{}: statistics queries of the current context ended before its display closed",
+            ws.name()
+        ));
     }
 }
 

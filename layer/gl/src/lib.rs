@@ -141,6 +141,18 @@ pub unsafe extern "C" fn glXDestroyContext(dpy: *mut c_void, ctx: *mut c_void) {
 }
 
 #[no_mangle]
+pub unsafe extern "C" fn XCloseDisplay(dpy: *mut c_void) -> c_int {
+    // SAFETY: forwarded unchanged.
+    unsafe { hooks::x_close_display(dpy) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn eglTerminate(dpy: *mut c_void) -> u32 {
+    // SAFETY: forwarded unchanged.
+    unsafe { hooks::egl_terminate(dpy) }
+}
+
+#[no_mangle]
 pub unsafe extern "C" fn eglDestroyContext(dpy: *mut c_void, ctx: *mut c_void) -> u32 {
     // SAFETY: forwarded unchanged.
     unsafe { hooks::egl_destroy_context(dpy, ctx) }

@@ -388,8 +388,16 @@ pub fn set_current(s: Option<&CtxSamples>) {
 /// statistics queries of the current one end now, while it is still current, and its frame
 /// reports no statistics. Left active, they would outlive the binding, and an app that
 /// unbinds a context before destroying it (glmark2) destroys it with our queries active.
-pub fn before_context_change() {
-    let _ = with_current(|s| s.suspend_stats());
+/// Returns whether queries were ended.
+pub fn before_context_change() -> bool {
+    with_current(|s| s.suspend_stats()).unwrap_or(false)
+}
+
+/// Whether a measured context is current on this thread (no GL call).
+pub fn has_current() -> bool {
+    CURRENT
+        .try_with(|c| c.try_borrow().is_ok_and(|c| c.is_some()))
+        .unwrap_or(false)
 }
 
 /// Runs `f` on the sampler of the context current on this thread, if it samples and is alive.
@@ -605,14 +613,16 @@ impl Sampler {
         }
     }
 
-    fn suspend_stats(&mut self) {
-        if self.open.stats_active {
-            if let Some(st) = &self.stats {
-                st.end(true);
-            }
-            self.open.stats_active = false;
-            self.open.stats_broken = true;
+    fn suspend_stats(&mut self) -> bool {
+        if !self.open.stats_active {
+            return false;
         }
+        if let Some(st) = &self.stats {
+            st.end(true);
+        }
+        self.open.stats_active = false;
+        self.open.stats_broken = true;
+        true
     }
 
     fn end_frame(&mut self, a: &mut FrameAssembler) {

@@ -1,0 +1,633 @@
+//! `framescope compare BASE NEW`: a regression gate between two runs (or two sets of runs).
+//!
+//! Each metric is a per-frame series (frame time, GPU busy time, a counter, or the GPU time of
+//! a debug-label region); its mean on each side is compared with a 95 % interval from a
+//! moving-block bootstrap ([`crate::bootstrap`]). A time metric is a regression when the whole
+//! interval lies above the threshold, so noise alone does not fail a gate; a counter, whose
+//! good direction framescope does not know, fails the gate when the interval lies wholly
+//! beyond the threshold either way. Dumps are streamed with [`Lines`] (bounded memory and
+//! time); anything that makes a side unusable exits 2 with the file and line.
+
+use crate::bootstrap::{self, Change};
+use crate::lines::{Line, Lines, GIVE_UP, MAX_LINE};
+use crate::text::{escape, show};
+use serde::Deserialize;
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::fmt::Write;
+
+const USAGE: &str = "\
+usage: framescope compare [OPTIONS] BASE NEW
+       framescope compare [OPTIONS] BASE... -- NEW...
+
+Compares per-frame metrics of two runs (or two sets of runs, whose frames are pooled) and
+exits 0 when nothing regressed, 1 when a metric regressed significantly beyond the threshold,
+2 when an input is unusable (the message names the file and line).
+
+  --metric NAME       frame_time (the CPU frame time, present to present), gpu_busy, a
+                      counter name (see `framescope counters`) or a debug-label region
+                      (its path, e.g. Frame/Shadows, or its last name); repeatable.
+                      Default: frame_time, and gpu_busy where both sides have it
+  --threshold P       the smallest change that counts, in percent (default 5%)
+  --skip-frames N     leave out each run's first N frames (shader compiles, loading)
+  --skip-seconds S    leave out each run's first S seconds
+  --json              one JSON object instead of the table
+
+The statistic is the mean over frames; its change is new/base - 1. The 95 % interval comes
+from a moving-block bootstrap (2000 resamples, fixed seed, so the same dumps give the same
+answer): blocks of consecutive frames are resampled, not single frames, because frame times
+are autocorrelated and single-frame resampling would give intervals that are too narrow. The
+block length is the larger of n^(1/3) and the lag where the frames' autocorrelation dies
+out; blocks never span two runs. A time metric (frame_time, gpu_busy, a label) regresses when
+the whole interval is above +threshold; a counter fails the gate when the whole interval is
+beyond +-threshold (framescope does not know which way is better for it).
+
+examples:
+  framescope compare before.jsonl after.jsonl
+  framescope compare --threshold 3% --skip-seconds 2 --metric gpu_busy a1.jsonl a2.jsonl -- b1.jsonl b2.jsonl
+  framescope compare --metric Frame/Shadows --metric gpu_util_pct base.jsonl new.jsonl";
+
+/// Values kept per metric and run: past this the rest of the run is left out (and said so).
+const MAX_VALUES: usize = 4 << 20;
+/// Metrics per comparison.
+const MAX_METRICS: usize = 32;
+/// Fewest values per side for an interval worth printing.
+const MIN_VALUES: usize = 20;
+
+#[derive(Clone, Debug, PartialEq)]
+enum Metric {
+    FrameTime,
+    GpuBusy,
+    /// A counter or a label region, whichever the dumps have.
+    Named(String),
+}
+
+impl Metric {
+    fn parse(s: &str) -> Metric {
+        match s {
+            "frame_time" => Metric::FrameTime,
+            "gpu_busy" => Metric::GpuBusy,
+            _ => Metric::Named(s.to_owned()),
+        }
+    }
+
+    fn name(&self) -> &str {
+        match self {
+            Metric::FrameTime => "frame_time",
+            Metric::GpuBusy => "gpu_busy",
+            Metric::Named(n) => n,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Skip {
+    Frames(u64),
+    Seconds(f64),
+}
+
+#[derive(Debug, PartialEq)]
+struct Options {
+    metrics: Vec<Metric>,
+    /// Explicit metrics: one a side lacks is an error (defaults drop gpu_busy instead).
+    explicit: bool,
+    threshold: f64,
+    skip: Option<Skip>,
+    json: bool,
+    base: Vec<OsString>,
+    new: Vec<OsString>,
+}
+
+fn parse_args(args: &[OsString]) -> Result<Options, String> {
+    let mut o = Options {
+        metrics: Vec::new(),
+        explicit: false,
+        threshold: 0.05,
+        skip: None,
+        json: false,
+        base: Vec::new(),
+        new: Vec::new(),
+    };
+    let mut after_dashes = false;
+    let mut it = args.iter();
+    let value = |it: &mut std::slice::Iter<OsString>, opt: &str| -> Result<String, String> {
+        let v = it.next().ok_or_else(|| format!("{opt} needs a value"))?;
+        v.to_str()
+            .map(str::to_owned)
+            .ok_or_else(|| format!("{opt}: '{}' is not text", show(v)))
+    };
+    while let Some(a) = it.next() {
+        if after_dashes {
+            o.new.push(a.clone());
+            continue;
+        }
+        match a.to_str() {
+            Some("--") => after_dashes = true,
+            Some("--json") => o.json = true,
+            Some("--metric") => {
+                let m = value(&mut it, "--metric")?;
+                if m.is_empty() {
+                    return Err("--metric needs a name".into());
+                }
+                if o.metrics.len() == MAX_METRICS {
+                    return Err(format!("at most {MAX_METRICS} metrics"));
+                }
+                o.explicit = true;
+                o.metrics.push(Metric::parse(&m));
+            }
+            Some("--threshold") => {
+                let v = value(&mut it, "--threshold")?;
+                let t = v.strip_suffix('%').unwrap_or(&v).trim().parse::<f64>().ok();
+                o.threshold = match t {
+                    Some(t) if t.is_finite() && (0.0..1000.0).contains(&t) => t / 100.0,
+                    _ => return Err(format!("--threshold: '{}' is not a percentage (e.g. 5%)", escape(&v))),
+                };
+            }
+            Some("--skip-frames") => {
+                let v = value(&mut it, "--skip-frames")?;
+                let n = v
+                    .parse::<u64>()
+                    .map_err(|_| format!("--skip-frames: '{}' is not a frame count", escape(&v)))?;
+                o.skip = Some(Skip::Frames(n));
+            }
+            Some("--skip-seconds") => {
+                let v = value(&mut it, "--skip-seconds")?;
+                let s = v.parse::<f64>().ok().filter(|s| s.is_finite() && *s >= 0.0 && *s < 1e9);
+                let s = s.ok_or_else(|| format!("--skip-seconds: '{}' is not a number of seconds", escape(&v)))?;
+                o.skip = Some(Skip::Seconds(s));
+            }
+            Some(s) if s.starts_with("--") => return Err(format!("unknown option '{}'", escape(s))),
+            _ => o.base.push(a.clone()),
+        }
+    }
+    if !after_dashes && o.base.len() == 2 {
+        o.new.push(o.base.pop().unwrap());
+    }
+    if o.base.is_empty() || o.new.is_empty() {
+        return Err("needs BASE and NEW dumps (several per side: BASE... -- NEW...)".into());
+    }
+    if !after_dashes && o.base.len() > 1 {
+        return Err("several dumps per side need '--' between BASE... and NEW...".into());
+    }
+    if o.metrics.is_empty() {
+        o.metrics = vec![Metric::FrameTime, Metric::GpuBusy];
+    }
+    Ok(o)
+}
+
+#[derive(Deserialize)]
+struct KindLine<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct FrameLine<'a> {
+    frame: Option<u64>,
+    t_ns: Option<u64>,
+    cpu_frame_ns: Option<u64>,
+    gpu_busy_ns: Option<u64>,
+    #[serde(default, borrow)]
+    samples: Vec<SampleLine<'a>>,
+    #[serde(default, borrow)]
+    counters: Option<BTreeMap<Cow<'a, str>, Option<f64>>>,
+}
+
+#[derive(Deserialize)]
+struct SampleLine<'a> {
+    #[serde(borrow)]
+    scope: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    label: Option<Cow<'a, str>>,
+    gpu_ns: Option<u64>,
+    #[serde(default)]
+    overwritten: bool,
+}
+
+/// Whether a label sample's path `path` is the region `name`: the whole path, or its last
+/// name when `name` has no `/`.
+fn label_matches(path: &str, name: &str) -> bool {
+    path == name || (!name.contains('/') && path.rsplit('/').next() == Some(name))
+}
+
+/// One metric's values in one run.
+#[derive(Default)]
+struct Series {
+    /// For a named metric: its values as a counter and as a label region.
+    values: Vec<f64>,
+    labels: Vec<f64>,
+    full: bool,
+}
+
+impl Series {
+    fn push(v: &mut Vec<f64>, full: &mut bool, x: f64) {
+        if v.len() < MAX_VALUES {
+            v.push(x);
+        } else {
+            *full = true;
+        }
+    }
+}
+
+/// A run's series, one per metric, and what is worth saying about it.
+struct Run {
+    series: Vec<Series>,
+    notes: Vec<String>,
+}
+
+/// Reads `path`'s frames into one series per metric. `Err`: why the run is unusable, naming
+/// the file (and line).
+fn read_run(path: &OsString, metrics: &[Metric], skip: Option<Skip>) -> Result<Run, String> {
+    let p = show(path);
+    let file = std::fs::File::open(path).map_err(|e| format!("cannot read '{p}': {e}"))?;
+    let mut lines = Lines::new(file, GIVE_UP);
+    let mut series: Vec<Series> = metrics.iter().map(|_| Series::default()).collect();
+    let (mut n, mut header, mut frames, mut used) = (0u64, false, 0u64, 0u64);
+    let mut unparsed: Option<u64> = None;
+    let mut last: Option<(u64, u64)> = None;
+    let mut first_t: Option<u64> = None;
+    while let Some((blank, line)) = lines.next().map_err(|e| format!("cannot read '{p}': {e}"))? {
+        n += 1 + blank;
+        let text = match line {
+            Line::GiveUp => return Err(format!("'{p}': nothing readable in {} MiB", GIVE_UP >> 20)),
+            Line::TooLong => return Err(format!("'{p}' line {n}: longer than {} MiB", MAX_LINE >> 20)),
+            Line::Text(t) => t,
+        };
+        if text.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        if let Some(bad) = unparsed {
+            return Err(format!("'{p}' line {bad}: not a framescope dump record"));
+        }
+        let kind = serde_json::from_slice::<KindLine>(text).ok().and_then(|k| k.kind);
+        match kind.as_deref() {
+            Some("header") => header = true,
+            Some("summary") => {}
+            Some("frame") => {
+                let Ok(f) = serde_json::from_slice::<FrameLine>(text) else {
+                    unparsed = Some(n);
+                    continue;
+                };
+                let (Some(frame), Some(t)) = (f.frame, f.t_ns) else {
+                    return Err(format!("'{p}' line {n}: a frame record without frame or t_ns"));
+                };
+                if last.is_some_and(|(pf, pt)| frame <= pf || t < pt) {
+                    return Err(format!("'{p}' line {n}: frame {frame} is out of order"));
+                }
+                last = Some((frame, t));
+                frames += 1;
+                let t0 = *first_t.get_or_insert(t);
+                let skipped = match skip {
+                    Some(Skip::Frames(k)) => frames <= k,
+                    Some(Skip::Seconds(s)) => ((t - t0) as f64) < s * 1e9,
+                    None => false,
+                };
+                if skipped {
+                    continue;
+                }
+                used += 1;
+                add_frame(&f, metrics, &mut series);
+            }
+            _ => unparsed = Some(n),
+        }
+        lines.since_record = 0;
+    }
+    if !header && frames == 0 {
+        return Err(format!("'{p}' is not a framescope dump (no header, no frame records)"));
+    }
+    let mut notes = Vec::new();
+    if let Some(bad) = unparsed {
+        notes.push(format!("'{p}' line {bad}: a truncated last line, ignored"));
+    }
+    if used == 0 {
+        return Err(format!(
+            "'{p}': no frames left to compare ({frames} frames, all skipped or none)"
+        ));
+    }
+    if series.iter().any(|s| s.full) {
+        notes.push(format!("'{p}': only the first {MAX_VALUES} values of a metric were used"));
+    }
+    Ok(Run { series, notes })
+}
+
+fn add_frame(f: &FrameLine, metrics: &[Metric], series: &mut [Series]) {
+    for (m, s) in metrics.iter().zip(series.iter_mut()) {
+        match m {
+            Metric::FrameTime => {
+                if let Some(v) = f.cpu_frame_ns {
+                    Series::push(&mut s.values, &mut s.full, v as f64);
+                }
+            }
+            Metric::GpuBusy => {
+                if let Some(v) = f.gpu_busy_ns {
+                    Series::push(&mut s.values, &mut s.full, v as f64);
+                }
+            }
+            Metric::Named(name) => {
+                let counter = f.counters.as_ref().and_then(|c| c.get(name.as_str())).copied().flatten();
+                if let Some(v) = counter.filter(|v| v.is_finite()) {
+                    Series::push(&mut s.values, &mut s.full, v);
+                }
+                let mut label = None;
+                for x in &f.samples {
+                    let is_label = x.scope.as_deref() == Some("label") && !x.overwritten;
+                    if let (true, Some(ns), Some(path)) = (is_label, x.gpu_ns, x.label.as_deref()) {
+                        if label_matches(path, name) {
+                            *label.get_or_insert(0.0) += ns as f64;
+                        }
+                    }
+                }
+                if let Some(v) = label {
+                    Series::push(&mut s.labels, &mut s.full, v);
+                }
+            }
+        }
+    }
+}
+
+/// What a metric turned out to be, which way is worse, and its verdict.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Verdict {
+    Regression,
+    Improvement,
+    /// A counter moved beyond the threshold (direction unknown): fails the gate.
+    Changed,
+    NoChange,
+}
+
+impl Verdict {
+    fn of(c: &Change, threshold: f64, time_like: bool) -> Verdict {
+        match (time_like, c.low > threshold, c.high < -threshold) {
+            (true, true, _) => Verdict::Regression,
+            (true, _, true) => Verdict::Improvement,
+            (false, true, _) | (false, _, true) => Verdict::Changed,
+            _ => Verdict::NoChange,
+        }
+    }
+
+    fn fails(self) -> bool {
+        matches!(self, Verdict::Regression | Verdict::Changed)
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Verdict::Regression => "REGRESSION",
+            Verdict::Improvement => "improvement",
+            Verdict::Changed => "CHANGED",
+            Verdict::NoChange => "no significant change beyond the threshold",
+        }
+    }
+}
+
+struct Row {
+    metric: String,
+    what: &'static str,
+    unit: &'static str,
+    change: Change,
+    verdict: Verdict,
+    frames: (usize, usize),
+}
+
+/// The series of metric `i` on a side: the counter's values where any run has them, else the
+/// label region's. `Err` names the first run that has neither.
+fn side_series(runs: &[Run], paths: &[OsString], i: usize, m: &Metric) -> Result<(Vec<Vec<f64>>, &'static str), String> {
+    let counter = matches!(m, Metric::FrameTime | Metric::GpuBusy) || runs.iter().any(|r| !r.series[i].values.is_empty());
+    let mut out = Vec::new();
+    for (r, p) in runs.iter().zip(paths) {
+        let s = &r.series[i];
+        let v = if counter { &s.values } else { &s.labels };
+        if v.is_empty() {
+            let what = match m {
+                Metric::FrameTime => "frame times (cpu_frame_ns)",
+                Metric::GpuBusy => "GPU busy times (gpu_busy_ns)",
+                Metric::Named(_) => "values (no counter and no label region of that name)",
+            };
+            return Err(format!("'{}' has no {what} for metric '{}'", show(p), escape(m.name())));
+        }
+        out.push(v.clone());
+    }
+    let what = match m {
+        Metric::FrameTime => "frame time",
+        Metric::GpuBusy => "GPU busy",
+        Metric::Named(_) if counter => "counter",
+        Metric::Named(_) => "label GPU time",
+    };
+    Ok((out, what))
+}
+
+/// Reads every run of a side; the first unusable one ends the comparison.
+fn read_side(paths: &[OsString], o: &Options) -> Result<Vec<Run>, String> {
+    paths.iter().map(|p| read_run(p, &o.metrics, o.skip)).collect()
+}
+
+fn compare(o: &Options) -> Result<(Vec<Row>, Vec<String>), String> {
+    let base = read_side(&o.base, o)?;
+    let new = read_side(&o.new, o)?;
+    let mut notes: Vec<String> = base.iter().chain(&new).flat_map(|r| r.notes.clone()).collect();
+    let mut rows = Vec::new();
+    for (i, m) in o.metrics.iter().enumerate() {
+        let sides = side_series(&base, &o.base, i, m).and_then(|b| Ok((b, side_series(&new, &o.new, i, m)?)));
+        let ((b, what), (nw, what_new)) = match sides {
+            Ok(s) => s,
+            // A default gpu_busy that a side lacks (a GL dump without GPU timing) is left out.
+            Err(e) if !o.explicit && *m == Metric::GpuBusy => {
+                notes.push(format!("gpu_busy left out: {e}"));
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        if what != what_new {
+            return Err(format!(
+                "metric '{}' is a {what} in BASE but a {what_new} in NEW",
+                escape(m.name())
+            ));
+        }
+        let frames = (b.iter().map(Vec::len).sum(), nw.iter().map(Vec::len).sum());
+        if frames.0 < MIN_VALUES || frames.1 < MIN_VALUES {
+            return Err(format!(
+                "metric '{}': {} values in BASE and {} in NEW; at least {MIN_VALUES} a side are needed",
+                escape(m.name()),
+                frames.0,
+                frames.1
+            ));
+        }
+        let Some(change) = bootstrap::change(&b, &nw) else {
+            return Err(format!("metric '{}': BASE's mean is zero", escape(m.name())));
+        };
+        let time_like = what != "counter";
+        rows.push(Row {
+            metric: m.name().to_owned(),
+            what,
+            unit: if time_like { "ms" } else { "" },
+            verdict: Verdict::of(&change, o.threshold, time_like),
+            change,
+            frames,
+        });
+    }
+    Ok((rows, notes))
+}
+
+fn pct(x: f64) -> String {
+    format!("{:+.1}%", x * 100.0)
+}
+
+fn value(x: f64, unit: &str) -> String {
+    if unit == "ms" {
+        format!("{:.3} ms", x / 1e6)
+    } else {
+        format!("{x:.4}")
+    }
+}
+
+fn render(rows: &[Row], o: &Options) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "BASE: {} run(s), NEW: {} run(s); threshold {}; 95 % intervals by moving-block bootstrap",
+        o.base.len(),
+        o.new.len(),
+        pct(o.threshold).trim_start_matches('+')
+    );
+    let _ = writeln!(
+        s,
+        "{:<24} {:>14} {:>14} {:>9}  {:<19} {:>11}  verdict",
+        "metric", "base mean", "new mean", "change", "95 % interval", "frames"
+    );
+    for r in rows {
+        let c = &r.change;
+        let _ = writeln!(
+            s,
+            "{:<24} {:>14} {:>14} {:>9}  {:<19} {:>11}  {}",
+            format!("{} ({})", escape(&r.metric), r.what),
+            value(c.base_mean, r.unit),
+            value(c.new_mean, r.unit),
+            pct(c.change),
+            format!("[{}, {}]", pct(c.low), pct(c.high)),
+            format!("{}/{}", r.frames.0, r.frames.1),
+            r.verdict.name()
+        );
+    }
+    s
+}
+
+fn to_json(rows: &[Row], o: &Options, failed: bool) -> serde_json::Value {
+    let metrics: Vec<serde_json::Value> = rows
+        .iter()
+        .map(|r| {
+            serde_json::json!({
+                "metric": r.metric,
+                "kind": r.what,
+                "base_mean": r.change.base_mean,
+                "new_mean": r.change.new_mean,
+                "change": r.change.change,
+                "ci_low": r.change.low,
+                "ci_high": r.change.high,
+                "block_frames": [r.change.block.0, r.change.block.1],
+                "frames": [r.frames.0, r.frames.1],
+                "verdict": match r.verdict {
+                    Verdict::Regression => "regression",
+                    Verdict::Improvement => "improvement",
+                    Verdict::Changed => "changed",
+                    Verdict::NoChange => "no_change",
+                },
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "threshold": o.threshold,
+        "base_runs": o.base.len(),
+        "new_runs": o.new.len(),
+        "regression": failed,
+        "metrics": metrics,
+    })
+}
+
+pub fn main(args: &[OsString]) -> i32 {
+    if args.iter().any(|a| a == "-h" || a == "--help") {
+        println!("{USAGE}");
+        return 0;
+    }
+    let o = match parse_args(args) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("framescope: compare: {e}\n{USAGE}");
+            return 2;
+        }
+    };
+    let (rows, notes) = match compare(&o) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("framescope: compare: {e}");
+            return 2;
+        }
+    };
+    for n in &notes {
+        eprintln!("framescope: compare: {}", escape(n));
+    }
+    let failed = rows.iter().any(|r| r.verdict.fails());
+    if o.json {
+        println!("{}", to_json(&rows, &o, failed));
+    } else {
+        print!("{}", render(&rows, &o));
+    }
+    i32::from(failed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(s: &[&str]) -> Vec<OsString> {
+        s.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn arguments_split_into_sides_and_options() {
+        let o = parse_args(&args(&["--threshold", "3%", "a", "b"])).unwrap();
+        assert_eq!((o.base.len(), o.new.len(), o.threshold), (1, 1, 0.03));
+        assert_eq!(o.metrics, [Metric::FrameTime, Metric::GpuBusy]);
+        let o = parse_args(&args(&["--metric", "Frame/Shadows", "a1", "a2", "--", "b1", "--json"])).unwrap();
+        assert_eq!((o.base.len(), o.new.len()), (2, 2), "after -- everything is a path");
+        assert_eq!(o.metrics, [Metric::Named("Frame/Shadows".into())]);
+        assert!(o.explicit);
+        for bad in [
+            &["a"][..],
+            &["a", "b", "c"],
+            &["--threshold", "x", "a", "b"],
+            &["--threshold", "-1", "a", "b"],
+            &["--skip-frames", "-3", "a", "b"],
+            &["--skip-seconds", "nan", "a", "b"],
+            &["--metric"],
+            &["--bogus", "a", "b"],
+            &["a", "--"],
+        ] {
+            assert!(parse_args(&args(bad)).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn labels_match_by_path_or_last_name() {
+        assert!(label_matches("Frame/Shadows", "Frame/Shadows"));
+        assert!(label_matches("Frame/Shadows", "Shadows"));
+        assert!(!label_matches("Frame/Shadows", "Frame"));
+        assert!(!label_matches("Frame/Shadows", "rame/Shadows"));
+    }
+
+    #[test]
+    fn verdicts_need_the_whole_interval_past_the_threshold() {
+        let c = |low, high| Change {
+            base_mean: 1.0,
+            new_mean: 1.0,
+            change: (low + high) / 2.0,
+            low,
+            high,
+            block: (1, 1),
+        };
+        assert_eq!(Verdict::of(&c(0.06, 0.14), 0.05, true), Verdict::Regression);
+        assert_eq!(Verdict::of(&c(0.04, 0.14), 0.05, true), Verdict::NoChange);
+        assert_eq!(Verdict::of(&c(-0.2, -0.06), 0.05, true), Verdict::Improvement);
+        assert_eq!(Verdict::of(&c(-0.2, -0.06), 0.05, false), Verdict::Changed);
+        assert!(!Verdict::Improvement.fails() && Verdict::Changed.fails());
+    }
+}

@@ -1,0 +1,202 @@
+//! `framescope compare` as a regression gate and `framescope report` on several dumps: dumps
+//! with a known slowdown fail the gate, runs of one vkcube configuration pass it every time,
+//! and unusable input exits 2 naming the file and line.
+
+use framescope_tests::{artifacts::require_program, Artifacts, Sandbox, Xvfb};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+const LIMIT: Duration = Duration::from_secs(120);
+
+/// A dump of `n` frames whose frame times are an AR(1) series (coefficient 0.6, frames are
+/// autocorrelated) around `mean_ms`, ±10 % noise; GPU busy half the frame time; one `Shadows`
+/// label region of a quarter of it; a counter `gpu_util_pct` around `util`.
+fn synthetic(path: &Path, n: u64, mean_ms: f64, util: f64, seed: u64) {
+    let mut state = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    let mut uniform = move || {
+        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (state >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
+    };
+    let mut lines = vec![
+        r#"{"type":"header","schema":"framescope.v1","api":"vulkan","gpu_time":"busy","counters":[{"name":"gpu_util_pct","unit":"%","source":"test","scope":"device"}]}"#.to_string(),
+    ];
+    let (mut t, mut e) = (1_000_000_000u64, 0.0);
+    for frame in 0..n {
+        e = 0.6 * e + 0.1 * mean_ms * uniform();
+        let ft = ((mean_ms + e) * 1e6) as u64;
+        t += ft;
+        let util = util + 2.0 * uniform();
+        lines.push(format!(
+            r#"{{"type":"frame","frame":{frame},"t_ns":{t},"cpu_frame_ns":{ft},"gpu_busy_ns":{},"samples":[{{"scope":"label","label":"Frame/Shadows","cmdbuf":0,"draw":null,"gpu_ns":{}}}],"counters":{{"gpu_util_pct":{util:.3}}}}}"#,
+            ft / 2,
+            ft / 4
+        ));
+    }
+    std::fs::write(path, lines.join("\n") + "\n").unwrap();
+}
+
+fn compare(a: &Artifacts, sb: &Sandbox, args: &[&str]) -> (Option<i32>, String, String) {
+    let mut all = vec!["compare"];
+    all.extend_from_slice(args);
+    let out = sb.run(&a.framescope, &all, LIMIT);
+    (out.code(), out.stdout, out.stderr)
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+#[test]
+fn a_known_ten_percent_slowdown_fails_the_gate_and_the_same_process_passes() {
+    let a = Artifacts::get();
+    let sb = Sandbox::new("compare-synthetic");
+    let base = sb.path("base.jsonl");
+    let same = sb.path("same.jsonl");
+    let slow = sb.path("slow.jsonl");
+    synthetic(&base, 1500, 16.0, 50.0, 1);
+    synthetic(&same, 1500, 16.0, 50.0, 2);
+    synthetic(&slow, 1500, 17.6, 50.0, 3);
+
+    let (code, out, err) = compare(&a, &sb, &[s(&base), s(&slow)]);
+    assert_eq!(code, Some(1), "{out}{err}");
+    let ft = out.lines().find(|l| l.starts_with("frame_time")).expect(&out);
+    assert!(ft.contains("REGRESSION"), "{out}");
+
+    let (code, out, err) = compare(&a, &sb, &[s(&base), s(&same)]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(!out.contains("REGRESSION"), "{out}");
+
+    // JSON, a label region and a counter (unchanged) as metrics; the slowdown is 10 % of each
+    // time metric, inside its interval.
+    let (code, out, err) = compare(
+        &a,
+        &sb,
+        &[
+            "--json",
+            "--metric",
+            "Shadows",
+            "--metric",
+            "gpu_util_pct",
+            "--metric",
+            "gpu_busy",
+            s(&base),
+            s(&slow),
+        ],
+    );
+    assert_eq!(code, Some(1), "{out}{err}");
+    let v: Value = serde_json::from_str(&out).expect(&out);
+    let m = v["metrics"].as_array().unwrap();
+    assert_eq!(m.len(), 3);
+    assert_eq!(m[0]["kind"], "label GPU time");
+    assert_eq!(m[1]["kind"], "counter");
+    assert_eq!(m[1]["verdict"], "no_change", "{}", m[1]);
+    for i in [0, 2] {
+        assert_eq!(m[i]["verdict"], "regression", "{}", m[i]);
+        let (lo, hi) = (m[i]["ci_low"].as_f64().unwrap(), m[i]["ci_high"].as_f64().unwrap());
+        assert!(lo < 0.1 && 0.1 < hi && lo > 0.05, "{}", m[i]);
+    }
+
+    // Several runs a side pool their frames; a 4 % slowdown is below the 5 % threshold.
+    let slight = sb.path("slight.jsonl");
+    synthetic(&slight, 1500, 16.64, 50.0, 4);
+    let (code, out, err) = compare(&a, &sb, &[s(&base), s(&same), "--", s(&slight), s(&slow)]);
+    assert_eq!(code, Some(1), "pooled 7 % slowdown: {out}{err}");
+    assert!(out.contains("BASE: 2 run(s), NEW: 2 run(s)"), "{out}");
+    let (code, out, err) = compare(&a, &sb, &[s(&base), s(&slight)]);
+    assert_eq!(code, Some(0), "4 %: {out}{err}");
+    let (code, out, err) = compare(&a, &sb, &["--threshold", "1%", s(&base), s(&slight)]);
+    assert_eq!(code, Some(1), "4 % against a 1 % threshold: {out}{err}");
+}
+
+#[test]
+fn unusable_input_exits_2_naming_the_file_and_line() {
+    let a = Artifacts::get();
+    let sb = Sandbox::new("compare-garbage");
+    let base = sb.path("base.jsonl");
+    synthetic(&base, 200, 16.0, 50.0, 1);
+    let garbage = sb.path("garbage.bin");
+    std::fs::write(&garbage, b"\x00\x01 this is not a dump\n\xff\xfe\n").unwrap();
+    let (code, out, err) = compare(&a, &sb, &[s(&base), s(&garbage)]);
+    assert_eq!(code, Some(2), "{out}{err}");
+    assert!(err.contains("garbage.bin") && err.contains("line 1"), "{err}");
+
+    // A damaged line in the middle of a dump: the line is named.
+    let text = std::fs::read_to_string(&base).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines[50] = "{\"type\":\"frame\",\"frame\":";
+    let damaged = sb.path("damaged.jsonl");
+    std::fs::write(&damaged, lines.join("\n")).unwrap();
+    let (code, _, err) = compare(&a, &sb, &[s(&damaged), s(&base)]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("damaged.jsonl' line 51"), "{err}");
+
+    // Missing file, empty file, a metric neither dump has, too few frames.
+    let empty = sb.path("empty.jsonl");
+    std::fs::write(&empty, "").unwrap();
+    let short = sb.path("short.jsonl");
+    synthetic(&short, 5, 16.0, 50.0, 1);
+    for (args, says) in [
+        (vec![s(&base), "/nonexistent/x.jsonl"], "x.jsonl"),
+        (vec![s(&base), s(&empty)], "empty.jsonl"),
+        (vec!["--metric", "no_such_thing", s(&base), s(&base)], "no_such_thing"),
+        (vec![s(&short), s(&base)], "at least 20"),
+        (vec!["--skip-frames", "1000", s(&base), s(&base)], "no frames left"),
+        (vec![s(&base)], "needs BASE and NEW"),
+    ] {
+        let (code, out, err) = compare(&a, &sb, &args);
+        assert_eq!(code, Some(2), "{args:?}: {out}{err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(err.starts_with("framescope: compare: "), "{err}");
+        if !says.starts_with("needs") {
+            assert_eq!(err.lines().count(), 1, "one line: {err}");
+        }
+    }
+    // /dev/zero: bounded, and unusable.
+    let (code, _, err) = compare(&a, &sb, &[s(&base), "/dev/zero"]);
+    assert_eq!(code, Some(2), "{err}");
+}
+
+/// vkcube under framescope, `frames` frames, dumped to `path`.
+fn vkcube(a: &Artifacts, x: &Xvfb, path: &Path) {
+    let mut sb = Sandbox::new("compare-vkcube-run");
+    sb.display(x).set("FRAMESCOPE_DUMP", path.display().to_string());
+    let out = sb.run_under_framescope(a, "vkcube", &["--c", "400"], LIMIT);
+    assert_eq!(out.code(), Some(0), "{}", out.describe());
+}
+
+/// Two runs of one configuration are the same process: the gate must pass them every time
+/// (10 tries, 20 runs). The first 50 frames (pipeline creation, the first HUD render) are left
+/// out, as a benchmark farm leaves out its warm-up.
+#[test]
+fn two_runs_of_the_same_vkcube_configuration_pass_the_gate_ten_times_in_ten() {
+    require_program("vkcube");
+    let a = Artifacts::get();
+    let x = Xvfb::start();
+    let sb = Sandbox::new("compare-vkcube");
+    let mut verdicts = Vec::new();
+    for k in 0..10 {
+        let (b, n): (PathBuf, PathBuf) = (sb.path(&format!("b{k}.jsonl")), sb.path(&format!("n{k}.jsonl")));
+        vkcube(&a, &x, &b);
+        vkcube(&a, &x, &n);
+        let (code, out, err) = compare(&a, &sb, &["--skip-frames", "50", s(&b), s(&n)]);
+        verdicts.push((code, out, err));
+    }
+    let failed: Vec<_> = verdicts.iter().filter(|v| v.0 != Some(0)).collect();
+    assert!(failed.is_empty(), "{} of 10 tries did not exit 0: {failed:#?}", failed.len());
+
+    // report on several dumps: one table each, and one JSON line each with its path.
+    let (b0, b1) = (sb.path("b0.jsonl"), sb.path("b1.jsonl"));
+    let rep = sb.run(&a.framescope, &["report", s(&b0), s(&b1)], LIMIT);
+    assert_eq!(rep.code(), Some(0), "{}", rep.describe());
+    assert_eq!(rep.stdout.matches("framescope report: ").count(), 2, "{}", rep.stdout);
+    assert!(rep.stdout.contains("top regions by gpu time"), "{}", rep.stdout);
+    let rep = sb.run(&a.framescope, &["report", "--json", s(&b0), "/nonexistent.jsonl", s(&b1)], LIMIT);
+    assert_eq!(rep.code(), Some(1), "a missing dump: {}", rep.describe());
+    let lines: Vec<Value> = rep.stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), 2, "{}", rep.stdout);
+    assert!(lines[0]["dump"].as_str().unwrap().ends_with("b0.jsonl"));
+    assert!(lines[1]["dump"].as_str().unwrap().ends_with("b1.jsonl"));
+    assert!(lines[0]["frames"].as_u64().unwrap() >= 390, "{}", lines[0]);
+    assert!(!lines[0]["regions_top"].as_array().unwrap().is_empty(), "{}", lines[0]);
+}
