@@ -5,16 +5,13 @@
 //! moving-block bootstrap ([`crate::bootstrap`]). A time metric is a regression when the whole
 //! interval lies above the threshold, so noise alone does not fail a gate; a counter, whose
 //! good direction framescope does not know, fails the gate when the interval lies wholly
-//! beyond the threshold either way. Dumps are streamed with [`Lines`] (bounded memory and
-//! time); anything that makes a side unusable exits 2 with the file and line.
+//! beyond the threshold either way. Dumps are streamed (bounded memory and
+//! time, [`frame_lines`]); anything that makes a side unusable exits 2 with the file and line.
 
 use crate::bootstrap::{self, Change};
-use crate::lines::{Line, Lines, GIVE_UP, MAX_LINE};
+use crate::frame_lines::{self, FrameLine};
 use crate::text::{escape, show};
-use serde::Deserialize;
-use std::borrow::Cow;
-use std::collections::BTreeMap;
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::fmt::Write;
 
 const USAGE: &str = "\
@@ -39,7 +36,10 @@ from a moving-block bootstrap (2000 resamples, fixed seed, so the same dumps giv
 answer): blocks of consecutive frames are resampled, not single frames, because frame times
 are autocorrelated and single-frame resampling would give intervals that are too narrow. The
 block length is the larger of n^(1/3) and the lag where the frames' autocorrelation dies
-out; blocks never span two runs. A time metric (frame_time, gpu_busy, a label) regresses when
+out; blocks never span two runs. With several runs a side the runs are resampled too (a
+two-level bootstrap), because runs of one configuration differ from each other by more than
+frame noise explains; with one run a side that difference is not measured, and a gate on
+single runs fails more often than its threshold says. A time metric (frame_time, gpu_busy, a label) regresses when
 the whole interval is above +threshold; a counter fails the gate when the whole interval is
 beyond +-threshold (framescope does not know which way is better for it).
 
@@ -176,35 +176,6 @@ fn parse_args(args: &[OsString]) -> Result<Options, String> {
     Ok(o)
 }
 
-#[derive(Deserialize)]
-struct KindLine<'a> {
-    #[serde(rename = "type", borrow)]
-    kind: Option<Cow<'a, str>>,
-}
-
-#[derive(Deserialize)]
-struct FrameLine<'a> {
-    frame: Option<u64>,
-    t_ns: Option<u64>,
-    cpu_frame_ns: Option<u64>,
-    gpu_busy_ns: Option<u64>,
-    #[serde(default, borrow)]
-    samples: Vec<SampleLine<'a>>,
-    #[serde(default, borrow)]
-    counters: Option<BTreeMap<Cow<'a, str>, Option<f64>>>,
-}
-
-#[derive(Deserialize)]
-struct SampleLine<'a> {
-    #[serde(borrow)]
-    scope: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    label: Option<Cow<'a, str>>,
-    gpu_ns: Option<u64>,
-    #[serde(default)]
-    overwritten: bool,
-}
-
 /// Whether a label sample's path `path` is the region `name`: the whole path, or its last
 /// name when `name` has no `/`.
 fn label_matches(path: &str, name: &str) -> bool {
@@ -238,75 +209,34 @@ struct Run {
 
 /// Reads `path`'s frames into one series per metric. `Err`: why the run is unusable, naming
 /// the file (and line).
-fn read_run(path: &OsString, metrics: &[Metric], skip: Option<Skip>) -> Result<Run, String> {
-    let p = show(path);
-    let file = std::fs::File::open(path).map_err(|e| format!("cannot read '{p}': {e}"))?;
-    let mut lines = Lines::new(file, GIVE_UP);
+fn read_run(path: &OsStr, metrics: &[Metric], skip: Option<Skip>) -> Result<Run, String> {
     let mut series: Vec<Series> = metrics.iter().map(|_| Series::default()).collect();
-    let (mut n, mut header, mut frames, mut used) = (0u64, false, 0u64, 0u64);
-    let mut unparsed: Option<u64> = None;
-    let mut last: Option<(u64, u64)> = None;
+    let (mut frames, mut used) = (0u64, 0u64);
     let mut first_t: Option<u64> = None;
-    while let Some((blank, line)) = lines.next().map_err(|e| format!("cannot read '{p}': {e}"))? {
-        n += 1 + blank;
-        let text = match line {
-            Line::GiveUp => return Err(format!("'{p}': nothing readable in {} MiB", GIVE_UP >> 20)),
-            Line::TooLong => return Err(format!("'{p}' line {n}: longer than {} MiB", MAX_LINE >> 20)),
-            Line::Text(t) => t,
+    let scan = frame_lines::scan(path, |f, t| {
+        frames += 1;
+        let t0 = *first_t.get_or_insert(t);
+        let skipped = match skip {
+            Some(Skip::Frames(k)) => frames <= k,
+            Some(Skip::Seconds(s)) => ((t - t0) as f64) < s * 1e9,
+            None => false,
         };
-        if text.iter().all(u8::is_ascii_whitespace) {
-            continue;
+        if !skipped {
+            used += 1;
+            add_frame(f, metrics, &mut series);
         }
-        if let Some(bad) = unparsed {
-            return Err(format!("'{p}' line {bad}: not a framescope dump record"));
-        }
-        let kind = serde_json::from_slice::<KindLine>(text).ok().and_then(|k| k.kind);
-        match kind.as_deref() {
-            Some("header") => header = true,
-            Some("summary") => {}
-            Some("frame") => {
-                let Ok(f) = serde_json::from_slice::<FrameLine>(text) else {
-                    unparsed = Some(n);
-                    continue;
-                };
-                let (Some(frame), Some(t)) = (f.frame, f.t_ns) else {
-                    return Err(format!("'{p}' line {n}: a frame record without frame or t_ns"));
-                };
-                if last.is_some_and(|(pf, pt)| frame <= pf || t < pt) {
-                    return Err(format!("'{p}' line {n}: frame {frame} is out of order"));
-                }
-                last = Some((frame, t));
-                frames += 1;
-                let t0 = *first_t.get_or_insert(t);
-                let skipped = match skip {
-                    Some(Skip::Frames(k)) => frames <= k,
-                    Some(Skip::Seconds(s)) => ((t - t0) as f64) < s * 1e9,
-                    None => false,
-                };
-                if skipped {
-                    continue;
-                }
-                used += 1;
-                add_frame(&f, metrics, &mut series);
-            }
-            _ => unparsed = Some(n),
-        }
-        lines.since_record = 0;
-    }
-    if !header && frames == 0 {
-        return Err(format!("'{p}' is not a framescope dump (no header, no frame records)"));
-    }
-    let mut notes = Vec::new();
-    if let Some(bad) = unparsed {
-        notes.push(format!("'{p}' line {bad}: a truncated last line, ignored"));
-    }
+    })?;
+    let p = show(path);
+    let mut notes = scan.notes(path);
     if used == 0 {
         return Err(format!(
             "'{p}': no frames left to compare ({frames} frames, all skipped or none)"
         ));
     }
     if series.iter().any(|s| s.full) {
-        notes.push(format!("'{p}': only the first {MAX_VALUES} values of a metric were used"));
+        notes.push(format!(
+            "'{p}': only the first {MAX_VALUES} values of a metric were used"
+        ));
     }
     Ok(Run { series, notes })
 }
@@ -325,7 +255,12 @@ fn add_frame(f: &FrameLine, metrics: &[Metric], series: &mut [Series]) {
                 }
             }
             Metric::Named(name) => {
-                let counter = f.counters.as_ref().and_then(|c| c.get(name.as_str())).copied().flatten();
+                let counter = f
+                    .counters
+                    .as_ref()
+                    .and_then(|c| c.get(name.as_str()))
+                    .copied()
+                    .flatten();
                 if let Some(v) = counter.filter(|v| v.is_finite()) {
                     Series::push(&mut s.values, &mut s.full, v);
                 }
@@ -391,8 +326,14 @@ struct Row {
 
 /// The series of metric `i` on a side: the counter's values where any run has them, else the
 /// label region's. `Err` names the first run that has neither.
-fn side_series(runs: &[Run], paths: &[OsString], i: usize, m: &Metric) -> Result<(Vec<Vec<f64>>, &'static str), String> {
-    let counter = matches!(m, Metric::FrameTime | Metric::GpuBusy) || runs.iter().any(|r| !r.series[i].values.is_empty());
+fn side_series(
+    runs: &[Run],
+    paths: &[OsString],
+    i: usize,
+    m: &Metric,
+) -> Result<(Vec<Vec<f64>>, &'static str), String> {
+    let counter =
+        matches!(m, Metric::FrameTime | Metric::GpuBusy) || runs.iter().any(|r| !r.series[i].values.is_empty());
     let mut out = Vec::new();
     for (r, p) in runs.iter().zip(paths) {
         let s = &r.series[i];
@@ -425,6 +366,13 @@ fn compare(o: &Options) -> Result<(Vec<Row>, Vec<String>), String> {
     let base = read_side(&o.base, o)?;
     let new = read_side(&o.new, o)?;
     let mut notes: Vec<String> = base.iter().chain(&new).flat_map(|r| r.notes.clone()).collect();
+    if base.len() == 1 || new.len() == 1 {
+        notes.push(
+            "one run a side: the interval covers frame-to-frame noise, not the differences between \
+             runs of one configuration; pass several runs a side (BASE... -- NEW...) for a gate that does"
+                .into(),
+        );
+    }
     let mut rows = Vec::new();
     for (i, m) in o.metrics.iter().enumerate() {
         let sides = side_series(&base, &o.base, i, m).and_then(|b| Ok((b, side_series(&new, &o.new, i, m)?)));

@@ -4,9 +4,12 @@ mod bootstrap;
 mod compare;
 mod counters;
 mod export;
+mod frame_lines;
 mod install;
 mod lines;
 mod locate;
+mod output;
+mod plot;
 mod report;
 mod run;
 mod text;
@@ -21,6 +24,8 @@ commands:
   report DUMP...           print the summary of JSON Lines dumps (one table each)
   compare BASE NEW         a regression gate: per-metric change with a bootstrap interval;
                            exit 0 no regression, 1 regression, 2 unusable input
+  plot DUMP... -o FILE.svg|FILE.png [--counter NAME]...
+                           frame time, GPU time, percentiles and counters, dumps overlaid
   export DUMP (--perfetto FILE | --csv FILE | --presentmon FILE)...
                            convert a dump: Perfetto trace, MangoHud CSV, PresentMon CSV
   counters [--gpu NAME] [--json] [--explain NAME]
@@ -43,6 +48,7 @@ fn main() {
         "report" => report::main(rest),
         "export" => export::main(rest),
         "compare" => compare::main(rest),
+        "plot" => plot::main(rest),
         "counters" => counters::main(rest),
         "-h" | "--help" | "help" => {
             print!("{USAGE}");

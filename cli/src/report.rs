@@ -507,7 +507,11 @@ fn render(path: &OsStr, d: &Dump, rec: &SummaryRecord, notes: &[String]) -> Stri
             "total ms"
         ));
         for (scope, label, n, total) in regions {
-            let label = if label.is_empty() { "-".to_string() } else { escape(label) };
+            let label = if label.is_empty() {
+                "-".to_string()
+            } else {
+                escape(label)
+            };
             out.push_str(&format!(
                 "  {:<12}{:<36}{:>9}{:>11.4}{:>11.3}\n",
                 scope,

@@ -15,7 +15,9 @@ const LIMIT: Duration = Duration::from_secs(120);
 fn synthetic(path: &Path, n: u64, mean_ms: f64, util: f64, seed: u64) {
     let mut state = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
     let mut uniform = move || {
-        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         (state >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
     };
     let mut lines = vec![
@@ -62,6 +64,10 @@ fn a_known_ten_percent_slowdown_fails_the_gate_and_the_same_process_passes() {
     assert_eq!(code, Some(1), "{out}{err}");
     let ft = out.lines().find(|l| l.starts_with("frame_time")).expect(&out);
     assert!(ft.contains("REGRESSION"), "{out}");
+    assert!(
+        err.contains("one run a side"),
+        "single runs say what the interval covers: {err}"
+    );
 
     let (code, out, err) = compare(&a, &sb, &[s(&base), s(&same)]);
     assert_eq!(code, Some(0), "{out}{err}");
@@ -97,12 +103,21 @@ fn a_known_ten_percent_slowdown_fails_the_gate_and_the_same_process_passes() {
         assert!(lo < 0.1 && 0.1 < hi && lo > 0.05, "{}", m[i]);
     }
 
-    // Several runs a side pool their frames; a 4 % slowdown is below the 5 % threshold.
+    // Several runs a side: runs and blocks are resampled. Two runs of the slow process
+    // against two of the base one: the 10 % slowdown is found.
+    let slow2 = sb.path("slow2.jsonl");
+    synthetic(&slow2, 1500, 17.6, 50.0, 5);
+    let (code, out, err) = compare(&a, &sb, &[s(&base), s(&same), "--", s(&slow), s(&slow2)]);
+    assert_eq!(code, Some(1), "two runs a side, 10 % slowdown: {out}{err}");
+    assert!(out.contains("BASE: 2 run(s), NEW: 2 run(s)"), "{out}");
+    assert!(!err.contains("one run a side"), "{err}");
+    // Runs that differ from each other by 10 % (16 and 17.6 ms) on the NEW side: the
+    // interval takes that spread in, and one fast and one slow run is no significant change.
+    let (code, out, err) = compare(&a, &sb, &[s(&base), s(&same), "--", s(&same), s(&slow)]);
+    assert_eq!(code, Some(0), "runs differing from each other: {out}{err}");
+    // A 4 % slowdown is below the 5 % threshold.
     let slight = sb.path("slight.jsonl");
     synthetic(&slight, 1500, 16.64, 50.0, 4);
-    let (code, out, err) = compare(&a, &sb, &[s(&base), s(&same), "--", s(&slight), s(&slow)]);
-    assert_eq!(code, Some(1), "pooled 7 % slowdown: {out}{err}");
-    assert!(out.contains("BASE: 2 run(s), NEW: 2 run(s)"), "{out}");
     let (code, out, err) = compare(&a, &sb, &[s(&base), s(&slight)]);
     assert_eq!(code, Some(0), "4 %: {out}{err}");
     let (code, out, err) = compare(&a, &sb, &["--threshold", "1%", s(&base), s(&slight)]);
@@ -157,7 +172,7 @@ fn unusable_input_exits_2_naming_the_file_and_line() {
     assert_eq!(code, Some(2), "{err}");
 }
 
-/// vkcube under framescope, `frames` frames, dumped to `path`.
+/// vkcube under framescope, 400 frames, dumped to `path`.
 fn vkcube(a: &Artifacts, x: &Xvfb, path: &Path) {
     let mut sb = Sandbox::new("compare-vkcube-run");
     sb.display(x).set("FRAMESCOPE_DUMP", path.display().to_string());
@@ -165,38 +180,148 @@ fn vkcube(a: &Artifacts, x: &Xvfb, path: &Path) {
     assert_eq!(out.code(), Some(0), "{}", out.describe());
 }
 
-/// Two runs of one configuration are the same process: the gate must pass them every time
-/// (10 tries, 20 runs). The first 50 frames (pipeline creation, the first HUD render) are left
-/// out, as a benchmark farm leaves out its warm-up.
+/// Runs of one configuration are the same process: the gate must pass them every time. Ten
+/// tries, each three runs against three (interleaved, so a drift of the machine falls on both
+/// sides): on lavapipe the mean frame time of identical vkcube runs spreads over about ±13 %,
+/// which only several runs a side can measure. The first 50 frames (pipeline creation, the
+/// first HUD render) are left out, as a benchmark farm leaves out its warm-up.
 #[test]
-fn two_runs_of_the_same_vkcube_configuration_pass_the_gate_ten_times_in_ten() {
+fn runs_of_the_same_vkcube_configuration_pass_the_gate_ten_times_in_ten() {
     require_program("vkcube");
     let a = Artifacts::get();
     let x = Xvfb::start();
     let sb = Sandbox::new("compare-vkcube");
     let mut verdicts = Vec::new();
     for k in 0..10 {
-        let (b, n): (PathBuf, PathBuf) = (sb.path(&format!("b{k}.jsonl")), sb.path(&format!("n{k}.jsonl")));
-        vkcube(&a, &x, &b);
-        vkcube(&a, &x, &n);
-        let (code, out, err) = compare(&a, &sb, &["--skip-frames", "50", s(&b), s(&n)]);
-        verdicts.push((code, out, err));
+        let mut sides: [Vec<PathBuf>; 2] = Default::default();
+        for r in 0..6 {
+            let p = sb.path(&format!("t{k}-r{r}.jsonl"));
+            vkcube(&a, &x, &p);
+            sides[r % 2].push(p);
+        }
+        let mut args = vec!["--skip-frames", "50"];
+        args.extend(sides[0].iter().map(|p| s(p)));
+        args.push("--");
+        args.extend(sides[1].iter().map(|p| s(p)));
+        verdicts.push(compare(&a, &sb, &args));
     }
     let failed: Vec<_> = verdicts.iter().filter(|v| v.0 != Some(0)).collect();
-    assert!(failed.is_empty(), "{} of 10 tries did not exit 0: {failed:#?}", failed.len());
+    assert!(
+        failed.is_empty(),
+        "{} of 10 tries did not exit 0: {failed:#?}",
+        failed.len()
+    );
 
     // report on several dumps: one table each, and one JSON line each with its path.
-    let (b0, b1) = (sb.path("b0.jsonl"), sb.path("b1.jsonl"));
+    let (b0, b1) = (sb.path("t0-r0.jsonl"), sb.path("t0-r1.jsonl"));
     let rep = sb.run(&a.framescope, &["report", s(&b0), s(&b1)], LIMIT);
     assert_eq!(rep.code(), Some(0), "{}", rep.describe());
     assert_eq!(rep.stdout.matches("framescope report: ").count(), 2, "{}", rep.stdout);
     assert!(rep.stdout.contains("top regions by gpu time"), "{}", rep.stdout);
-    let rep = sb.run(&a.framescope, &["report", "--json", s(&b0), "/nonexistent.jsonl", s(&b1)], LIMIT);
+    let rep = sb.run(
+        &a.framescope,
+        &["report", "--json", s(&b0), "/nonexistent.jsonl", s(&b1)],
+        LIMIT,
+    );
     assert_eq!(rep.code(), Some(1), "a missing dump: {}", rep.describe());
     let lines: Vec<Value> = rep.stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert_eq!(lines.len(), 2, "{}", rep.stdout);
-    assert!(lines[0]["dump"].as_str().unwrap().ends_with("b0.jsonl"));
-    assert!(lines[1]["dump"].as_str().unwrap().ends_with("b1.jsonl"));
+    assert!(lines[0]["dump"].as_str().unwrap().ends_with("t0-r0.jsonl"));
+    assert!(lines[1]["dump"].as_str().unwrap().ends_with("t0-r1.jsonl"));
     assert!(lines[0]["frames"].as_u64().unwrap() >= 390, "{}", lines[0]);
     assert!(!lines[0]["regions_top"].as_array().unwrap().is_empty(), "{}", lines[0]);
+}
+
+/// `framescope plot` on two dumps, to SVG and PNG: the files have the panels, the legend, the
+/// axis text and both series' colours; bad arguments and a damaged dump are clear errors.
+#[test]
+fn plot_writes_svg_and_png_with_axis_text_and_both_series() {
+    let a = Artifacts::get();
+    let sb = Sandbox::new("plot");
+    let (base, slow) = (sb.path("base.jsonl"), sb.path("slow.jsonl"));
+    synthetic(&base, 600, 16.0, 50.0, 1);
+    synthetic(&slow, 600, 20.0, 60.0, 2);
+    let svg = sb.path("p.svg");
+    let args = [s(&base), s(&slow), "--counter", "gpu_util_pct", "-o", s(&svg)];
+    let out = sb.run(&a.framescope, &[&["plot"][..], &args].concat(), LIMIT);
+    assert_eq!(out.code(), Some(0), "{}", out.describe());
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(text.len() > 10_000, "{} bytes", text.len());
+    for want in [
+        "frame time",
+        "GPU time",
+        "frame-time percentiles",
+        "gpu_util_pct",
+        "base.jsonl",
+        "slow.jsonl",
+        "seconds since the first frame",
+    ] {
+        assert!(text.contains(want), "SVG lacks '{want}'");
+    }
+    assert!(text.lines().any(|l| l.trim() == "ms"), "the y axis unit");
+    // Tick labels: numbers on the axes.
+    assert!(text.matches("<text").count() > 40, "{}", text.matches("<text").count());
+    assert!(
+        text.contains("#1F77B4") || text.contains("#1f77b4"),
+        "first series colour"
+    );
+    assert!(
+        text.contains("#D62728") || text.contains("#d62728"),
+        "second series colour"
+    );
+
+    let png = sb.path("p.png");
+    let out = sb.run(
+        &a.framescope,
+        &["plot", s(&base), s(&slow), "--width", "800", "-o", s(&png)],
+        LIMIT,
+    );
+    assert_eq!(out.code(), Some(0), "{}", out.describe());
+    let img = framescope_tests::image::Rgb::read(&png);
+    assert_eq!((img.w, img.h), (800, 900), "three panels of 300 px");
+    let count = |x0: usize, x1: usize, y0: usize, y1: usize, pred: &dyn Fn([u8; 3]) -> bool| {
+        let mut n = 0;
+        for y in y0..y1 {
+            for x in x0..x1 {
+                n += usize::from(pred(img.at(x, y)));
+            }
+        }
+        n
+    };
+    let dark = |p: [u8; 3]| p.iter().all(|&c| c < 100);
+    // Axis text: tick labels left of the first panel's plot area, and its caption on top.
+    assert!(count(0, 60, 20, 260, &dark) > 150, "y tick labels");
+    assert!(count(300, 500, 0, 30, &dark) > 40, "caption");
+    assert!(count(0, 800, 0, 900, &|p| p == [31, 119, 180]) > 500, "first series");
+    assert!(count(0, 800, 0, 900, &|p| p == [214, 39, 40]) > 500, "second series");
+
+    // Errors: one clear line, exit status not 0.
+    let bad = sb.path("bad.jsonl");
+    std::fs::write(
+        &bad,
+        "{\"type\":\"header\"}\nnot json\n{\"type\":\"frame\",\"frame\":1,\"t_ns\":5}\n",
+    )
+    .unwrap();
+    for (args, says) in [
+        (vec![s(&bad), "-o", "/tmp/x.svg"], "bad.jsonl' line 2"),
+        (vec![s(&base), "-o", "x.gif"], ".svg or .png"),
+        (vec![s(&base), "--counter", "nope", "-o", s(&svg)], "nope"),
+    ] {
+        let out = sb.run(&a.framescope, &[&["plot"][..], &args].concat(), LIMIT);
+        assert_ne!(out.code(), Some(0), "{args:?}");
+        assert!(
+            out.stderr.starts_with("framescope: plot: ") && out.stderr.contains(says),
+            "{}",
+            out.stderr
+        );
+    }
+    // Never through a symbolic link.
+    let link = sb.path("link.svg");
+    std::os::unix::fs::symlink(&base, &link).unwrap();
+    let out = sb.run(&a.framescope, &["plot", s(&base), "-o", s(&link)], LIMIT);
+    assert_eq!(out.code(), Some(1), "{}", out.describe());
+    assert!(out.stderr.contains("symbolic link"), "{}", out.stderr);
+    assert!(std::fs::read_to_string(&base)
+        .unwrap()
+        .starts_with("{\"type\":\"header\""));
 }

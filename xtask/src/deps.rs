@@ -30,6 +30,8 @@ pub const PACKAGES: &[&str] = &[
     "mangohud",
     "vkbasalt",
     "gcc",
+    // The text of `framescope plot`'s PNG files (tests/tests/compare.rs).
+    "fonts-dejavu-core",
     // Runs tests/tests/export_perfetto.py (its packages: PYPI below).
     "python3",
     "python3-pip",
