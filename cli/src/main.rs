@@ -3,6 +3,7 @@
 mod bootstrap;
 mod compare;
 mod counters;
+mod ctl;
 mod export;
 mod frame_lines;
 mod install;
@@ -28,6 +29,8 @@ commands:
                            frame time, GPU time, percentiles and counters, dumps overlaid
   export DUMP (--perfetto FILE | --csv FILE | --presentmon FILE)...
                            convert a dump: Perfetto trace, MangoHud CSV, PresentMon CSV
+  ctl PID start|stop|status|mark LABEL
+                           control a running app's dump (capture on/off, marks)
   counters [--gpu NAME] [--json] [--explain NAME]
                            list known counters
 ";
@@ -49,6 +52,7 @@ fn main() {
         "export" => export::main(rest),
         "compare" => compare::main(rest),
         "plot" => plot::main(rest),
+        "ctl" => ctl::main(rest),
         "counters" => counters::main(rest),
         "-h" | "--help" | "help" => {
             print!("{USAGE}");

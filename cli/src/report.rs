@@ -37,6 +37,16 @@ examples:
   framescope report run.jsonl
   framescope report --json runs/*.jsonl";
 
+/// Marks listed; the rest are counted.
+const MARKS_SHOWN: usize = 20;
+
+#[derive(Deserialize)]
+struct MarkFields {
+    t_ns: u64,
+    frame: Option<u64>,
+    label: String,
+}
+
 /// Distinct regions (scope and label path) a report keeps: a forged dump may name millions.
 const MAX_REGIONS: usize = 4096;
 /// Regions shown, most GPU time first.
@@ -116,6 +126,7 @@ struct CounterEntry {
 #[derive(Deserialize, Default)]
 struct Header {
     schema: Option<String>,
+    start_ns: Option<u64>,
     exe: Option<String>,
     pid: Option<u64>,
     api: Option<String>,
@@ -144,6 +155,9 @@ struct Dump {
     draws: DrawTable<String>,
     /// Draw samples not aggregated: label path over [`MAX_LABEL_PATH`], or a bad pipeline.
     ignored_draws: u64,
+    /// `mark` records: the first [`MARKS_SHOWN`], and how many more.
+    marks: Vec<MarkFields>,
+    more_marks: u64,
     /// GPU time of render-pass and label samples by (scope, label path): count, total ns.
     regions: std::collections::HashMap<(String, String), (u64, u64)>,
     /// Region samples not aggregated: past [`MAX_REGIONS`] or a label path too long.
@@ -328,6 +342,11 @@ impl Dump {
             Some("header") if self.header.is_some() => self.extra_headers += 1,
             Some("header") => match serde_json::from_slice::<Header>(line) {
                 Ok(h) => self.header = Some(h),
+                Err(_) => self.bad_line(n),
+            },
+            Some("mark") => match serde_json::from_slice::<MarkFields>(line) {
+                Ok(m) if self.marks.len() < MARKS_SHOWN => self.marks.push(m),
+                Ok(_) => self.more_marks += 1,
                 Err(_) => self.bad_line(n),
             },
             Some("summary") if self.summary.is_some() => self.extra_summaries += 1,
@@ -525,6 +544,25 @@ fn render(path: &OsStr, d: &Dump, rec: &SummaryRecord, notes: &[String]) -> Stri
     }
     if !s.draws_top.is_empty() {
         out.push_str(&draws_table(s));
+    }
+    if !d.marks.is_empty() {
+        let t0 = d.header.as_ref().and_then(|h| h.start_ns).unwrap_or(0);
+        out.push_str("  marks\n");
+        for m in &d.marks {
+            let at = m
+                .frame
+                .map_or("after the last frame".to_string(), |f| format!("before frame {f}"));
+            out.push_str(&format!(
+                "  {:>10.3} s  {:<24}{}\n",
+                m.t_ns.saturating_sub(t0) as f64 / 1e9,
+                at,
+                escape(&m.label)
+            ));
+        }
+        if d.more_marks > 0 {
+            out.push_str(&format!("  ... and {} more\n", d.more_marks));
+        }
+        out.push('\n');
     }
     for n in notes {
         out.push_str(&format!("note: {n}\n"));

@@ -144,6 +144,13 @@ pub struct Config {
     pub dump_start: f64,
     /// Seconds of frames to write after `dump_start`; `None`: until the end.
     pub dump_duration: Option<f64>,
+    /// Start with capture off: frames are written only between a `framescope ctl` start (or
+    /// the `dump_toggle_key`) and a stop.
+    pub dump_paused: bool,
+    /// Key combination that starts/stops writing frames; empty: none.
+    pub dump_toggle_key: String,
+    /// Accept `framescope ctl` commands on a user-only Unix socket while dumping.
+    pub ctl: bool,
     /// Show the HUD.
     pub hud: bool,
     // --- HUD options (issue 4) ---
@@ -238,7 +245,7 @@ impl ValueType {
                 "{} or x,y in pixels (x:y inside FRAMESCOPE_CONFIG)",
                 HudPosition::NAMES.join("|")
             ),
-            ValueType::KeyCombo => "X11 key names joined by +, e.g. Shift_R+F12".into(),
+            ValueType::KeyCombo => "X11 key names joined by +, e.g. Shift_R+F12, or none".into(),
             ValueType::FrameOrNone => "a frame index (0 is the first frame) or none".into(),
             ValueType::ImagePath => "a path (%p pid, %n exe name, %N frame, %t start time, %% %)".into(),
             ValueType::NameList => format!(
@@ -285,6 +292,7 @@ impl ValueType {
                 .filter(|v| v.is_finite() && (min..=max).contains(v))
                 .map(Value::Float),
             ValueType::Position => HudPosition::parse(raw).map(Value::Position),
+            ValueType::KeyCombo if raw == "none" => Some(Value::Text(String::new())),
             ValueType::KeyCombo => {
                 let ok = raw
                     .split('+')
@@ -422,6 +430,30 @@ pub static KEYS: &[KeySpec] = &[
         doc: "seconds of frames to dump after dump_start; then the summary is written and dumping stops",
         set: |c, v| if let Value::Seconds(s) = v { c.dump_duration = s },
         get: |c| json!(c.dump_duration),
+    },
+    KeySpec {
+        name: "dump_paused",
+        ty: ValueType::Bool,
+        default: "0",
+        doc: "start with capture off: the dump gets its header, and frames only between `framescope ctl PID start` (or dump_toggle_key) and `stop`",
+        set: |c, v| if let Value::Bool(b) = v { c.dump_paused = b },
+        get: |c| json!(c.dump_paused),
+    },
+    KeySpec {
+        name: "dump_toggle_key",
+        ty: ValueType::KeyCombo,
+        default: "none",
+        doc: "keys that start/stop writing frames to the dump, read from X11 like hud_toggle_key; none: no key",
+        set: |c, v| if let Value::Text(t) = v { c.dump_toggle_key = t },
+        get: |c| json!(c.dump_toggle_key),
+    },
+    KeySpec {
+        name: "ctl",
+        ty: ValueType::Bool,
+        default: "1",
+        doc: "while dumping, accept `framescope ctl PID start|stop|mark LABEL|status` on a Unix socket in $XDG_RUNTIME_DIR/framescope that only this user can reach (nothing on the network)",
+        set: |c, v| if let Value::Bool(b) = v { c.ctl = b },
+        get: |c| json!(c.ctl),
     },
     KeySpec {
         name: "hud",
@@ -781,6 +813,9 @@ impl Default for Config {
             dump: None,
             dump_start: 0.0,
             dump_duration: None,
+            dump_paused: false,
+            dump_toggle_key: String::new(),
+            ctl: false,
             hud: false,
             hud_refresh_ms: 0,
             hud_position: HudPosition::TopLeft,
@@ -1085,7 +1120,15 @@ mod tests {
             "screenshot",
             "screenshot_path",
         ];
-        let mut expected = vec!["dump", "dump_start", "dump_duration", "hud"];
+        let mut expected = vec![
+            "dump",
+            "dump_start",
+            "dump_duration",
+            "dump_paused",
+            "dump_toggle_key",
+            "ctl",
+            "hud",
+        ];
         expected.extend(hud_keys);
         expected.extend([
             "gpu_timing",
@@ -1198,7 +1241,7 @@ mod tests {
         assert_eq!(
             lines[0],
             "framescope: unknown config key 'bogus' in FRAMESCOPE_CONFIG; ignored \
-             (valid keys: dump, dump_start, dump_duration, hud, hud_refresh_ms, hud_position, hud_scale, \
+             (valid keys: dump, dump_start, dump_duration, dump_paused, dump_toggle_key, ctl, hud, hud_refresh_ms, hud_position, hud_scale, \
              hud_font_size, hud_alpha, hud_history, hud_toggle_key, hud_fps, hud_frame_time, hud_frame_graph, \
              hud_gpu, hud_gpu_graph, hud_counts, hud_device, hud_swapchain, hud_counters, hud_regions, hud_draws, screenshot, \
              screenshot_path, gpu_timing, samples, sample_stats, sample_budget, counters, counter_interval_ms, log)"

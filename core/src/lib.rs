@@ -10,9 +10,11 @@
 
 pub mod alloc_count;
 pub mod assembly;
+pub mod capture;
 pub mod clock;
 pub mod config;
 pub mod counters;
+pub mod ctl;
 pub mod draw_keys;
 pub mod dump;
 pub mod frame;

@@ -1,4 +1,5 @@
-//! The HUD's show/hide key, read from X11 with `XQueryKeymap` on a connection of our own
+//! The HUD's show/hide key and the dump's start/stop key (`dump_toggle_key`, which flips
+//! [`framescope_core::capture`]), read from X11 with `XQueryKeymap` on a connection of our own
 //! (libX11 is dlopen'ed, so the layers do not link it). Polling reads the key state without
 //! grabbing anything: the app still gets every key. No X11 means no hotkey (one log line).
 //!
@@ -37,9 +38,23 @@ pub fn visible() -> bool {
     VISIBLE.load(Ordering::Relaxed)
 }
 
-/// Called on every present while the HUD is on: starts the key reader the first time (and
-/// after it ended idle). Never blocks and, once the reader runs, never allocates.
-pub fn poll(combo: &str) {
+/// Called on every present: starts the key reader the first time (and after it ended idle)
+/// when the config has a key to read (the HUD's while the HUD is on, the dump's while
+/// dumping). Never blocks and, once the reader runs, never allocates.
+pub fn poll_config(c: &framescope_core::config::Config) {
+    let hud = if c.hud { c.hud_toggle_key.as_str() } else { "" };
+    let dump = if c.dump.is_some() {
+        c.dump_toggle_key.as_str()
+    } else {
+        ""
+    };
+    if !hud.is_empty() || !dump.is_empty() {
+        poll(hud, dump);
+    }
+}
+
+/// Starts the reader for the `hud` and `dump` key combinations (either may be empty: none).
+fn poll(hud: &str, dump: &str) {
     POLLS.fetch_add(1, Ordering::Relaxed);
     if READER.load(Ordering::Acquire) != NONE
         || READER
@@ -48,29 +63,31 @@ pub fn poll(combo: &str) {
     {
         return;
     }
-    if let Err(why) = start(combo) {
-        framescope_core::log::info(format_args!("HUD toggle key {combo} unavailable: {why}"));
+    let combo = format!("{hud} {dump}");
+    if let Err(why) = start(hud, dump) {
+        framescope_core::log::info(format_args!("toggle keys {} unavailable: {why}", combo.trim()));
         READER.store(OFF, Ordering::Release);
     }
 }
 
-fn start(combo: &str) -> Result<(), String> {
+fn start(hud: &str, dump: &str) -> Result<(), String> {
     if std::env::var_os("DISPLAY").is_none_or(|d| d.is_empty()) {
         return Err("no DISPLAY".into());
     }
     pin_this_library()?;
-    let combo = combo.to_string();
+    let (hud, dump) = (hud.to_string(), dump.to_string());
+    let combo = format!("{hud} {dump}").trim().to_string();
     std::thread::Builder::new()
         .name("framescope-keys".into())
         .spawn(move || {
             framescope_core::alloc_count::mark_own_thread();
             // The reader's logic must not unwind into the thread's start: a panic only ends
             // the hotkey.
-            let r = std::panic::catch_unwind(|| read_keys(&combo));
+            let r = std::panic::catch_unwind(|| read_keys(&hud, &dump));
             let next = match r {
                 Ok(Ok(())) => NONE,
                 Ok(Err(why)) => {
-                    framescope_core::log::info(format_args!("HUD toggle key {combo} unavailable: {why}"));
+                    framescope_core::log::info(format_args!("toggle keys {combo} unavailable: {why}"));
                     OFF
                 }
                 Err(_) => OFF,
@@ -112,8 +129,8 @@ struct X11 {
     display: *mut c_void,
     close: XCloseDisplay,
     query: XQueryKeymap,
-    /// Keycodes that must all be down.
-    codes: Vec<u8>,
+    /// Per combination (HUD, dump), the keycodes that must all be down; empty: no key.
+    codes: [Vec<u8>; 2],
 }
 
 impl Drop for X11 {
@@ -125,7 +142,7 @@ impl Drop for X11 {
 
 /// Opens our connection. libX11 1.8 makes itself thread-safe at load (XInitThreads in its
 /// constructor), and this connection is used by this thread alone.
-fn open(combo: &str) -> Result<X11, String> {
+fn open(combos: [&str; 2]) -> Result<X11, String> {
     // SAFETY: dlopen/dlsym with NUL-terminated names; the library stays loaded for the life of
     // the process (never dlclosed), so the function pointers stay valid. The transmutes give
     // each symbol its libX11 prototype (Xlib.h).
@@ -161,16 +178,18 @@ fn open(combo: &str) -> Result<X11, String> {
             display,
             close,
             query,
-            codes: Vec::new(),
+            codes: [Vec::new(), Vec::new()],
         };
-        for name in combo.split('+') {
-            let c = CString::new(name).map_err(|_| "bad key name".to_string())?;
-            let sym = to_sym(c.as_ptr());
-            let code = if sym == 0 { 0 } else { to_code(x.display, sym) };
-            if code == 0 {
-                return Err(format!("unknown key '{name}'"));
+        for (combo, codes) in combos.iter().zip(x.codes.iter_mut()) {
+            for name in combo.split('+').filter(|n| !n.is_empty()) {
+                let c = CString::new(name).map_err(|_| "bad key name".to_string())?;
+                let sym = to_sym(c.as_ptr());
+                let code = if sym == 0 { 0 } else { to_code(x.display, sym) };
+                if code == 0 {
+                    return Err(format!("unknown key '{name}'"));
+                }
+                codes.push(code);
             }
-            x.codes.push(code);
         }
         Ok(x)
     }
@@ -180,24 +199,40 @@ fn open(combo: &str) -> Result<X11, String> {
 /// for the key for [`IDLE`]. A connection that breaks is libX11's to handle (by default it
 /// ends the process, as it does for the app's own connection to the same server: replacing
 /// the process-wide handler would take it from the app).
-fn read_keys(combo: &str) -> Result<(), String> {
-    let x = open(combo)?;
-    let mut down = false;
+fn read_keys(hud: &str, dump: &str) -> Result<(), String> {
+    let x = open([hud, dump])?;
+    let mut down = [false; 2];
     let (mut seen, mut quiet) = (POLLS.load(Ordering::Relaxed), Duration::ZERO);
     loop {
         let mut keys = [0 as c_char; 32];
         // SAFETY: our own open display; XQueryKeymap fills exactly 32 bytes.
         unsafe { (x.query)(x.display, keys.as_mut_ptr()) };
-        let pressed = x
-            .codes
-            .iter()
-            .all(|&c| (keys[usize::from(c / 8)] as u8) & (1 << (c % 8)) != 0);
-        if pressed && !down {
-            let v = !VISIBLE.load(Ordering::Relaxed);
-            VISIBLE.store(v, Ordering::Relaxed);
-            framescope_core::log::info(format_args!("HUD {}", if v { "shown" } else { "hidden" }));
+        for (k, codes) in x.codes.iter().enumerate() {
+            let pressed = !codes.is_empty()
+                && codes
+                    .iter()
+                    .all(|&c| (keys[usize::from(c / 8)] as u8) & (1 << (c % 8)) != 0);
+            if pressed && !down[k] {
+                if k == 0 {
+                    let v = !VISIBLE.load(Ordering::Relaxed);
+                    VISIBLE.store(v, Ordering::Relaxed);
+                    framescope_core::log::info(format_args!("HUD {}", if v { "shown" } else { "hidden" }));
+                } else {
+                    match framescope_core::capture::toggle() {
+                        Ok(_) => framescope_core::log::info(format_args!(
+                            "dump capture {}",
+                            if framescope_core::capture::capturing() {
+                                "started"
+                            } else {
+                                "stopped"
+                            }
+                        )),
+                        Err(e) => framescope_core::log::info(format_args!("dump capture key: {e}")),
+                    }
+                }
+            }
+            down[k] = pressed;
         }
-        down = pressed;
         std::thread::sleep(POLL);
         let now = POLLS.load(Ordering::Relaxed);
         if now == seen {

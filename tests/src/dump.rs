@@ -7,6 +7,8 @@ use std::path::Path;
 pub struct Dump {
     pub header: Value,
     pub frames: Vec<Value>,
+    /// `mark` records, in order.
+    pub marks: Vec<Value>,
     pub summary: Option<Value>,
 }
 
@@ -40,6 +42,7 @@ fn parse(text: &str) -> Dump {
         .expect("schema compiles");
     let mut header = None;
     let mut frames = Vec::new();
+    let mut marks = Vec::new();
     let mut summary = None;
     for (i, line) in text.lines().enumerate() {
         let v: Value =
@@ -56,6 +59,10 @@ fn parse(text: &str) -> Dump {
                 assert!(summary.is_none(), "frame after the summary on line {}", i + 1);
                 frames.push(v);
             }
+            Some("mark") => {
+                assert!(summary.is_none(), "mark after the summary on line {}", i + 1);
+                marks.push(v);
+            }
             Some("summary") => {
                 assert!(summary.is_none(), "second summary on line {}", i + 1);
                 summary = Some(v);
@@ -66,6 +73,7 @@ fn parse(text: &str) -> Dump {
     Dump {
         header: header.expect("no header"),
         frames,
+        marks,
         summary,
     }
 }

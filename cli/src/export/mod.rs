@@ -129,8 +129,19 @@ impl Frame {
 pub trait Sink {
     fn header(&mut self, h: &Header) -> io::Result<()>;
     fn frame(&mut self, f: &Frame) -> io::Result<()>;
+    /// A `mark` record (`framescope ctl PID mark LABEL`); the CSV layouts have no place for it.
+    fn mark(&mut self, _m: &Mark) -> io::Result<()> {
+        Ok(())
+    }
     /// Flushes; returns notes for the user about what could not be exported.
     fn finish(&mut self) -> io::Result<Vec<String>>;
+}
+
+/// A `mark` record.
+#[derive(Deserialize)]
+pub struct Mark {
+    pub t_ns: u64,
+    pub label: String,
 }
 
 #[derive(Deserialize)]
@@ -229,6 +240,7 @@ fn export(args: &Args) -> Result<(), String> {
             let res = match event {
                 Event::Header(h) => sink.header(h),
                 Event::Frame(f) => sink.frame(f),
+                Event::Mark(m) => sink.mark(m),
             };
             res.map_err(|e| format!("cannot write '{}': {e}", show(path)))?;
         }
@@ -257,6 +269,7 @@ fn export(args: &Args) -> Result<(), String> {
 enum Event<'a> {
     Header(&'a Header),
     Frame(&'a Frame),
+    Mark(&'a Mark),
 }
 
 #[derive(Default, Debug)]
@@ -374,6 +387,12 @@ impl<'n> Reader<'n> {
                     emit(Event::Frame(&f))?;
                 }
                 Some("summary") => {}
+                // Before the header a mark has no track to go on; the writer never puts one
+                // there.
+                Some("mark") if header_seen => match serde_json::from_slice::<Mark>(text) {
+                    Ok(m) => emit(Event::Mark(&m))?,
+                    Err(e) => self.warn(n, &format!("unreadable mark record ({e})")),
+                },
                 _ => self.warn(n, "not a dump record"),
             }
             lines.since_record = 0;
@@ -414,6 +433,7 @@ mod tests {
             seen.push(match e {
                 Event::Header(h) => format!("header {}", h.app_name()),
                 Event::Frame(f) => format!("frame {}", f.frame),
+                Event::Mark(m) => format!("mark {}", m.label),
             });
             Ok(())
         })?;

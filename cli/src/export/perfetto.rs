@@ -5,7 +5,7 @@
 //! slice per frame, previous present to this present), a GPU track with one child track per
 //! command buffer index (samples of one command buffer nest; those of different command
 //! buffers may overlap in time), and one counter track per catalogue counter plus
-//! `gpu_busy_ns`. Slices are `TYPE_SLICE_BEGIN`/`TYPE_SLICE_END` pairs. All packets share one
+//! `gpu_busy_ns`, and a marks track with an instant event per `mark` record. Slices are `TYPE_SLICE_BEGIN`/`TYPE_SLICE_END` pairs. All packets share one
 //! `trusted_packet_sequence_id`; the first one clears incremental state. Timestamps are the
 //! dump's `CLOCK_MONOTONIC` nanoseconds, declared as such by a clock snapshot and each
 //! packet's `timestamp_clock_id`.
@@ -13,7 +13,7 @@
 //! Field numbers are those of Perfetto's published `perfetto_trace.proto`.
 
 use super::protobuf::Msg;
-use super::{Frame, Header, Sample, Sink};
+use super::{Frame, Header, Mark, Sample, Sink};
 use std::collections::HashMap;
 use std::io::{self, Write};
 
@@ -57,6 +57,7 @@ const CLOCK_MONOTONIC: u64 = 3;
 const CLOCK_BOOTTIME: u64 = 6;
 const TYPE_SLICE_BEGIN: u64 = 1;
 const TYPE_SLICE_END: u64 = 2;
+const TYPE_INSTANT: u64 = 3;
 const TYPE_COUNTER: u64 = 4;
 const UNIT_TIME_NS: u64 = 1;
 
@@ -64,6 +65,7 @@ const PROCESS_UUID: u64 = 1;
 const FRAMES_UUID: u64 = 2;
 const GPU_UUID: u64 = 3;
 const GPU_BUSY_UUID: u64 = 4;
+const MARKS_UUID: u64 = 5;
 /// Counter tracks are `COUNTER_UUID_BASE + index in the catalogue`.
 const COUNTER_UUID_BASE: u64 = 1 << 20;
 /// GPU tracks are `GPU_TRACK_UUID_BASE + n`, n in order of first use.
@@ -313,6 +315,7 @@ impl<W: Write> Sink for Perfetto<W> {
             |_| {},
         )?;
         self.track(GPU_UUID, Some(PROCESS_UUID), "GPU samples", |_| {})?;
+        self.track(MARKS_UUID, Some(PROCESS_UUID), "marks (framescope ctl)", |_| {})?;
         self.track(GPU_BUSY_UUID, Some(PROCESS_UUID), "gpu_busy_ns", |d| {
             let mut c = Msg::new();
             c.uint(field::COUNTER_UNIT, UNIT_TIME_NS);
@@ -368,6 +371,13 @@ impl<W: Write> Sink for Perfetto<W> {
         self.counters = counters;
         res?;
         self.gpu_samples(f)
+    }
+
+    fn mark(&mut self, m: &Mark) -> io::Result<()> {
+        let name = clip(&m.label).to_string();
+        self.event(m.t_ns, MARKS_UUID, TYPE_INSTANT, |e| {
+            e.string(field::EVENT_NAME, &name);
+        })
     }
 
     fn finish(&mut self) -> io::Result<Vec<String>> {

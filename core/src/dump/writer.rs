@@ -56,6 +56,11 @@ pub struct DumpOptions {
     /// How often the writer wakes to write what is queued (at most 100 ms by contract).
     pub flush_interval: Duration,
     pub log: LogLevel,
+    /// Start with capture off (`dump_paused`): frames are written only between a capture
+    /// start and stop ([`crate::capture`]).
+    pub paused: bool,
+    /// Serve the control socket ([`crate::ctl`]) while the writer runs.
+    pub ctl: bool,
 }
 
 impl DumpOptions {
@@ -69,6 +74,8 @@ impl DumpOptions {
             sample_queue_capacity: 16 * 1024,
             flush_interval: Duration::from_millis(50),
             log: LogLevel::Info,
+            paused: false,
+            ctl: false,
         }
     }
 
@@ -78,6 +85,8 @@ impl DumpOptions {
         o.dump_start_s = c.dump_start;
         o.dump_duration_s = c.dump_duration;
         o.log = c.log;
+        o.paused = c.dump_paused;
+        o.ctl = c.ctl;
         Some(o)
     }
 }
@@ -129,6 +138,7 @@ impl DumpWriter {
             };
             header.config = c.to_json();
         }
+        crate::capture::init(!opts.paused);
         let shared = Arc::new(Shared {
             queue: ArrayQueue::new(opts.queue_capacity.max(1)),
             samples: ArrayQueue::new(opts.sample_queue_capacity.max(1)),
@@ -269,6 +279,7 @@ fn wait_done(s: &Shared, limit: Duration) -> bool {
 
 fn finish_shared(s: &Shared) {
     s.accepting.store(false, Ordering::Relaxed);
+    crate::ctl::stop();
     // Holding the lock through the join makes a concurrent second finish wait for the
     // summary instead of returning before it is written.
     let mut guard = s.thread.lock();
@@ -330,6 +341,14 @@ fn collect_samples(s: &Shared, frame: u64, carry: &mut Option<SampleRecord>, out
     }
 }
 
+/// A `mark` record: `label` asked for at `t_ns`, before frame `frame` (the first frame at
+/// or after it), or after the last frame.
+fn write_mark(out: &mut Vec<u8>, t_ns: u64, frame: Option<u64>, label: &str) {
+    let line = serde_json::json!({"type": "mark", "t_ns": t_ns, "frame": frame, "label": label});
+    out.extend_from_slice(line.to_string().as_bytes());
+    out.push(b'\n');
+}
+
 /// How long the writer waits for the collector's first round (library loads, device scans)
 /// before it writes the header without counters.
 const COUNTERS_WAIT: Duration = Duration::from_secs(3);
@@ -373,6 +392,10 @@ fn complete_counters(h: &mut Header, s: &Shared) {
 
 /// The writer thread's body.
 fn run(s: &Shared, opts: &DumpOptions, header: &Header) {
+    // Here, not on the app's thread: it makes a directory and binds a socket.
+    if opts.ctl {
+        crate::ctl::start();
+    }
     let pid = std::process::id();
     let (exe_name, exe_path) = exe_name_and_path();
     let start_unix_ns = std::time::SystemTime::now()
@@ -441,22 +464,48 @@ fn run(s: &Shared, opts: &DumpOptions, header: &Header) {
     let mut carry: Option<SampleRecord> = None;
     let mut frame_samples: Vec<SampleRecord> = Vec::new();
     let flush_interval = opts.flush_interval.min(Duration::from_millis(100));
+    // Capture changes and marks, applied to frames by their time.
+    let mut timeline = crate::capture::Timeline::new(!opts.paused);
+    let mut changes = Vec::new();
+    let mut marks: Vec<(u64, String)> = Vec::new();
+    // A frame popped that is later than the changes taken so far waits here.
+    let mut frame_carry: Option<FrameRecord> = None;
 
     loop {
         // Read `stop` before draining: every push that happened before finish() is then
         // already in the queue.
         let stopping = s.stop.load(Ordering::Acquire);
+        let horizon = if stopping {
+            u64::MAX
+        } else {
+            crate::capture::take(&mut changes)
+        };
+        if stopping {
+            crate::capture::take(&mut changes);
+        }
+        for c in changes.drain(..) {
+            timeline.add(c);
+        }
         let mut window_over = false;
-        while let Some(r) = s.queue.pop() {
-            if r.t_ns < window_start {
-                continue;
+        while let Some(r) = frame_carry.take().or_else(|| s.queue.pop()) {
+            if r.t_ns > horizon {
+                frame_carry = Some(r);
+                break;
+            }
+            let captured = timeline.at(r.t_ns, &mut marks);
+            for (t_ns, label) in marks.drain(..) {
+                write_mark(&mut batch, t_ns, Some(r.frame), &label);
             }
             if window_end.is_some_and(|end| r.t_ns >= end) {
                 window_over = true;
                 break;
             }
+            // Taken also for a frame not written, so its samples do not fill the queue.
             frame_samples.clear();
             collect_samples(s, r.frame, &mut carry, &mut frame_samples);
+            if r.t_ns < window_start || !captured {
+                continue;
+            }
             for x in &frame_samples {
                 draws.add_sample(x);
             }
@@ -486,6 +535,14 @@ fn run(s: &Shared, opts: &DumpOptions, header: &Header) {
         };
         if let Some(ended_by) = ended_by {
             s.accepting.store(false, Ordering::Relaxed);
+            crate::capture::take(&mut changes);
+            for c in changes.drain(..) {
+                timeline.add(c);
+            }
+            timeline.rest(&mut marks);
+            for (t_ns, label) in marks.drain(..) {
+                write_mark(&mut batch, t_ns, None, &label);
+            }
             let mut summary = stats.summary();
             summary.draws_top = draws.top(TOP, |l| crate::labels::path_string(l.ids()));
             summary.draw_keys = draws.keys() as u64;

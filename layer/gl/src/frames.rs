@@ -382,6 +382,7 @@ pub fn before_swap(ws: WinSys, target: hud::Target) -> Option<SwapToken> {
     };
     let frame = close_frame(ws, key, counts)?;
     let cfg = settings::get();
+    framescope_overlay::keys::poll_config(cfg);
     if cfg.hud || cfg.screenshot.is_some() {
         // Outside the frame lock: the HUD takes it itself when it refreshes.
         crate::guard::guarded(&HUD, || {

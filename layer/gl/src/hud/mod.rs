@@ -202,9 +202,6 @@ fn ws_name(ws: WinSys) -> &'static str {
 /// when `screenshot=` names it.
 pub fn before_swap(info: &SwapInfo) {
     let cfg = settings::get();
-    if cfg.hud {
-        keys::poll(&cfg.hud_toggle_key);
-    }
     let draw = cfg.hud && keys::visible();
     let shot = cfg.screenshot == Some(info.frame);
     if !draw && !shot {

@@ -291,9 +291,6 @@ pub fn present<'a>(
     if waits > MAX_WAITS || (waits > 0 && info.p_wait_semaphores.is_null()) {
         return false;
     }
-    if c.hud {
-        keys::poll(&c.hud_toggle_key);
-    }
     let draw_hud = c.hud && keys::visible();
     let frame = d.stats.presents.load(Ordering::Relaxed).saturating_sub(1);
     let shot_frame = c.screenshot == Some(frame);

@@ -1,0 +1,103 @@
+//! `framescope ctl PID start|stop|mark LABEL|status`: one request to a running app's control
+//! socket (see `framescope_core::ctl`), its JSON reply printed.
+
+use crate::text::{escape, show};
+use std::ffi::OsString;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::net::UnixStream;
+use std::time::Duration;
+
+const USAGE: &str = "\
+usage: framescope ctl PID start|stop|status
+       framescope ctl PID mark LABEL...
+
+Controls a running app under framescope that writes a dump (config ctl=1, the default),
+through its socket $XDG_RUNTIME_DIR/framescope/PID.sock, which only the same user can reach.
+
+  start         write frames to the dump from now (see dump_paused)
+  stop          stop writing frames from now; the dump stays open
+  mark LABEL    a `mark` record at this moment (in the dump, `report` and the Perfetto export)
+  status        whether frames are being written, and the marks so far
+
+Prints the app's JSON reply; exit status 0 when it said ok, 1 otherwise, 2 on bad arguments.
+
+examples:
+  framescope run --config dump_paused=1 -- ./game &
+  framescope ctl $! start; sleep 30; framescope ctl $! mark boss-fight; framescope ctl $! stop";
+
+/// Longest reply read.
+const MAX_REPLY: u64 = 64 << 10;
+
+pub fn main(args: &[OsString]) -> i32 {
+    if args.iter().any(|a| a == "-h" || a == "--help") {
+        println!("{USAGE}");
+        return 0;
+    }
+    let text: Option<Vec<&str>> = args.iter().map(|a| a.to_str()).collect();
+    let Some(text) = text else {
+        let bad = args
+            .iter()
+            .find(|a| a.to_str().is_none())
+            .map(|a| show(a))
+            .unwrap_or_default();
+        eprintln!("framescope: ctl: '{bad}' is not text\n{USAGE}");
+        return 2;
+    };
+    let (pid, request) = match text.as_slice() {
+        [pid, cmd @ ("start" | "stop" | "status")] => (*pid, cmd.to_string()),
+        [pid, "mark", label @ ..] if !label.is_empty() => (*pid, format!("mark {}", label.join(" "))),
+        _ => {
+            eprintln!("framescope: ctl: expected PID and a request\n{USAGE}");
+            return 2;
+        }
+    };
+    let Some(pid) = pid.parse::<u32>().ok().filter(|&p| p > 0) else {
+        eprintln!("framescope: ctl: '{}' is not a process id\n{USAGE}", escape(pid));
+        return 2;
+    };
+    if request.contains('\n') || request.len() > 1000 {
+        eprintln!("framescope: ctl: the request must be one line of at most 1000 bytes");
+        return 2;
+    }
+    match send(pid, &request) {
+        Ok(reply) => {
+            println!("{reply}");
+            let ok = serde_json::from_str::<serde_json::Value>(&reply).is_ok_and(|v| v["ok"] == true);
+            if !ok {
+                eprintln!("framescope: ctl: process {pid} refused '{}'", escape(&request));
+            }
+            i32::from(!ok)
+        }
+        Err(e) => {
+            eprintln!("framescope: ctl: {e}");
+            1
+        }
+    }
+}
+
+fn send(pid: u32, request: &str) -> Result<String, String> {
+    let path = framescope_core::ctl::socket_path(pid).ok_or("XDG_RUNTIME_DIR is not set to an absolute path")?;
+    let dir = path.parent().unwrap_or(&path);
+    // The same checks the app made: never talk through a directory someone else controls.
+    framescope_core::ctl::dir_is_private(dir).map_err(|e| format!("no usable control directory: {e}"))?;
+    let s = UnixStream::connect(&path).map_err(|e| {
+        format!(
+            "cannot reach process {pid} at {}: {e} (is it running under framescope, dumping, with ctl=1?)",
+            path.display()
+        )
+    })?;
+    let timeout = Some(Duration::from_secs(5));
+    s.set_read_timeout(timeout).map_err(|e| e.to_string())?;
+    s.set_write_timeout(timeout).map_err(|e| e.to_string())?;
+    (&s).write_all(format!("{request}\n").as_bytes())
+        .map_err(|e| format!("cannot send to process {pid}: {e}"))?;
+    let mut reply = String::new();
+    BufReader::new((&s).take(MAX_REPLY))
+        .read_line(&mut reply)
+        .map_err(|e| format!("no reply from process {pid}: {e}"))?;
+    let reply = reply.trim_end().to_string();
+    if reply.is_empty() {
+        return Err(format!("no reply from process {pid}"));
+    }
+    Ok(escape(&reply))
+}
