@@ -49,7 +49,7 @@ pub unsafe extern "system" fn queue_present(queue: vk::Queue, info: *const vk::P
     // --- HUD (issue 4): draw over the presented images; on success present with our
     // semaphores instead of the app's (which our submit waited).
     let mut hud = crate::hud::PresentScratch::default();
-    framescope_overlay::keys::poll_config(&crate::settings::get());
+    framescope_overlay::keys::poll_config(crate::settings::get());
     if !info.is_null() {
         // SAFETY: the app's present info, valid for this call.
         guarded(&HUD_PRESENT, || {
