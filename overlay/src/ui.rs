@@ -210,10 +210,11 @@ fn frame(s: &mut Shared, data: &HudData, opts: &HudOptions, canvas: [u32; 2], ou
                 });
             }
             if opts.frame_graph && !data.frame_graph.is_empty() {
-                let max = data.frame_graph.iter().copied().fold(0.0f32, f32::max);
+                let (top, scale) = graph_scale(&data.frame_graph, 1.0);
                 ui.plot_lines("##frame", &data.frame_graph)
                     .scale_min(0.0)
-                    .scale_max((max * 1.2).max(1.0))
+                    .scale_max(top)
+                    .overlay_text(&scale)
                     .graph_size([graph_w, graph_h])
                     .build();
             }
@@ -229,10 +230,11 @@ fn frame(s: &mut Shared, data: &HudData, opts: &HudOptions, canvas: [u32; 2], ou
                 });
             }
             if opts.gpu_graph && !data.gpu_graph.is_empty() {
-                let max = data.gpu_graph.iter().copied().fold(0.0f32, f32::max);
+                let (top, scale) = graph_scale(&data.gpu_graph, 0.1);
                 ui.plot_lines("##gpu", &data.gpu_graph)
                     .scale_min(0.0)
-                    .scale_max((max * 1.2).max(0.1))
+                    .scale_max(top)
+                    .overlay_text(&scale)
                     .graph_size([graph_w, graph_h])
                     .build();
             }
@@ -322,9 +324,27 @@ pub fn atlas_font_pixels() -> Option<f32> {
     }
 }
 
+/// A graph's top (its largest value and a fifth more, at least `floor` ms) and its scale
+/// label, drawn over the graph as `plot` labels its axes: the smallest and largest value
+/// shown, in ms. Allocates only when the HUD re-renders.
+fn graph_scale(values: &[f32], floor: f32) -> (f32, String) {
+    let (min, max) = values
+        .iter()
+        .fold((f32::MAX, 0.0f32), |(lo, hi), &v| (lo.min(v), hi.max(v)));
+    ((max * 1.2).max(floor), format!("{min:.1}-{max:.1} ms"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn graphs_are_labelled_with_their_scale() {
+        let (top, label) = graph_scale(&[16.0, 17.25, 12.5], 1.0);
+        assert_eq!(label, "12.5-17.2 ms");
+        assert!((top - 17.25 * 1.2).abs() < 1e-4);
+        assert_eq!(graph_scale(&[0.01], 0.1).0, 0.1, "the floor keeps a flat graph visible");
+    }
 
     #[test]
     fn renders_text_and_graphs_within_the_canvas() {

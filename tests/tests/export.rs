@@ -1,7 +1,7 @@
 //! `framescope export`: a real `--scene regions` dump with every draw sampled, exported to a
 //! Perfetto trace that Perfetto's own published protobuf classes decode (the PyPI `perfetto`
-//! package's `perfetto_trace_pb2`, run by tests/tests/export_perfetto.py), and to the MangoHud
-//! and PresentMon CSV layouts.
+//! package's `perfetto_trace_pb2`, run by tests/tests/export_perfetto.py), to the MangoHud
+//! and PresentMon CSV layouts, and to Parquet (read back by pyarrow, export_parquet.py).
 
 use framescope_tests::{artifacts::require_program, dump, validation, Artifacts, Sandbox, Xvfb};
 use serde_json::Value;
@@ -26,18 +26,23 @@ fn python() -> String {
 
 /// Decodes `trace` with Perfetto's protos; a missing package is a failure, never a skip.
 fn decode(sb: &Sandbox, trace: &std::path::Path) -> Value {
-    let script = sb.path("export_perfetto.py");
-    std::fs::write(&script, include_str!("export_perfetto.py")).expect("write decoder");
+    python_json(sb, "export_perfetto.py", include_str!("export_perfetto.py"), trace)
+}
+
+/// Runs the Python reader `source` on `file`; its stdout is JSON.
+fn python_json(sb: &Sandbox, name: &str, source: &str, file: &std::path::Path) -> Value {
+    let script = sb.path(name);
+    std::fs::write(&script, source).expect("write decoder");
     // Not through the sandbox: its private HOME would hide a user-level Python install.
     let out = Command::new(python())
         .arg(&script)
-        .arg(trace)
+        .arg(file)
         .output()
         .expect("start python3");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         out.status.success(),
-        "the Perfetto decoder failed ({}): {stderr}\n(PyPI packages perfetto and protobuf>=6.31.1 are needed: `cargo xtask install-deps`)",
+        "{name} failed ({}): {stderr}\n(PyPI packages perfetto, protobuf>=6.31.1 and pyarrow are needed: `cargo xtask install-deps`)",
         out.status
     );
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("decoder output: {e}: {stderr}"))
@@ -78,23 +83,67 @@ fn regions_dump_exports_to_perfetto_mangohud_and_presentmon() {
     let samples = timed_samples(&d);
     assert!(samples > 0, "the regions scene gave no timed samples");
 
-    let (trace, csv, pm) = (
+    let (trace, csv, pm, pq) = (
         sb.path("run.pftrace"),
         sb.path("mangohud.csv"),
         sb.path("presentmon.csv"),
+        sb.path("run.parquet"),
     );
     let dump_arg = path.display().to_string();
-    let (t, c, p) = (
+    let (t, c, p, q) = (
         trace.display().to_string(),
         csv.display().to_string(),
         pm.display().to_string(),
+        pq.display().to_string(),
     );
     let out = sb.run(
         &a.framescope,
-        &["export", &dump_arg, "--perfetto", &t, "--csv", &c, "--presentmon", &p],
+        &[
+            "export",
+            &dump_arg,
+            "--perfetto",
+            &t,
+            "--csv",
+            &c,
+            "--presentmon",
+            &p,
+            "--parquet",
+            &q,
+        ],
         LIMIT,
     );
     assert_eq!(out.code(), Some(0), "{}", out.describe());
+
+    // Parquet, read back by pyarrow: a row per frame, the column types, values as in the dump.
+    let v = python_json(&sb, "export_parquet.py", include_str!("export_parquet.py"), &pq);
+    assert_eq!(v["rows"], FRAMES as u64, "{v}");
+    let types = &v["types"];
+    for (col, ty) in [
+        ("dump", "string"),
+        ("exe", "string"),
+        ("device", "string"),
+        ("pid", "int64"),
+        ("frame", "int64"),
+        ("t_ns", "int64"),
+        ("cpu_frame_ns", "int64"),
+        ("gpu_busy_ns", "int64"),
+        ("draws", "int64"),
+    ] {
+        assert_eq!(types[col], ty, "column {col}: {v}");
+    }
+    for c in d.header["counters"].as_array().expect("catalogue") {
+        let name = format!("counter_{}", c["name"].as_str().unwrap());
+        assert_eq!(types[&name], "double", "column {name}: {v}");
+    }
+    let frames: Vec<Value> = d.frames.iter().map(|f| f["frame"].clone()).collect();
+    assert_eq!(v["frame"], Value::Array(frames), "{v}");
+    let busy: Vec<Value> = d.frames.iter().map(|f| f["gpu_busy_ns"].clone()).collect();
+    assert_eq!(
+        v["gpu_busy_ns"],
+        Value::Array(busy),
+        "nulls where the dump has none: {v}"
+    );
+    assert_eq!(v["dump"], serde_json::json!([dump_arg]), "{v}");
 
     let v = decode(&sb, &trace);
     assert_eq!(v["errors"], Value::Array(vec![]), "{v}");

@@ -1,6 +1,7 @@
 //! The Debian packages the demo and tests need; installed when root, else the exact command
 //! is printed and the task fails (a missing dependency is never a silent skip). Also the PyPI
-//! packages of the `framescope export --perfetto` test, installed with `python3 -m pip`.
+//! packages of the `framescope export` test (Perfetto and Parquet readers), installed with
+//! `python3 -m pip`.
 
 use std::process::Command;
 
@@ -40,10 +41,11 @@ pub const PACKAGES: &[&str] = &[
 /// tests/tests/export.rs decodes the exported trace with Perfetto's own generated protobuf
 /// classes, which the `perfetto` package ships (`perfetto_trace_pb2`); they need the protobuf
 /// runtime they were generated for (6.31.1) or a later 6.x. Debian's python3-protobuf is 3.21.
-pub const PYPI: &[&str] = &["perfetto==0.59.1", "protobuf>=6.31.1,<7"];
+/// `pyarrow` reads the `--parquet` export back (tests/tests/export_parquet.py).
+pub const PYPI: &[&str] = &["perfetto==0.59.1", "protobuf>=6.31.1,<7", "pyarrow>=14"];
 
 /// Imported by the test: when this works, nothing is installed.
-const PYPI_CHECK: &str = "import google.protobuf, perfetto.protos.perfetto.trace.perfetto_trace_pb2";
+const PYPI_CHECK: &str = "import google.protobuf, perfetto.protos.perfetto.trace.perfetto_trace_pb2, pyarrow.parquet";
 
 fn install_pypi() -> Result<(), String> {
     let python = std::env::var("FRAMESCOPE_TEST_PYTHON").unwrap_or_else(|_| "python3".into());

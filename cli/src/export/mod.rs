@@ -8,6 +8,7 @@
 //! truncated, never written through a symbolic link.
 
 mod csv;
+mod parquet;
 mod perfetto;
 mod presentmon;
 mod protobuf;
@@ -24,20 +25,25 @@ use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 const USAGE: &str = "\
-usage: framescope export DUMP (--perfetto FILE | --csv FILE | --presentmon FILE)...
+usage: framescope export DUMP (--perfetto FILE | --csv FILE | --presentmon FILE | --parquet FILE)...
 
   --perfetto FILE    Perfetto trace (open in ui.perfetto.dev): one slice per frame on a CPU
                      track, the frame's GPU samples as nested slices on one GPU track per
-                     command buffer, a counter track per counter and for gpu_busy_ns
+                     command buffer, a counter track per counter and for gpu_busy_ns, and
+                     the dump's marks as instant events
   --csv FILE         MangoHud log layout (system info lines, then one row per frame)
   --presentmon FILE  PresentMon CSV columns, one row per frame (columns framescope has no
                      value for are NA)
+  --parquet FILE     Parquet, one row per frame with the run's metadata in every row (dump,
+                     exe, pid, api, device, driver, start_unix_ns), frame times, counts and a
+                     counter_<name> column per counter: load many runs into DuckDB or Spark
 
 Output files are created or truncated (mode 0644); a symbolic link is refused.
 
 examples:
   framescope export run.jsonl --perfetto run.perfetto-trace
-  framescope export run.jsonl --csv run-mangohud.csv --presentmon run-presentmon.csv";
+  framescope export run.jsonl --csv run-mangohud.csv --presentmon run-presentmon.csv
+  framescope export run.jsonl --parquet run.parquet";
 
 /// Problems listed one per line; the rest are counted.
 const WARNINGS_SHOWN: u64 = 10;
@@ -64,6 +70,7 @@ pub struct Header {
     pub exe: Option<String>,
     pub api: Option<String>,
     pub start_ns: Option<u64>,
+    pub start_unix_ns: Option<u64>,
     pub device: Option<Device>,
     pub calibrated_timestamps: Option<bool>,
     #[serde(default)]
@@ -105,6 +112,9 @@ pub struct Frame {
     pub gpu_busy_ns: Option<u64>,
     pub gpu_span_ns: Option<u64>,
     pub gpu_begin_ns: Option<u64>,
+    pub draws: Option<u64>,
+    pub dispatches: Option<u64>,
+    pub submits: Option<u64>,
     pub swapchain: Option<Swapchain>,
     #[serde(default)]
     pub counters: Option<BTreeMap<String, Option<f64>>>,
@@ -166,6 +176,7 @@ fn parse_args(args: &[OsString]) -> Result<Option<Args>, String> {
             Some("--perfetto") => "perfetto",
             Some("--csv") => "csv",
             Some("--presentmon") => "presentmon",
+            Some("--parquet") => "parquet",
             Some(s) if s.starts_with('-') => return Err(format!("unknown option '{}'", escape(s))),
             _ if dump.is_none() => {
                 dump = Some(a.clone());
@@ -186,7 +197,7 @@ fn parse_args(args: &[OsString]) -> Result<Option<Args>, String> {
     }
     let dump = dump.ok_or("no DUMP given")?;
     if outputs.is_empty() {
-        return Err("no output: give --perfetto, --csv or --presentmon".into());
+        return Err("no output: give --perfetto, --csv, --presentmon or --parquet".into());
     }
     Ok(Some(Args { dump, outputs }))
 }
@@ -229,6 +240,7 @@ fn export(args: &Args) -> Result<(), String> {
         let sink: Box<dyn Sink> = match *format {
             "perfetto" => Box::new(perfetto::Perfetto::new(out)),
             "csv" => Box::new(csv::MangoHud::new(out)),
+            "parquet" => Box::new(parquet::Parquet::new(out, &show(&args.dump))),
             _ => Box::new(presentmon::PresentMon::new(out)),
         };
         sinks.push((path.as_os_str(), sink));

@@ -442,6 +442,9 @@ mod tests {
             gpu_busy_ns: Some(10),
             gpu_span_ns: None,
             gpu_begin_ns: None,
+            draws: None,
+            dispatches: None,
+            submits: None,
             swapchain: None,
             counters: None,
             samples: vec![
