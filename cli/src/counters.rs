@@ -8,7 +8,12 @@ const USAGE: &str = "usage: framescope counters [--gpu NAME] [--json] [--explain
   (no --gpu)          list the known GPUs and the common metrics
   --gpu NAME          list the GPU's counters: kind, unit, formula, description
   --explain COUNTER   show one counter and its resolved hardware-only expression (needs --gpu)
-  --json              print JSON instead of text";
+  --json              print JSON instead of text
+
+examples:
+  framescope counters
+  framescope counters --gpu mali-g76
+  framescope counters --gpu mali-g76 --explain JM.GPU_UTILIZATION";
 
 struct Args {
     gpu: Option<String>,

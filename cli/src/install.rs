@@ -12,6 +12,32 @@ struct Layout {
     lib_dir: PathBuf,
 }
 
+/// Usage of `install` / `uninstall`.
+fn usage(verb: &str) -> String {
+    format!(
+        "usage: framescope {verb} [--prefix DIR]
+
+{}: the implicit and explicit Vulkan layer manifests, and a copy of the layer library, under
+$XDG_DATA_HOME (default ~/.local/share) or DIR/share. Once installed, a Vulkan app loads
+framescope when FRAMESCOPE=1 is set (DISABLE_FRAMESCOPE=1 wins), or when it names
+VK_LAYER_FRAMESCOPE_overlay in VK_INSTANCE_LAYERS.
+
+examples:
+  framescope {verb}
+  framescope {verb} --prefix /opt/framescope
+  FRAMESCOPE=1 vkcube",
+        if verb == "install" { "Installs" } else { "Removes" }
+    )
+}
+
+/// `Some(exit status)` when the arguments asked for help.
+fn help(args: &[OsString], verb: &str) -> Option<i32> {
+    args.iter().any(|a| a == "-h" || a == "--help").then(|| {
+        println!("{}", usage(verb));
+        0
+    })
+}
+
 fn layout(args: &[OsString], verb: &str) -> Result<Layout, String> {
     let data = match args {
         [] => locate::data_home()?,
@@ -20,7 +46,7 @@ fn layout(args: &[OsString], verb: &str) -> Result<Layout, String> {
         [flag, dir] if flag == "--prefix" => std::path::absolute(Path::new(dir))
             .map_err(|e| format!("--prefix {}: {e}", show(dir)))?
             .join("share"),
-        _ => return Err(format!("usage: framescope {verb} [--prefix DIR]")),
+        _ => return Err(usage(verb)),
     };
     Ok(Layout {
         implicit_dir: data.join("vulkan/implicit_layer.d"),
@@ -30,6 +56,9 @@ fn layout(args: &[OsString], verb: &str) -> Result<Layout, String> {
 }
 
 pub fn install_main(args: &[OsString]) -> i32 {
+    if let Some(code) = help(args, "install") {
+        return code;
+    }
     match install(args) {
         Ok(()) => 0,
         Err(e) => {
@@ -73,6 +102,9 @@ fn install(args: &[OsString]) -> Result<(), String> {
 }
 
 pub fn uninstall_main(args: &[OsString]) -> i32 {
+    if let Some(code) = help(args, "uninstall") {
+        return code;
+    }
     let l = match layout(args, "uninstall") {
         Ok(l) => l,
         Err(e) => {

@@ -36,7 +36,18 @@ use std::process::Command;
 /// The GL shim, found next to the executable like the Vulkan layer.
 const GL_LIB: &str = "libframescope_gl.so";
 
-const USAGE: &str = "usage: framescope run [--dump PATH] [--config KEY=VALUE,...] [--] CMD ARGS...";
+const USAGE: &str = "\
+usage: framescope run [--dump PATH] [--config KEY=VALUE,...] [--] CMD ARGS...
+
+Runs CMD with framescope enabled, installing nothing: the Vulkan layer through a private
+implicit manifest, the GL shim through LD_PRELOAD. --dump sets the dump path template
+(%p pid, %n exe name, %t start time); --config takes the keys of FRAMESCOPE_CONFIG (the README
+lists them). The exit status is the app's.
+
+examples:
+  framescope run vkcube
+  framescope run --dump /tmp/%n-%p.jsonl -- glmark2 -b build
+  framescope run --config hud=0,samples=draw --dump run.jsonl -- ./game --benchmark";
 
 pub fn main(args: &[OsString]) -> i32 {
     let mut dump = None;
