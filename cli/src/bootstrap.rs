@@ -16,7 +16,7 @@ pub const RESAMPLES: usize = 2000;
 const SEED: u64 = 0x6672_616d_6573_636f;
 
 /// The change of the mean from `base` to `new`, relative to `base`'s mean, with a two-sided
-/// 95 % interval.
+/// interval.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Change {
     pub base_mean: f64,
@@ -30,8 +30,9 @@ pub struct Change {
 }
 
 /// The change from the runs `base` to the runs `new` (each run a series of per-frame values in
-/// frame order). `None` when a side has no values or a mean of zero.
-pub fn change(base: &[Vec<f64>], new: &[Vec<f64>]) -> Option<Change> {
+/// frame order), with an interval of `confidence` (0.95 for 95 %). `None` when a side has no
+/// values or a mean of zero.
+pub fn change(base: &[Vec<f64>], new: &[Vec<f64>], confidence: f64) -> Option<Change> {
     let base_mean = pooled_mean(base)?;
     let new_mean = pooled_mean(new)?;
     if base_mean == 0.0 {
@@ -51,8 +52,8 @@ pub fn change(base: &[Vec<f64>], new: &[Vec<f64>]) -> Option<Change> {
         base_mean,
         new_mean,
         change: new_mean / base_mean - 1.0,
-        low: quantile(&ratios, 0.025),
-        high: quantile(&ratios, 0.975),
+        low: quantile(&ratios, (1.0 - confidence) / 2.0),
+        high: quantile(&ratios, (1.0 + confidence) / 2.0),
         block: (bb, bn),
     })
 }
@@ -171,7 +172,7 @@ mod tests {
     fn a_known_slowdown_is_inside_a_narrow_interval() {
         let base = vec![ar1(2000, 10.0, 0.5, 1.0, 1)];
         let new = vec![ar1(2000, 11.0, 0.5, 1.0, 2)];
-        let c = change(&base, &new).unwrap();
+        let c = change(&base, &new, 0.95).unwrap();
         assert!((c.change - 0.1).abs() < 0.01, "{c:?}");
         assert!(
             c.low > 0.08 && c.high < 0.12 && c.low < c.change && c.change < c.high,
@@ -187,7 +188,7 @@ mod tests {
         for t in 0..40 {
             let base = vec![ar1(1000, 10.0, 0.9, 1.0, 100 + t)];
             let new = vec![ar1(1000, 10.0, 0.9, 1.0, 200 + t)];
-            let c = change(&base, &new).unwrap();
+            let c = change(&base, &new, 0.95).unwrap();
             covered += usize::from(c.low <= 0.0 && 0.0 <= c.high);
         }
         assert!(covered >= 34, "covered zero in {covered} of 40");
@@ -208,10 +209,10 @@ mod tests {
     fn blocks_stay_inside_runs_and_several_runs_pool() {
         let base = vec![vec![10.0; 50], vec![10.0; 70]];
         let new = vec![vec![12.0; 30], vec![12.0; 90]];
-        let c = change(&base, &new).unwrap();
+        let c = change(&base, &new, 0.95).unwrap();
         assert!((c.change - 0.2).abs() < 1e-12 && (c.low - 0.2).abs() < 1e-12, "{c:?}");
-        assert!(change(&[vec![]], &new).is_none());
-        assert!(change(&[vec![0.0; 5]], &new).is_none());
+        assert!(change(&[vec![]], &new, 0.95).is_none());
+        assert!(change(&[vec![0.0; 5]], &new, 0.95).is_none());
     }
 
     #[test]

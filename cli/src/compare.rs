@@ -1,7 +1,8 @@
 //! `framescope compare BASE NEW`: a regression gate between two runs (or two sets of runs).
 //!
 //! Each metric is a per-frame series (frame time, GPU busy time, a counter, or the GPU time of
-//! a debug-label region); its mean on each side is compared with a 95 % interval from a
+//! a debug-label region); its mean on each side is compared with an interval (99 % unless
+//! `--confidence` says otherwise) from a
 //! moving-block bootstrap ([`crate::bootstrap`]). A time metric is a regression when the whole
 //! interval lies above the threshold, so noise alone does not fail a gate; a counter, whose
 //! good direction framescope does not know, fails the gate when the interval lies wholly
@@ -27,12 +28,14 @@ exits 0 when nothing regressed, 1 when a metric regressed significantly beyond t
                       (its path, e.g. Frame/Shadows, or its last name); repeatable.
                       Default: frame_time, and gpu_busy where both sides have it
   --threshold P       the smallest change that counts, in percent (default 5%)
+  --confidence C      the interval's confidence, 80 to 99.9 percent (default 99%)
   --skip-frames N     leave out each run's first N frames (shader compiles, loading)
   --skip-seconds S    leave out each run's first S seconds
   --json              one JSON object instead of the table
 
-The statistic is the mean over frames; its change is new/base - 1. The 95 % interval comes
-from a moving-block bootstrap (2000 resamples, fixed seed, so the same dumps give the same
+The statistic is the mean over frames; its change is new/base - 1. The interval (99 % by
+default: a gate that runs on every change should rarely fail on noise) comes from a
+moving-block bootstrap (2000 resamples, fixed seed, so the same dumps give the same
 answer): blocks of consecutive frames are resampled, not single frames, because frame times
 are autocorrelated and single-frame resampling would give intervals that are too narrow. The
 block length is the larger of n^(1/3) and the lag where the frames' autocorrelation dies
@@ -93,6 +96,8 @@ struct Options {
     /// Explicit metrics: one a side lacks is an error (defaults drop gpu_busy instead).
     explicit: bool,
     threshold: f64,
+    /// Of the interval, 0 to 1.
+    confidence: f64,
     skip: Option<Skip>,
     json: bool,
     base: Vec<OsString>,
@@ -104,6 +109,7 @@ fn parse_args(args: &[OsString]) -> Result<Options, String> {
         metrics: Vec::new(),
         explicit: false,
         threshold: 0.05,
+        confidence: 0.99,
         skip: None,
         json: false,
         base: Vec::new(),
@@ -142,6 +148,19 @@ fn parse_args(args: &[OsString]) -> Result<Options, String> {
                 o.threshold = match t {
                     Some(t) if t.is_finite() && (0.0..1000.0).contains(&t) => t / 100.0,
                     _ => return Err(format!("--threshold: '{}' is not a percentage (e.g. 5%)", escape(&v))),
+                };
+            }
+            Some("--confidence") => {
+                let v = value(&mut it, "--confidence")?;
+                let c = v.strip_suffix('%').unwrap_or(&v).trim().parse::<f64>().ok();
+                o.confidence = match c {
+                    Some(c) if (80.0..=99.9).contains(&c) => c / 100.0,
+                    _ => {
+                        return Err(format!(
+                            "--confidence: '{}' is not a percentage from 80 to 99.9",
+                            escape(&v)
+                        ))
+                    }
                 };
             }
             Some("--skip-frames") => {
@@ -400,7 +419,7 @@ fn compare(o: &Options) -> Result<(Vec<Row>, Vec<String>), String> {
                 frames.1
             ));
         }
-        let Some(change) = bootstrap::change(&b, &nw) else {
+        let Some(change) = bootstrap::change(&b, &nw, o.confidence) else {
             return Err(format!("metric '{}': BASE's mean is zero", escape(m.name())));
         };
         let time_like = what != "counter";
@@ -432,15 +451,16 @@ fn render(rows: &[Row], o: &Options) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "BASE: {} run(s), NEW: {} run(s); threshold {}; 95 % intervals by moving-block bootstrap",
+        "BASE: {} run(s), NEW: {} run(s); threshold {}; {} % intervals by moving-block bootstrap",
         o.base.len(),
         o.new.len(),
-        pct(o.threshold).trim_start_matches('+')
+        pct(o.threshold).trim_start_matches('+'),
+        o.confidence * 100.0
     );
     let _ = writeln!(
         s,
         "{:<24} {:>14} {:>14} {:>9}  {:<19} {:>11}  verdict",
-        "metric", "base mean", "new mean", "change", "95 % interval", "frames"
+        "metric", "base mean", "new mean", "change", "interval", "frames"
     );
     for r in rows {
         let c = &r.change;
@@ -484,6 +504,7 @@ fn to_json(rows: &[Row], o: &Options, failed: bool) -> serde_json::Value {
         .collect();
     serde_json::json!({
         "threshold": o.threshold,
+        "confidence": o.confidence,
         "base_runs": o.base.len(),
         "new_runs": o.new.len(),
         "regression": failed,
@@ -546,6 +567,7 @@ mod tests {
             &["--threshold", "-1", "a", "b"],
             &["--skip-frames", "-3", "a", "b"],
             &["--skip-seconds", "nan", "a", "b"],
+            &["--confidence", "50", "a", "b"],
             &["--metric"],
             &["--bogus", "a", "b"],
             &["a", "--"],
