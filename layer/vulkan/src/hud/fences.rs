@@ -15,6 +15,28 @@ use ash::vk;
 const MAX_FENCES: usize = 64;
 /// App present semaphores one HUD submission can wait on; a present with more goes without HUD.
 pub const MAX_WAITS: usize = 16;
+/// Longest wait for one of our submissions before the app destroys what it uses. Bounded so
+/// no app can hang on us; long, because an app whose GPU work is that slow must still not
+/// destroy objects our work uses. VUID-vkDestroySemaphore-semaphore-01137 at mpv's exit,
+/// once, on a CI machine whose two cores ran several lavapipe apps under the validation
+/// layer, fits the former 2 s bound running out (not confirmed: the line logged below would
+/// say so). A lost device returns at once.
+const WAIT_BOUND_NS: u64 = 10_000_000_000;
+
+/// Waits (bounded) for our `fences`; says so once when the bound ran out.
+fn wait_bounded(d: &Device, fences: &[vk::Fence]) {
+    // SAFETY: fences of ours, submitted; the wait is bounded.
+    let r = unsafe { d.fns.wait_for_fences(fences, true, WAIT_BOUND_NS) };
+    if r == Err(vk::Result::TIMEOUT) {
+        static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+        if !SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
+            framescope_core::log::info(format_args!(
+                "HUD: a submission of ours was still running after {} s when the app tore down what it uses; going on",
+                WAIT_BOUND_NS / 1_000_000_000
+            ));
+        }
+    }
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Ticket {
@@ -134,8 +156,7 @@ impl FencePool {
                 continue;
             }
             if !Self::signalled(d, e.fence) {
-                // SAFETY: a fence of ours; bounded so a lost device cannot hang the app forever.
-                let _ = unsafe { d.fns.wait_for_fences(&[e.fence], true, 2_000_000_000) };
+                wait_bounded(d, &[e.fence]);
             }
             e.pending = false;
         }
@@ -147,8 +168,7 @@ impl FencePool {
             return;
         }
         let fence = self.entries[t.index as usize].fence;
-        // SAFETY: a fence of ours; bounded so a lost device cannot hang the app forever.
-        let _ = unsafe { d.fns.wait_for_fences(&[fence], true, 2_000_000_000) };
+        wait_bounded(d, &[fence]);
         self.entries[t.index as usize].pending = false;
     }
 
@@ -156,8 +176,7 @@ impl FencePool {
     pub fn destroy(&mut self, d: &Device) {
         let pending: Vec<vk::Fence> = self.entries.iter().filter(|e| e.pending).map(|e| e.fence).collect();
         if !pending.is_empty() {
-            // SAFETY: fences of ours; bounded wait at device destruction.
-            let _ = unsafe { d.fns.wait_for_fences(&pending, true, 2_000_000_000) };
+            wait_bounded(d, &pending);
         }
         for e in self.entries.drain(..) {
             // SAFETY: no longer pending (waited above).
