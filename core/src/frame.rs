@@ -148,6 +148,9 @@ pub struct FrameCounts {
     pub queues_without_timestamps: u32,
     /// Draws that got a GPU time sample (`samples=draw`: those inside the frame's draw window).
     pub draws_timed: u32,
+    /// Draws, dispatches, trace-rays, binds and barriers were not counted (Vulkan with
+    /// `command_counts` off: their counts are 0, not measured).
+    pub commands_uncounted: bool,
 }
 
 impl FrameCounts {

@@ -127,6 +127,9 @@ pub struct HudData {
     pub submits: u32,
     pub draws: u64,
     pub dispatches: u64,
+    pub render_passes: u32,
+    /// Draws and dispatches were counted (else only submissions and passes are).
+    pub commands_counted: bool,
     /// Index of the newest frame in the history.
     pub frame: Option<u64>,
     pub device: String,
@@ -172,6 +175,8 @@ impl HudData {
             self.submits = r.counts.submits;
             self.draws = r.counts.draws_total();
             self.dispatches = r.counts.dispatches_total();
+            self.render_passes = r.counts.render_passes;
+            self.commands_counted = !r.counts.commands_uncounted;
             self.resolve_counters(opts, catalogue);
             for (line, &slot) in self.counters.iter_mut().zip(&self.counter_slots) {
                 line.value = r.counters.get(slot).filter(|v| v.is_finite());

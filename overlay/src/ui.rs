@@ -240,11 +240,16 @@ fn frame(s: &mut Shared, data: &HudData, opts: &HudOptions, canvas: [u32; 2], ou
             }
             if opts.counts {
                 line(&mut |t| {
-                    let _ = write!(
-                        t,
-                        "Submits {}  Draws {}  Dispatches {}",
-                        data.submits, data.draws, data.dispatches
-                    );
+                    let _ = if data.commands_counted {
+                        write!(
+                            t,
+                            "Submits {}  Draws {}  Dispatches {}",
+                            data.submits, data.draws, data.dispatches
+                        )
+                    } else {
+                        // Vulkan counts draws only with `command_counts` (each is then intercepted).
+                        write!(t, "Submits {}  Passes {}", data.submits, data.render_passes)
+                    };
                 });
             }
             if opts.device && !data.device.is_empty() {

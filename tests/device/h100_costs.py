@@ -1,10 +1,10 @@
 """Measures framescope's cost targets on the H100; see h100-costs.sh. Prints progress and
 writes $OUT/h100-costs.json."""
-import json, os, re, resource, statistics, subprocess, time
+import json, os, re, resource, shutil, statistics, subprocess, time
 
 B = os.path.join(os.getcwd(), ".devbin")
 OUT = os.environ["OUT"]
-REPS = 3
+REPS = 5
 
 
 def log(*a):
@@ -34,6 +34,9 @@ def testapp(tag, config, frames, extra):
     if os.path.exists(dump):
         os.remove(dump)
     cmd = app if config is None else [f"{B}/framescope", "run", "--dump", dump, "--config", config, "--"] + app
+    # The same four cores for every run: unpinned, the app's CPU time per frame varied by a
+    # factor of two between identical runs (0.22-0.48 ms), which hides a 2 % target.
+    cmd = (["taskset", "-c", PIN] if shutil.which("taskset") else []) + cmd
     rc, wall, cpu, out = timed(cmd)
     m = re.search(r"testapp-result (\{.*\})", out)
     res = json.loads(m.group(1)) if m else {}
@@ -52,8 +55,14 @@ def mean_busy(frames, skip=100):
 
 
 DRAWS = ["--draws", "10000", "--width", "1920", "--height", "1080"]
-# About 1 ms a frame: long runs so that CPU time per frame is not start-up noise.
-LONG, SHORT = 3000, 500
+# About 0.3 ms a frame: long runs so that CPU time per frame is not start-up noise.
+LONG, SHORT = 5000, 1000
+PIN = "4-7"
+# Within the budget a key of the regions scene is timed about one frame in a hundred (the
+# window is 1-2 draws of 111 once the pass and label samples took their share): 30 000 frames
+# give each key a few hundred samples, so that its mean is good to about 2 %.
+REGION_FRAMES = 30000
+REGION_ALL_FRAMES = 3000
 # Every draw timed costs ~9 ms a frame: its GPU busy needs fewer frames.
 ALL_FRAMES = 600
 # H100_COSTS_QUICK=1: only the GPU-busy modes, for checking a change to the draw budget.
@@ -63,6 +72,10 @@ MODES = {
     # The defaults (GPU timing, render-pass samples, counters); headless: no HUD to draw.
     "defaults": "",
     "off": "samples=off",
+    # What the pass statistics queries cost on their own.
+    "pass_no_stats": "sample_stats=off",
+    # Every draw, dispatch, bind and barrier intercepted and counted.
+    "counted": "command_counts=1",
     "draw": "samples=draw",
     "draw_all": "samples=draw,sample_budget=100",
 }
@@ -78,14 +91,23 @@ def main():
     for rep in range(REPS):
         r = {}
         for name, cfg in MODES.items():
-            if QUICK and name in ("bare", "draw_all"):
+            if QUICK and name in ("bare", "draw_all", "counted"):
                 continue
             long = testapp(f"{name}-{rep}-long", cfg, ALL_FRAMES if name == "draw_all" else LONG, DRAWS)
             row = {"busy_ns": mean_busy(long["frames"]), "rc": long["rc"]}
-            if name in ("bare", "defaults"):
+            if name in ("bare", "defaults", "counted"):
                 short = testapp(f"{name}-{rep}-short", cfg, SHORT, DRAWS)
                 row["cpu_ms_per_frame"] = 1e3 * (long["cpu"] - short["cpu"]) / (LONG - SHORT)
                 row["wall_ms_per_frame"] = 1e3 * (long["wall"] - short["wall"]) / (LONG - SHORT)
+                # The app's own thread: what framescope adds where the app pays for it.
+                lt, st = long["result"].get("thread_cpu_ns"), short["result"].get("thread_cpu_ns")
+                row["thread_cpu_ms_per_frame"] = lt and st and (lt - st) / 1e6 / (LONG - SHORT)
+                # User-space instructions of the app's thread: steady where CPU time is not.
+                li, si = long["result"].get("thread_instructions"), short["result"].get("thread_instructions")
+                row["thread_instructions_per_frame"] = li and si and (li - si) / (LONG - SHORT)
+                lr, sr = long["result"].get("record_ns"), short["result"].get("record_ns")
+                row["record_us_per_frame"] = lr and sr and (lr - sr) / 1e3 / (LONG - SHORT)
+                row["cmd_draw_owner"] = long["result"].get("cmd_draw_owner")
             if name == "draw":
                 fr = long["frames"]
                 seen, done = set(), None
@@ -99,6 +121,9 @@ def main():
                 # The budget's own view: baseline frames (no window) against window frames, and
                 # its overhead estimate.
                 base = [f["gpu_busy_ns"] for f in fr[200:] if f.get("draw_window") and f["draw_window"]["count"] == 0 and f["gpu_busy_ns"]]
+                # Baseline frames take no sample of ours at all (the budget covers the whole mode).
+                row["baseline_frames_with_samples"] = sum(1 for f in fr[200:] if f.get("draw_window") and f["draw_window"]["count"] == 0 and f["samples"])
+                row["window_counts_after_settling"] = sorted(set(counts))
                 win = [f["gpu_busy_ns"] for f in fr[200:] if f.get("draw_window") and f["draw_window"]["count"] > 0 and f["gpu_busy_ns"]]
                 est = [f["draw_window"]["overhead_ns"] for f in fr[200:] if f.get("draw_window") and f["draw_window"]["count"] > 0 and f["draw_window"]["overhead_ns"] is not None]
                 row["baseline_frames_busy_ns"] = statistics.mean(base) if base else None
@@ -123,8 +148,8 @@ def main():
     # Per-draw aggregates on the known-answer scene: the budgeted run's per-key means against
     # every draw timed, from the summaries' draws_top and from the frame records.
     reg = ["--scene", "regions", "--width", "1920", "--height", "1080"]
-    a = testapp("regions-budget", "samples=draw", LONG, reg)
-    b = testapp("regions-all", "samples=draw,sample_budget=100", LONG, reg)
+    a = testapp("regions-budget", "samples=draw", REGION_FRAMES, reg)
+    b = testapp("regions-all", "samples=draw,sample_budget=100", REGION_ALL_FRAMES, reg)
 
     def key_means(run):
         acc = {}
@@ -132,14 +157,19 @@ def main():
             for s in f["samples"]:
                 if s["scope"] == "draw" and s["gpu_ns"] is not None:
                     acc.setdefault((s["label"], s["cmdbuf"], s["draw"]), []).append(s["gpu_ns"])
-        return {k: sum(v) / len(v) for k, v in acc.items()}
+        return {k: sum(v) / len(v) for k, v in acc.items()}, min((len(v) for v in acc.values()), default=0)
 
-    ma, mb = key_means(a), key_means(b)
+    (ma, na), (mb, nb) = key_means(a), key_means(b)
     rel = sorted(abs(ma[k] / mb[k] - 1) for k in ma if k in mb and mb[k] > 0)
     ta = {(d["label"], d["cmdbuf"], d["draw"]): d["mean_ns"] for d in (a["summary"] or {}).get("draws_top", [])}
     tb = {(d["label"], d["cmdbuf"], d["draw"]): d["mean_ns"] for d in (b["summary"] or {}).get("draws_top", [])}
     top_rel = sorted(abs(ta[k] / tb[k] - 1) for k in ta if k in tb and tb[k] > 0)
+    wc = [f["draw_window"]["count"] for f in a["frames"][100:] if f.get("draw_window")]
     res["regions"] = {
+        "frames": REGION_FRAMES, "all_frames": REGION_ALL_FRAMES,
+        "window_count_median": statistics.median(wc) if wc else None,
+        "busy_budget_ns": mean_busy(a["frames"]), "busy_all_ns": mean_busy(b["frames"]),
+        "samples_per_key_min": [na, nb],
         "keys_budget": len(ma), "keys_all": len(mb),
         "draw_keys_summary": [(a["summary"] or {}).get("draw_keys"), (b["summary"] or {}).get("draw_keys")],
         "per_key_mean_rel_diff": {"median": rel[len(rel) // 2], "p90": rel[int(len(rel) * 0.9)], "max": rel[-1]} if rel else None,
@@ -161,7 +191,7 @@ def main():
     # glxgears' rate through Xvfb varies by a factor of two between runs (the X server copies
     # every frame on the CPU): many short interleaved runs, compared by their medians.
     gl = {"bare": [], "framescope": [], "mangohud": []}
-    for rep in range(7):
+    for rep in range(5):
         gl["bare"].append(gears_run("bare", [], {}))
         gl["framescope"].append(gears_run("framescope", [f"{B}/framescope", "run", "--dump", "/tmp/gears-%p.jsonl", "--"], {}))
         gl["mangohud"].append(gears_run("mangohud", [], {"MANGOHUD": "1", "LD_PRELOAD": os.environ["MANGOHUD_GL_PRELOAD"]}))

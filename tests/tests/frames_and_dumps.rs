@@ -28,8 +28,11 @@ fn vkcube_500_frames_give_a_complete_valid_dump() {
         (0..500).collect::<Vec<u64>>(),
         "frames 0..499 without gaps"
     );
+    // Defaults do not intercept draws to count them (`command_counts`), and say so.
+    assert_eq!(d.header["command_counts"], false, "{}", d.header);
+    assert!(d.frames.iter().all(|f| f["draws"] == 0), "draws counted by default");
     for f in &d.frames {
-        if f["draws"].as_u64().unwrap() > 0 {
+        if f["submits"].as_u64().unwrap() > 0 {
             assert!(
                 f["gpu_busy_ns"].as_u64().is_some_and(|b| b > 0),
                 "frame with draws but no GPU time: {f}"
@@ -60,6 +63,7 @@ fn present_to_present_time_agrees_with_the_app_within_one_percent() {
     let path = sb.path("app.jsonl");
     sb.display(&x)
         .with_validation()
+        .set("FRAMESCOPE_CONFIG", "command_counts=1")
         .set("FRAMESCOPE_DUMP", path.display().to_string());
     let app = a.testapp.display().to_string();
     let out = sb.run_under_framescope(&a, &app, &["--frames", "300", "--draws", "50"], LIMIT);
@@ -114,6 +118,7 @@ fn reused_and_resubmitted_command_buffers_get_gpu_time_every_frame() {
         let path = sb.path("app.jsonl");
         sb.display(&x)
             .with_validation()
+            .set("FRAMESCOPE_CONFIG", "command_counts=1")
             .set("FRAMESCOPE_DUMP", path.display().to_string());
         let out = sb.run_under_framescope(&a, &app, args, LIMIT);
         assert_eq!(out.code(), Some(0), "{tag}: {}", out.describe());
@@ -210,7 +215,9 @@ fn offscreen_app_gets_frames_through_the_emulated_frame_boundary_extension() {
     let a = Artifacts::get();
     let mut sb = Sandbox::new("boundary");
     let path = sb.path("headless.jsonl");
-    sb.with_validation().set("FRAMESCOPE_DUMP", path.display().to_string());
+    sb.with_validation()
+        .set("FRAMESCOPE_CONFIG", "command_counts=1")
+        .set("FRAMESCOPE_DUMP", path.display().to_string());
     let app = a.testapp.display().to_string();
     let args = ["--headless", "--frame-boundary", "--frames", "50", "--draws", "20"];
     // Without framescope the driver (lavapipe) does not offer the extension at all.
@@ -257,7 +264,10 @@ fn gpu_timing_off_gives_frames_without_gpu_time_or_samples() {
     let path = sb.path("vkcube.jsonl");
     sb.display(&x)
         .with_validation()
-        .set("FRAMESCOPE_CONFIG", "gpu_timing=0,samples=draw,log=debug")
+        .set(
+            "FRAMESCOPE_CONFIG",
+            "gpu_timing=0,samples=draw,command_counts=1,log=debug",
+        )
         .set("FRAMESCOPE_DUMP", path.display().to_string());
     let out = sb.run_under_framescope(&a, "vkcube", &["--c", "120"], LIMIT);
     assert_eq!(out.code(), Some(0), "{}", out.describe());
@@ -282,5 +292,43 @@ fn gpu_timing_off_gives_frames_without_gpu_time_or_samples() {
             f["samples"].as_array().is_none_or(|s| s.is_empty()),
             "samples without GPU timing: {f}"
         );
+    }
+}
+
+/// Counting draws means intercepting each (about 12 ns a draw on the H100), so by default the
+/// app's `vkCmdDraw` is the next layer's own and framescope is not on the draw path at all;
+/// `command_counts=1` puts it there and the frames count the draws.
+#[test]
+fn draws_are_intercepted_only_when_counted() {
+    let a = Artifacts::get();
+    let ours = a.vk_layer.file_name().unwrap().to_string_lossy().into_owned();
+    let app = a.testapp.display().to_string();
+    for (tag, config, intercepted) in [("draws-passed", "", false), ("draws-counted", "command_counts=1", true)] {
+        let mut sb = Sandbox::new(tag);
+        let path = sb.path("app.jsonl");
+        sb.with_validation()
+            .set("FRAMESCOPE_CONFIG", config)
+            .set("FRAMESCOPE_DUMP", path.display().to_string());
+        let out = sb.run_under_framescope(&a, &app, &["--headless", "--frames", "20", "--draws", "30"], LIMIT);
+        assert_eq!(out.code(), Some(0), "{tag}: {}", out.describe());
+        validation::assert_clean(tag, &out.combined());
+        let line = out.lines_with("testapp-result ").pop().expect("result line");
+        let r: serde_json::Value = serde_json::from_str(line.trim_start_matches("testapp-result ")).unwrap();
+        let owner = r["cmd_draw_owner"].as_str().expect("cmd_draw_owner");
+        assert_eq!(
+            owner == ours,
+            intercepted,
+            "{tag}: vkCmdDraw is {owner}'s (ours: {ours})"
+        );
+        let d = dump::read(&path);
+        assert_eq!(d.header["command_counts"], intercepted, "{tag}");
+        let draws = if intercepted { 30 } else { 0 };
+        assert!(
+            d.frames.iter().all(|f| f["draws"] == draws),
+            "{tag}: draws {:?}",
+            d.u64s("draws")
+        );
+        // Render passes are counted either way: their hooks take the pass samples.
+        assert!(d.frames.iter().all(|f| f["render_passes"] == 1), "{tag}");
     }
 }

@@ -449,13 +449,16 @@ fn run_draws(tag: &str, draws: u32, frames: u32, config: &str) -> dump::Dump {
     dump::read(&path)
 }
 
-/// Within the budget every frame accounts for all its draws (timed + not timed), its timed
-/// draws are exactly the window's positions, no sample is dropped, and the window moves on by
-/// its length every frame, wrapping at the draw count, so every position comes round.
+/// Within the budget every frame of 10 000 draws accounts for all its draws (timed + not
+/// timed), its timed draws are exactly the window's positions, no sample is dropped, the
+/// window moves on by its length every frame, wrapping at the draw count, so every position
+/// comes round within `ceil(draws / count)` frames plus baselines, and baseline frames take no
+/// sample at all.
 #[test]
 fn budgeted_draw_windows_account_for_every_draw_and_move_across_frames() {
-    const DRAWS: u64 = 2000;
-    let d = run_draws("draw-window", DRAWS as u32, 120, "sample_budget=3");
+    const DRAWS: u64 = 10_000;
+    const FRAMES: u64 = 700;
+    let d = run_draws("draw-window", DRAWS as u32, FRAMES as u32, "sample_budget=3");
     let counts: Vec<&Value> = d.frames.iter().map(|f| &f["draw_window"]["count"]).collect();
     assert_eq!(
         d.summary.as_ref().unwrap()["dropped_samples"],
@@ -465,6 +468,10 @@ fn budgeted_draw_windows_account_for_every_draw_and_move_across_frames() {
     let mut prev: Option<(u64, u64)> = None;
     let mut baselines = 0;
     let mut covered = vec![false; DRAWS as usize];
+    // From frame 1 on (frame 0 times every draw): frames until every position was timed once,
+    // and the smallest window count on the way.
+    let (mut cumulative, mut covered_after, mut min_count) = (0u64, None, u64::MAX);
+    let mut round = vec![false; DRAWS as usize];
     for f in &d.frames {
         assert_eq!(f["draws"].as_u64(), Some(DRAWS), "{f}");
         let w = &f["draw_window"];
@@ -486,6 +493,23 @@ fn budgeted_draw_windows_account_for_every_draw_and_move_across_frames() {
         }
         if count == 0 {
             baselines += 1;
+            assert!(
+                f["samples"].as_array().is_none_or(|a| a.is_empty()),
+                "a baseline frame takes no samples: {f}"
+            );
+        }
+        let frame = f["frame"].as_u64().unwrap();
+        if frame >= 1 && covered_after.is_none() {
+            for &i in &timed {
+                round[i as usize] = true;
+            }
+            cumulative += count.min(DRAWS);
+            if count > 0 {
+                min_count = min_count.min(count);
+            }
+            if round.iter().all(|&c| c) {
+                covered_after = Some(frame);
+            }
         }
         // The window a frame records with follows from the previous one's.
         if let (Some((pf, pc)), true) = (prev, of == DRAWS) {
@@ -495,16 +519,27 @@ fn budgeted_draw_windows_account_for_every_draw_and_move_across_frames() {
         prev = Some((first, count));
     }
     assert!(
-        (6..=8).contains(&baselines),
+        (40..=44).contains(&baselines),
         "every 16th frame is a baseline: {baselines}"
     );
-    // On lavapipe a timestamp costs a rasteriser scene, so the window is small; what it covered
-    // is the first `sum of counts` positions, in order.
-    let n = covered.iter().take_while(|&&c| c).count();
-    assert!(
-        n > 0 && covered[n..].iter().all(|&c| !c) || n == DRAWS as usize,
-        "covered a prefix: {n}"
-    );
+    // Every position comes round once the windows' counts add up to the draws, and no later
+    // than `ceil(draws / count)` frames plus one baseline in 16. On lavapipe the count settles
+    // from noisy measurements, so how far round 700 frames get varies; the order is fixed.
+    if cumulative >= DRAWS {
+        let frames = covered_after.expect("every position timed once the counts add up to the draws");
+        let bound = DRAWS.div_ceil(min_count);
+        assert!(
+            frames <= bound + bound / 15 + 1,
+            "covered after {frames} frames, bound {bound} + baselines"
+        );
+    } else {
+        let n = round.iter().take_while(|&&c| c).count() as u64;
+        assert_eq!(
+            n, cumulative,
+            "the first positions, in order, as far as the counts reach"
+        );
+    }
+    println!("window counts from {min_count}; every draw timed after frame {covered_after:?}");
     let last = d.frames.last().unwrap();
     assert!(
         last["draw_window"]["overhead_ns"].as_u64().is_some(),

@@ -84,6 +84,10 @@ fn run(x: &Xvfb, app: &App, framescope: bool, with_validation: bool) -> (Outcome
     let mut sb = Sandbox::new(&tag);
     let path = sb.path("dump.jsonl");
     sb.display(x).set("FRAMESCOPE_DUMP", path.display().to_string());
+    if app.draws.is_some() {
+        // Draws are counted only when asked for (each is then intercepted).
+        sb.set("FRAMESCOPE_CONFIG", "command_counts=1");
+    }
     for (k, v) in app.env {
         sb.set(k, v);
     }
@@ -339,6 +343,7 @@ fn the_dump_header_names_the_layers_above_framescope() {
         sb.display(&x)
             .with_validation()
             .set("MANGOHUD", "1")
+            .set("FRAMESCOPE_CONFIG", "command_counts=1")
             .set("FRAMESCOPE_DUMP", path.display().to_string());
         let out = match explicit {
             None => sb.run_under_framescope(&a, "vkcube", &["--c", "20"], LIMIT),

@@ -47,7 +47,7 @@ fn glxgears_on_zink_gets_one_dump_one_hud_and_exits_as_bare() {
         .set(
             "FRAMESCOPE_CONFIG",
             format!(
-                "log=debug,screenshot=60,screenshot_path={}/shot-%p-%N.png",
+                "log=debug,command_counts=1,screenshot=60,screenshot_path={}/shot-%p-%N.png",
                 shots.display()
             ),
         );

@@ -122,6 +122,10 @@ pub struct Header {
     /// The collector's board: the writer thread waits (bounded) for its catalogue and
     /// `unavailable` list before it writes the header, so the app's thread never does.
     pub counter_board: Option<std::sync::Arc<crate::counters::CounterBoard>>,
+    /// Every recorded draw, dispatch, trace-rays command, pipeline bind and barrier was
+    /// counted: the frames' counts of them are 0 when not (Vulkan with `command_counts`
+    /// off).
+    pub command_counts: bool,
     /// Free extra top-level fields (e.g. `"device_create_fallback": true`). A name that
     /// collides with a standard field is dropped.
     pub extra: Map<String, Json>,
@@ -138,6 +142,7 @@ impl Header {
             counter_sources: Vec::new(),
             unavailable: Vec::new(),
             counter_board: None,
+            command_counts: true,
             extra: Map::new(),
         }
     }
@@ -173,6 +178,7 @@ struct HeaderLine<'a> {
     /// submission intervals) or `span` (GL: one timestamp pair around the frame, idle gaps
     /// included).
     gpu_time: &'static str,
+    command_counts: bool,
     device: Option<Json>,
     timestamp_period: Option<f64>,
     config: &'a Json,
@@ -197,6 +203,7 @@ const HEADER_FIELDS: &[&str] = &[
     "queue_capacity",
     "api",
     "gpu_time",
+    "command_counts",
     "device",
     "timestamp_period",
     "config",
@@ -223,6 +230,7 @@ pub(crate) fn write_header(out: &mut Vec<u8>, h: &Header, p: &ProcessFacts) {
         queue_capacity: p.queue_capacity,
         api: h.api,
         gpu_time: h.api.gpu_time(),
+        command_counts: h.command_counts,
         device: h.device.as_ref().map(DeviceInfo::to_json),
         timestamp_period: h.timestamp_period,
         config: &h.config,

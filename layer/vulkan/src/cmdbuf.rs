@@ -90,12 +90,11 @@ pub unsafe extern "system" fn begin_command_buffer(
             };
             // SAFETY: the app's valid begin info (and inheritance info for secondaries).
             let (simultaneous, inherited) = unsafe { begin_flags(&d, &*info, st.primary) };
-            let (window, max_draws) = d
-                .samples
-                .as_ref()
-                .map_or(((0, u32::MAX), 0), |s| (s.window.current(), s.window.max_draws()));
+            let (window, quiet, max_draws) = d.samples.as_ref().map_or(((0, u32::MAX), false, 0), |s| {
+                (s.window.current(), s.window.quiet(), s.window.max_draws())
+            });
             let mut rec = st.rec.lock();
-            rec.restart(st.primary, simultaneous, inherited, window, max_draws);
+            rec.restart(st.primary, simultaneous, inherited, window, quiet, max_draws);
             rec.on_begin(&d, cb, level);
         });
     }

@@ -225,6 +225,16 @@ macro_rules! counting_hooks {
             }
         )*
 
+        /// What the counting hook for a command name counts, if there is one.
+        pub fn counted_by(name: &[u8]) -> Option<Counted> {
+            $(
+                if name == stringify!($slot).as_bytes() {
+                    return Some($what);
+                }
+            )*
+            None
+        }
+
         /// Our hook for a command name, if it is one of the counting hooks.
         pub fn hook_for(name: &[u8]) -> vk::PFN_vkVoidFunction {
             $(
@@ -277,6 +287,24 @@ counting_hooks! {
     cmd_pipeline_barrier, vkCmdPipelineBarrier: fn(s: vk::PipelineStageFlags, t: vk::PipelineStageFlags, f: vk::DependencyFlags, mc: u32, m: *const vk::MemoryBarrier<'static>, bc: u32, b: *const vk::BufferMemoryBarrier<'static>, ic: u32, im: *const vk::ImageMemoryBarrier<'static>) => Counted::Barrier, |_: &Device| Sampled::None;
     cmd_pipeline_barrier2, vkCmdPipelineBarrier2: fn(i: *const vk::DependencyInfo<'static>) => Counted::Barrier, |_: &Device| Sampled::None;
     cmd_pipeline_barrier2_khr, vkCmdPipelineBarrier2KHR: fn(i: *const vk::DependencyInfo<'static>) => Counted::Barrier, |_: &Device| Sampled::None;
+}
+
+/// Whether the app gets the next layer's command for `name` instead of our counting hook:
+/// the device does not count commands and sampling needs nothing from this one. Draws,
+/// dispatches, trace-rays and barriers sample nothing below draw level (and draw level counts);
+/// a pipeline bind matters only where our statistics wait for one.
+pub fn passed_through(d: &Device, name: &[u8]) -> bool {
+    if d.count_commands {
+        return false;
+    }
+    match counted_by(name) {
+        Some(Counted::PipelineBind) => !d
+            .samples
+            .as_ref()
+            .is_some_and(|s| s.stats_after_bind && s.stats.is_some()),
+        Some(c) => !c.samples_below_draw_level(),
+        None => false,
+    }
 }
 
 /// Secondaries' counts join the primary that executes them.

@@ -60,6 +60,10 @@ pub struct Device {
     pub sample_fns: SampleFns,
     /// `None` with `samples=off` or when the query pools could not be made.
     pub samples: Option<SampleState>,
+    /// Every recorded draw, dispatch, trace-rays, bind and barrier is intercepted and counted
+    /// (`Config::counts_commands`); otherwise the app gets the next layer's commands for
+    /// those that sampling does not need, and pays nothing for them.
+    pub count_commands: bool,
     pub augment: DeviceAugment,
     pub properties: vk::PhysicalDeviceProperties,
     pub queue_families: Vec<vk::QueueFamilyProperties>,
@@ -177,6 +181,7 @@ impl Device {
             cmd_fns,
             sample_fns,
             samples,
+            count_commands: cfg.counts_commands(),
             augment,
             properties,
             queue_families,

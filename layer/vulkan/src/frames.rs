@@ -42,8 +42,15 @@ impl FrameState {
 
     /// Closes the open frame with `record` (CPU part; counts are taken from the state), ends
     /// the draw window of the frame and sets the next one.
-    pub fn close(&mut self, mut record: FrameRecord, window: Option<&crate::samples::budget::DrawWindow>) {
+    /// `counted`: whether the device counts draws and the like (`Device::count_commands`).
+    pub fn close(
+        &mut self,
+        mut record: FrameRecord,
+        window: Option<&crate::samples::budget::DrawWindow>,
+        counted: bool,
+    ) {
         record.counts = std::mem::take(&mut self.counts);
+        record.counts.commands_uncounted = !counted;
         if let Some(w) = window.filter(|_| self.budget.active()) {
             let frame = self.session.assembler_ref().open_frame();
             let (first, count) = w.current();

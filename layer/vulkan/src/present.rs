@@ -93,7 +93,7 @@ pub fn end_frame(d: &Device, record: FrameRecord) {
         .as_ref()
         .filter(|s| s.level == crate::samples::Level::Draw)
         .map(|s| &s.window);
-    frames.close(record, window);
+    frames.close(record, window, d.count_commands);
 }
 
 /// Starts the process's dump for this device if the config asks for one and no other device
@@ -111,6 +111,7 @@ pub fn start_dump(d: &Device) {
 fn header(d: &Device) -> Header {
     let p = &d.properties;
     let mut h = Header::new(Api::Vulkan);
+    h.command_counts = d.count_commands;
     let mut info = DeviceInfo {
         name: d.name(),
         vendor_id: p.vendor_id,

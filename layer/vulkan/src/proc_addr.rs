@@ -150,6 +150,10 @@ pub fn get_device_proc_addr(dev: vk::Device, name: *const c_char) -> vk::PFN_vkV
         if hidden_from_app(&d, n.to_bytes()) {
             return None;
         }
+        if commands::passed_through(&d, n.to_bytes()) {
+            // SAFETY: querying a command name of a live device.
+            return unsafe { (d.next_gdpa)(dev, name) };
+        }
         match device_hook(n.to_bytes()) {
             Some(f) => d.next_has(n).then_some(f),
             // SAFETY: querying a command name of a live device.

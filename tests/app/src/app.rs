@@ -171,6 +171,7 @@ impl App {
             headless: args.headless,
             multiview: args.multiview,
             render_pass: args.render_pass,
+            cmd_draw_owner: crate::report::owner_of(gpu.device.fp_v1_0().cmd_draw as *const libc::c_void),
             ..Report::default()
         };
         // Assemble first so that any later error drops a complete App.
@@ -253,6 +254,7 @@ impl App {
             }
         }
         self.report.frames = frame;
+        self.report.thread_cpu_ns = crate::report::thread_cpu_ns();
         // SAFETY: live device; everything is torn down (in Drop) only after this.
         unsafe { self.gpu.device.device_wait_idle()? };
         Ok(std::mem::take(&mut self.report))

@@ -31,9 +31,11 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let instructions = report::InstructionCounter::start();
     let result = app::App::new(&args).and_then(|a| a.run());
     match result {
-        Ok(report) => {
+        Ok(mut report) => {
+            report.thread_instructions = instructions.read();
             println!("{}", report.line());
             ExitCode::SUCCESS
         }

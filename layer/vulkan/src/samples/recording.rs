@@ -103,6 +103,8 @@ pub struct Recording {
     pub draws: u32,
     /// The draw window this recording times (`budget::timed`).
     window: (u32, u32),
+    /// Part of a baseline frame of the draw budget: no samples of ours at all.
+    pub quiet: bool,
     /// Samples not taken (no free block, app query in the way).
     pub skipped: u32,
 }
@@ -110,16 +112,19 @@ pub struct Recording {
 impl Recording {
     /// Starts a new recording (vkBeginCommandBuffer); `inherited_views` is the view count of
     /// the subpass a secondary continues.
-    /// `window` is the draw window and `max_draws` the most draws a recording has had.
+    /// `window` is the draw window, `quiet` whether the recording belongs to a baseline frame
+    /// (`budget::DrawWindow::quiet`), and `max_draws` the most draws a recording has had.
     pub fn restart(
         &mut self,
         primary: bool,
         simultaneous: bool,
         inherited_views: Option<u8>,
         window: (u32, u32),
+        quiet: bool,
         max_draws: u32,
     ) {
         self.window = window;
+        self.quiet = quiet;
         // Room for every draw position up front: the window moves across frames and its count
         // may change with the workload, so a recording would otherwise grow its events the
         // first time a larger window reaches its densest part, long into steady state.
@@ -189,6 +194,9 @@ impl Recording {
     }
 
     fn timestamp(&mut self, d: &Device, cb: vk::CommandBuffer, stage: vk::PipelineStageFlags) -> Option<SlotRef> {
+        if self.quiet {
+            return None;
+        }
         if !self.can_query() {
             self.skipped += 1;
             return None;
@@ -212,7 +220,12 @@ impl Recording {
     }
 
     fn begin_stats(&mut self, d: &Device, cb: vk::CommandBuffer) -> Option<SlotRef> {
-        if !self.can_query() || self.app_stats_active > 0 || self.our_stats.is_some() || self.stats_wait_for_bind(d) {
+        if self.quiet
+            || !self.can_query()
+            || self.app_stats_active > 0
+            || self.our_stats.is_some()
+            || self.stats_wait_for_bind(d)
+        {
             return None;
         }
         let s = self.alloc(d, Kind::Stats)?;
@@ -375,7 +388,11 @@ impl Recording {
             Some(Event::Draw { end, .. }) if self.can_query() => Some(*end),
             _ => None,
         };
-        let begin = shared.or_else(|| self.timestamp(d, cb, vk::PipelineStageFlags::TOP_OF_PIPE));
+        // Otherwise the begin waits for the work before the draw to complete, as a shared one
+        // does: a top-of-pipe begin would count the tail of the untimed draws still running
+        // into the first draw of each window (on the H100's regions scene, per-draw means off
+        // by up to 15 % against timing every draw).
+        let begin = shared.or_else(|| self.timestamp(d, cb, vk::PipelineStageFlags::BOTTOM_OF_PIPE));
         let draw_stats = d.samples.as_ref().is_some_and(|s| s.draw_stats);
         let stats = begin.filter(|_| draw_stats).and_then(|_| self.begin_stats(d, cb));
         forward();

@@ -259,6 +259,10 @@ impl Pending {
                 Event::LabelEnd { ts: x } => {
                     let label = path(labels);
                     let Some(open) = labels.pop() else { continue };
+                    if rec.quiet && x.is_none() && open.begin.is_none() {
+                        // A region wholly inside a baseline recording: not sampled, by design.
+                        continue;
+                    }
                     let end = x.map(|x| ts(self, x));
                     let begin = open.begin.as_ref().map(|(b, i)| (pin(&mut self.ts_pins, b), *i));
                     let begin_rec = match open.rec {
