@@ -144,6 +144,9 @@ fn regions_dump_exports_to_perfetto_mangohud_and_presentmon() {
         "nulls where the dump has none: {v}"
     );
     assert_eq!(v["dump"], serde_json::json!([dump_arg]), "{v}");
+    // samples=draw counts draws: vkcube's one a frame.
+    assert_eq!(d.header["command_counts"], true, "{}", d.header);
+    assert_eq!(v["draws"], serde_json::json!([1]), "{v}");
 
     let v = decode(&sb, &trace);
     assert_eq!(v["errors"], Value::Array(vec![]), "{v}");

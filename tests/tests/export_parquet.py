@@ -13,6 +13,7 @@ print(json.dumps({
     "types": schema,
     "frame": col("frame"),
     "gpu_busy_ns": col("gpu_busy_ns"),
+    "draws": sorted(set(col("draws")), key=lambda v: (v is None, v)),
     "dump": sorted(set(col("dump"))),
     "exe": sorted(set(col("exe"))),
 }))

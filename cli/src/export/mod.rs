@@ -73,6 +73,8 @@ pub struct Header {
     pub start_unix_ns: Option<u64>,
     pub device: Option<Device>,
     pub calibrated_timestamps: Option<bool>,
+    /// False when draws and dispatches were not counted (their frame fields are 0 then).
+    pub command_counts: Option<bool>,
     #[serde(default)]
     pub counters: Vec<CounterEntry>,
 }
@@ -319,6 +321,7 @@ impl<'n> Reader<'n> {
     ) -> Result<Stats, String> {
         let mut lines = Lines::new(input, give_up);
         let mut header_seen = false;
+        let mut uncounted = false;
         let mut last_frame: Option<u64> = None;
         // A line that did not parse is reported once the next one is read: the last line of
         // a dump cut short by a kill is only a truncated record, which readers ignore.
@@ -362,6 +365,7 @@ impl<'n> Reader<'n> {
                 Some("header") => match serde_json::from_slice::<Header>(text) {
                     Ok(h) => {
                         header_seen = true;
+                        uncounted = h.command_counts == Some(false);
                         if let Some(s) = h.schema.as_deref().filter(|&s| s != framescope_core::SCHEMA_ID) {
                             eprintln!(
                                 "framescope export: {}:{n}: schema is {}; this framescope reads {}",
@@ -375,7 +379,7 @@ impl<'n> Reader<'n> {
                     Err(e) => return Err(format!("{}:{n}: unreadable header: {e}", self.name)),
                 },
                 Some("frame") => 'frame: {
-                    let f = match serde_json::from_slice::<Frame>(text) {
+                    let mut f = match serde_json::from_slice::<Frame>(text) {
                         Ok(f) => f,
                         Err(e) => {
                             self.warn(n, &format!("unreadable frame record ({e})"));
@@ -396,6 +400,11 @@ impl<'n> Reader<'n> {
                     }
                     last_frame = Some(f.frame);
                     self.stats.frames += 1;
+                    if uncounted {
+                        // Zeros there mean "not counted": exported as unknown, not as none.
+                        f.draws = None;
+                        f.dispatches = None;
+                    }
                     emit(Event::Frame(&f))?;
                 }
                 Some("summary") => {}
@@ -477,6 +486,32 @@ not json
         assert!(e.starts_with("d.jsonl:") && e.contains("no readable record"), "{e}");
         let e = read("{\"type\":\"header\",\"counters\":7}\n", GIVE_UP).unwrap_err();
         assert!(e.starts_with("d.jsonl:1: unreadable header"), "{e}");
+    }
+
+    #[test]
+    fn uncounted_draws_are_exported_as_unknown() {
+        let draws = |d: &str| {
+            let mut out = Vec::new();
+            Reader::new("d.jsonl")
+                .run(d.as_bytes(), GIVE_UP, &mut |e| {
+                    if let Event::Frame(f) = e {
+                        out.push((f.draws, f.dispatches));
+                    }
+                    Ok(())
+                })
+                .unwrap();
+            out
+        };
+        let frame = "{\"type\":\"frame\",\"frame\":0,\"t_ns\":1,\"draws\":0,\"dispatches\":0}\n";
+        let off = format!("{{\"type\":\"header\",\"command_counts\":false}}\n{frame}");
+        assert_eq!(draws(&off), [(None, None)]);
+        // Counted (or a dump from before the field): 0 is 0.
+        let on = format!("{{\"type\":\"header\",\"command_counts\":true}}\n{frame}");
+        assert_eq!(draws(&on), [(Some(0), Some(0))]);
+        assert_eq!(
+            draws(&format!("{{\"type\":\"header\"}}\n{frame}")),
+            [(Some(0), Some(0))]
+        );
     }
 
     #[test]

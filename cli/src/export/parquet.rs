@@ -7,7 +7,8 @@
 //! `start_unix_ns` (the run), `frame`, `t_ns`, `cpu_frame_ns`, `gpu_busy_ns`, `gpu_span_ns`,
 //! `draws`, `dispatches`, `submits` (the frame; nanoseconds as INT64), and
 //! `counter_<name>` (DOUBLE) for every counter of the header's catalogue. Every column but
-//! `frame` and `t_ns` is nullable: null where the dump has no value.
+//! `frame` and `t_ns` is nullable: null where the dump has no value, and `draws` and
+//! `dispatches` where the header says they were not counted (`command_counts: false`).
 
 use super::{Frame, Header, Sink};
 use ::parquet::basic::{Compression, LogicalType, Repetition, Type as Physical};

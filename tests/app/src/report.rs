@@ -194,7 +194,8 @@ mod tests {
         let line = r.line();
         assert!(line.starts_with("testapp-result {\"frames\":3,"));
         assert!(line.contains("\"mean_present_interval_ns\":null"));
-        assert!(line.contains("\"multiview\":false,\"render_pass\":false}"));
+        assert!(line.contains("\"multiview\":false,\"render_pass\":false,"));
+        assert!(line.contains("\"thread_instructions\":null,\"cmd_draw_owner\":\"\"}"));
         assert!(line.ends_with('}'));
     }
 }
