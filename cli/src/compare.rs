@@ -9,7 +9,7 @@
 //! beyond the threshold either way. Dumps are streamed (bounded memory and
 //! time, [`frame_lines`]); anything that makes a side unusable exits 2 with the file and line.
 
-use crate::bootstrap::{self, Change};
+use crate::bootstrap::{self, Change, Method};
 use crate::frame_lines::{self, FrameLine};
 use crate::text::{escape, show};
 use std::ffi::{OsStr, OsString};
@@ -39,10 +39,14 @@ moving-block bootstrap (2000 resamples, fixed seed, so the same dumps give the s
 answer): blocks of consecutive frames are resampled, not single frames, because frame times
 are autocorrelated and single-frame resampling would give intervals that are too narrow. The
 block length is the larger of n^(1/3) and the lag where the frames' autocorrelation dies
-out; blocks never span two runs. With several runs a side the runs are resampled too (a
-two-level bootstrap), because runs of one configuration differ from each other by more than
-frame noise explains; with one run a side that difference is not measured, and a gate on
-single runs fails more often than its threshold says. A time metric (frame_time, gpu_busy, a label) regresses when
+out; blocks never span two runs. With one run a side the interval is the resamples'
+percentiles; it covers frame noise only, not the difference between runs of one
+configuration, and a gate on single runs fails more often than its confidence says. With
+several runs on both sides the runs are resampled too (a two-level bootstrap) and the runs
+are the units: the interval is Student's t on the log of the change, with each side's
+variance from the resamples and Welch's degrees of freedom (at most runs - 1 a side), so
+few runs give a wide interval; 3 runs a side is the least that gates, 5 or more give a
+useful width. A time metric (frame_time, gpu_busy, a label) regresses when
 the whole interval is above +threshold; a counter fails the gate when the whole interval is
 beyond +-threshold (framescope does not know which way is better for it).
 
@@ -451,11 +455,15 @@ fn render(rows: &[Row], o: &Options) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "BASE: {} run(s), NEW: {} run(s); threshold {}; {} % intervals by moving-block bootstrap",
+        "BASE: {} run(s), NEW: {} run(s); threshold {}; {} % intervals {}",
         o.base.len(),
         o.new.len(),
         pct(o.threshold).trim_start_matches('+'),
-        o.confidence * 100.0
+        o.confidence * 100.0,
+        match rows.first().map(|r| r.change.method) {
+            Some(Method::RunsT { .. }) => "by Student's t over runs (moving-block bootstrap variances)",
+            _ => "by moving-block bootstrap percentiles",
+        }
     );
     let _ = writeln!(
         s,
@@ -492,6 +500,14 @@ fn to_json(rows: &[Row], o: &Options, failed: bool) -> serde_json::Value {
                 "ci_low": r.change.low,
                 "ci_high": r.change.high,
                 "block_frames": [r.change.block.0, r.change.block.1],
+                "interval_method": match r.change.method {
+                    Method::Percentile => "bootstrap_percentile",
+                    Method::RunsT { .. } => "runs_t",
+                },
+                "df": match r.change.method {
+                    Method::Percentile => None,
+                    Method::RunsT { df } => Some(df),
+                },
                 "frames": [r.frames.0, r.frames.1],
                 "verdict": match r.verdict {
                     Verdict::Regression => "regression",
@@ -593,6 +609,7 @@ mod tests {
             low,
             high,
             block: (1, 1),
+            method: bootstrap::Method::Percentile,
         };
         assert_eq!(Verdict::of(&c(0.06, 0.14), 0.05, true), Verdict::Regression);
         assert_eq!(Verdict::of(&c(0.04, 0.14), 0.05, true), Verdict::NoChange);

@@ -103,14 +103,45 @@ fn a_known_ten_percent_slowdown_fails_the_gate_and_the_same_process_passes() {
         assert!(lo < 0.1 && 0.1 < hi && lo > 0.05, "{}", m[i]);
     }
 
-    // Several runs a side: runs and blocks are resampled. Two runs of the slow process
-    // against two of the base one: the 10 % slowdown is found.
-    let slow2 = sb.path("slow2.jsonl");
+    // Several runs a side: the runs are the units of a t interval (two runs a side give one
+    // degree of freedom each, too few for a 99 % gate). Three runs of the slow process against
+    // three of the base one: the 10 % slowdown is found.
+    let (slow2, slow3, base3) = (sb.path("slow2.jsonl"), sb.path("slow3.jsonl"), sb.path("base3.jsonl"));
     synthetic(&slow2, 1500, 17.6, 50.0, 5);
-    let (code, out, err) = compare(&a, &sb, &[s(&base), s(&same), "--", s(&slow), s(&slow2)]);
-    assert_eq!(code, Some(1), "two runs a side, 10 % slowdown: {out}{err}");
-    assert!(out.contains("BASE: 2 run(s), NEW: 2 run(s)"), "{out}");
+    synthetic(&slow3, 1500, 17.6, 50.0, 6);
+    synthetic(&base3, 1500, 16.0, 50.0, 7);
+    let (code, out, err) = compare(
+        &a,
+        &sb,
+        &[
+            "--json",
+            s(&base),
+            s(&same),
+            s(&base3),
+            "--",
+            s(&slow),
+            s(&slow2),
+            s(&slow3),
+        ],
+    );
+    assert_eq!(code, Some(1), "three runs a side, 10 % slowdown: {out}{err}");
+    let v: Value = serde_json::from_str(&out).expect(&out);
+    assert_eq!(
+        (v["base_runs"].as_u64(), v["new_runs"].as_u64()),
+        (Some(3), Some(3)),
+        "{out}"
+    );
+    let ft = &v["metrics"][0];
+    assert_eq!(ft["interval_method"], "runs_t", "{ft}");
+    let df = ft["df"].as_f64().unwrap();
+    assert!((2.0..=4.0).contains(&df), "{ft}");
     assert!(!err.contains("one run a side"), "{err}");
+    let (code, out, err) = compare(&a, &sb, &[s(&base), s(&same), "--", s(&slow), s(&slow2)]);
+    assert!(
+        out.contains("BASE: 2 run(s), NEW: 2 run(s)") && out.contains("Student's t"),
+        "{out}{err}"
+    );
+    assert!(code == Some(0) || code == Some(1), "{out}{err}");
     // Runs that differ from each other by 10 % (16 and 17.6 ms) on the NEW side: the
     // interval takes that spread in, and one fast and one slow run is no significant change.
     let (code, out, err) = compare(&a, &sb, &[s(&base), s(&same), "--", s(&same), s(&slow)]);

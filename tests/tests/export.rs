@@ -173,19 +173,55 @@ fn regions_dump_exports_to_perfetto_mangohud_and_presentmon() {
         names.iter().any(|n| n.starts_with("pass")),
         "no render pass slices: {names:?}"
     );
-    let counters: Vec<&str> = v["counter_tracks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(Value::as_str)
-        .collect();
-    assert!(counters.contains(&"gpu_busy_ns"), "{v}");
-    for c in d.header["counters"].as_array().expect("catalogue") {
-        let name = c["name"].as_str().unwrap();
-        assert!(counters.contains(&name), "no counter track for {name}: {v}");
+    // The samples are GPU render stage events: one stage per scope, on the app's context.
+    for stage in ["cmdbuf", "renderpass", "label", "draw"] {
+        assert!(
+            v["gpu_stages"].as_array().unwrap().contains(&Value::from(stage)),
+            "no {stage} stage: {v}"
+        );
+    }
+    assert_eq!(
+        v["contexts"],
+        serde_json::json!([{"pid": d.header["pid"], "api": 2}]),
+        "{v}"
+    );
+    assert!(
+        v["gpu_tracks"].as_array().unwrap().contains(&Value::from("cmdbuf 0")),
+        "{v}"
+    );
+    // Counters: system ones on CPU counter tracks, gpu_busy_ns and the GPU sources' as GPU
+    // counter events.
+    let names = |key: &str| -> Vec<String> {
+        v[key]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|n| n.as_str().map(String::from))
+            .collect()
+    };
+    let (cpu_tracks, gpu_counters) = (names("counter_tracks"), names("gpu_counters"));
+    assert!(gpu_counters.contains(&"gpu_busy_ns".to_string()), "{v}");
+    let catalogue = d.header["counters"].as_array().expect("catalogue");
+    assert!(
+        catalogue.iter().any(|c| c["source"] == "system"),
+        "the test wants a system counter: {}",
+        d.header
+    );
+    for c in catalogue {
+        let name = c["name"].as_str().unwrap().to_string();
+        let place = if c["source"] == "system" {
+            &cpu_tracks
+        } else {
+            &gpu_counters
+        };
+        assert!(
+            place.contains(&name),
+            "{name} ({}) is not where it belongs: {v}",
+            c["source"]
+        );
     }
     let busy_frames = d.frames.iter().filter(|f| f["gpu_busy_ns"].is_u64()).count() as u64;
-    assert_eq!(v["counter_values"]["gpu_busy_ns"], busy_frames, "{v}");
+    assert_eq!(v["gpu_counter_values"]["gpu_busy_ns"], busy_frames, "{v}");
     assert_eq!(v["process"][0]["pid"], d.header["pid"], "{v}");
 
     let text = std::fs::read_to_string(&csv).expect("mangohud csv");

@@ -43,7 +43,6 @@ def main(path):
                 err(f"track {d.uuid} declared twice")
             tracks[d.uuid] = d
     by_name = {d.name: u for u, d in tracks.items()}
-    gpu_root = by_name.get("GPU samples")
     frames = by_name.get("frames (CPU, present to present)")
     events = []
     for i, p in enumerate(trace.packet):
@@ -77,20 +76,74 @@ def main(path):
     for u, st in stacks.items():
         if st:
             err(f"{len(st)} slice(s) left open on track {u}")
-    gpu_tracks = [u for u, d in tracks.items() if gpu_root is not None and d.parent_uuid == gpu_root]
     out["frame_slices"] = begins.get(frames, 0)
-    out["gpu_slices"] = sum(begins.get(u, 0) for u in gpu_tracks)
-    out["gpu_tracks"] = sorted(tracks[u].name for u in gpu_tracks)
     out["counter_tracks"] = sorted(d.name for d in tracks.values() if d.HasField("counter"))
     out["counter_values"] = {tracks[u].name: n for u, n in counter_values.items()}
     out["process"] = [{"pid": d.process.pid, "name": d.process.process_name}
                       for d in tracks.values() if d.HasField("process")]
-    names = set()
-    for _, _, e in events:
-        if e.type == pb.TrackEvent.TYPE_SLICE_BEGIN and e.track_uuid in gpu_tracks:
-            names.add(e.name)
-    out["gpu_slice_names"] = sorted(names)
+    gpu_side(trace, out, err)
     print(json.dumps(out))
+
+
+def gpu_side(trace, out, err):
+    """GpuRenderStageEvents and GpuCounterEvents: every interned id they use was interned
+    earlier on the sequence, the events of one hardware queue nest, and every counter value
+    has a counter spec."""
+    specs, contexts = {}, {}
+    stages = []
+    counter_specs, gpu_values, valued_without_spec = {}, {}, 0
+    for i, p in enumerate(trace.packet):
+        if p.HasField("interned_data"):
+            for s in p.interned_data.gpu_specifications:
+                specs[s.iid] = s
+            for c in p.interned_data.graphics_contexts:
+                contexts[c.iid] = c
+        if p.HasField("gpu_render_stage_event"):
+            e = p.gpu_render_stage_event
+            if p.timestamp_clock_id != pb.BUILTIN_CLOCK_MONOTONIC:
+                err(f"packet {i} not on CLOCK_MONOTONIC")
+            if not p.sequence_flags & pb.TracePacket.SEQ_NEEDS_INCREMENTAL_STATE:
+                err(f"render stage packet {i} uses interned ids without SEQ_NEEDS_INCREMENTAL_STATE")
+            for what, iid in (("hw queue", e.hw_queue_iid), ("stage", e.stage_iid)):
+                if iid not in specs:
+                    err(f"render stage packet {i}: {what} iid {iid} not interned before it")
+            if e.context not in contexts:
+                err(f"render stage packet {i}: context {e.context} not interned before it")
+            stages.append((p.timestamp, i, e))
+        if p.HasField("gpu_counter_event"):
+            g = p.gpu_counter_event
+            for s in g.counter_descriptor.specs:
+                counter_specs[s.counter_id] = s.name
+            for c in g.counters:
+                name = counter_specs.get(c.counter_id)
+                if name is None:
+                    valued_without_spec += 1
+                else:
+                    gpu_values[name] = gpu_values.get(name, 0) + 1
+    if valued_without_spec:
+        err(f"{valued_without_spec} GPU counter value(s) without a counter spec before them")
+    # Events of one hardware queue must nest (Perfetto files them as scoped slices).
+    stages.sort(key=lambda t: (t[0], t[1]))
+    open_ends, ids = {}, set()
+    for ts, i, e in stages:
+        st = open_ends.setdefault(e.hw_queue_iid, [])
+        while st and st[-1] <= ts:
+            st.pop()
+        end = ts + e.duration
+        if st and end > st[-1]:
+            err(f"render stage packet {i} overlaps its queue's open event without nesting")
+        st.append(end)
+        if e.event_id in ids:
+            err(f"event id {e.event_id} used twice")
+        ids.add(e.event_id)
+    queues = {e.hw_queue_iid for _, _, e in stages}
+    out["gpu_slices"] = len(stages)
+    out["gpu_tracks"] = sorted(specs[q].name for q in queues if q in specs)
+    out["gpu_slice_names"] = sorted({e.name for _, _, e in stages})
+    out["gpu_stages"] = sorted({specs[e.stage_iid].name for _, _, e in stages if e.stage_iid in specs})
+    out["gpu_counters"] = sorted(counter_specs.values())
+    out["gpu_counter_values"] = gpu_values
+    out["contexts"] = [{"pid": c.pid, "api": c.api} for c in contexts.values()]
 
 
 if __name__ == "__main__":

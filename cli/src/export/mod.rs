@@ -28,9 +28,10 @@ const USAGE: &str = "\
 usage: framescope export DUMP (--perfetto FILE | --csv FILE | --presentmon FILE | --parquet FILE)...
 
   --perfetto FILE    Perfetto trace (open in ui.perfetto.dev): one slice per frame on a CPU
-                     track, the frame's GPU samples as nested slices on one GPU track per
-                     command buffer, a counter track per counter and for gpu_busy_ns, and
-                     the dump's marks as instant events
+                     track; the frame's GPU samples as GPU render stage events (nested, one
+                     hardware-queue track per command buffer); gpu_busy_ns and the GPU
+                     counters as GPU counter events; system counters as counter tracks; the
+                     dump's marks as instant events
   --csv FILE         MangoHud log layout (system info lines, then one row per frame)
   --presentmon FILE  PresentMon CSV columns, one row per frame (columns framescope has no
                      value for are NA)
@@ -60,6 +61,9 @@ pub struct CounterEntry {
     pub name: String,
     #[serde(default)]
     pub unit: String,
+    /// The counter source (`nvml`, `system`, ...): `system` counters are the CPU's.
+    #[serde(default)]
+    pub source: String,
 }
 
 /// The header fields the exporters read.

@@ -1,14 +1,22 @@
 //! The Perfetto trace: a `Trace` written one `TracePacket` at a time (a trace file is the
 //! concatenation of `Trace.packet` fields), so frames stream out as they are read.
 //!
-//! Tracks (`TrackDescriptor`, by uuid): the app's process; under it a frames track (one
-//! slice per frame, previous present to this present), a GPU track with one child track per
-//! command buffer index (samples of one command buffer nest; those of different command
-//! buffers may overlap in time), and one counter track per catalogue counter plus
-//! `gpu_busy_ns`, and a marks track with an instant event per `mark` record. Slices are `TYPE_SLICE_BEGIN`/`TYPE_SLICE_END` pairs. All packets share one
-//! `trusted_packet_sequence_id`; the first one clears incremental state. Timestamps are the
-//! dump's `CLOCK_MONOTONIC` nanoseconds, declared as such by a clock snapshot and each
-//! packet's `timestamp_clock_id`.
+//! CPU side, as track events (`TrackDescriptor`, by uuid): the app's process; under it a
+//! frames track (one slice per frame, previous present to this present, `TYPE_SLICE_BEGIN`/
+//! `TYPE_SLICE_END` pairs), a marks track with an instant event per `mark` record, and one
+//! counter track per `system` counter. GPU side, in the trace format's own GPU packets, which
+//! Perfetto files under the GPU and keys by GPU, hardware queue and counter id:
+//! - every timed sample is a `GpuRenderStageEvent` (begin and duration; its stage is the
+//!   sample's scope, its hardware queue one per command buffer index and overlap lane, since
+//!   the events of one queue must nest; samples of different command buffers may overlap);
+//!   queues, stages and the graphics context (pid, API) are interned (`InternedData`);
+//! - `gpu_busy_ns` and every counter of a GPU source are `GpuCounterEvent`s, described once by
+//!   a `GpuCounterDescriptor` (name, description, unit where Perfetto has one).
+//!
+//! All packets share one `trusted_packet_sequence_id`; the first one clears incremental state
+//! and the packets that use interned ids say they need it. Timestamps are the dump's
+//! `CLOCK_MONOTONIC` nanoseconds, declared as such by a clock snapshot and each packet's
+//! `timestamp_clock_id`.
 //!
 //! Field numbers are those of Perfetto's published `perfetto_trace.proto`.
 
@@ -24,7 +32,10 @@ mod field {
     pub const PACKET_TIMESTAMP: u32 = 8;
     pub const PACKET_SEQUENCE_ID: u32 = 10;
     pub const PACKET_TRACK_EVENT: u32 = 11;
+    pub const PACKET_INTERNED_DATA: u32 = 12;
     pub const PACKET_SEQUENCE_FLAGS: u32 = 13;
+    pub const PACKET_GPU_COUNTER_EVENT: u32 = 52;
+    pub const PACKET_GPU_RENDER_STAGE_EVENT: u32 = 53;
     pub const PACKET_TIMESTAMP_CLOCK_ID: u32 = 58;
     pub const PACKET_TRACK_DESCRIPTOR: u32 = 60;
 
@@ -42,58 +53,137 @@ mod field {
     pub const PROCESS_PID: u32 = 1;
     pub const PROCESS_NAME: u32 = 6;
 
-    pub const COUNTER_UNIT: u32 = 3;
     pub const COUNTER_UNIT_NAME: u32 = 6;
 
     pub const EVENT_TYPE: u32 = 9;
     pub const EVENT_TRACK_UUID: u32 = 11;
     pub const EVENT_NAME: u32 = 23;
     pub const EVENT_DOUBLE_COUNTER_VALUE: u32 = 44;
+
+    pub const INTERNED_GRAPHICS_CONTEXTS: u32 = 23;
+    pub const INTERNED_GPU_SPECIFICATIONS: u32 = 24;
+    pub const CONTEXT_IID: u32 = 1;
+    pub const CONTEXT_PID: u32 = 2;
+    pub const CONTEXT_API: u32 = 3;
+    pub const SPEC_IID: u32 = 1;
+    pub const SPEC_NAME: u32 = 2;
+    pub const SPEC_DESCRIPTION: u32 = 3;
+    pub const SPEC_CATEGORY: u32 = 4;
+
+    pub const STAGE_EVENT_ID: u32 = 1;
+    pub const STAGE_DURATION: u32 = 2;
+    pub const STAGE_CONTEXT: u32 = 5;
+    pub const STAGE_EXTRA_DATA: u32 = 6;
+    pub const STAGE_GPU_ID: u32 = 11;
+    pub const STAGE_COMMAND_BUFFER_HANDLE: u32 = 12;
+    pub const STAGE_HW_QUEUE_IID: u32 = 13;
+    pub const STAGE_STAGE_IID: u32 = 14;
+    pub const STAGE_NAME: u32 = 17;
+    pub const EXTRA_NAME: u32 = 1;
+    pub const EXTRA_VALUE: u32 = 2;
+
+    pub const COUNTER_EVENT_DESCRIPTOR: u32 = 1;
+    pub const COUNTER_EVENT_COUNTERS: u32 = 2;
+    pub const COUNTER_EVENT_GPU_ID: u32 = 3;
+    pub const DESCRIPTOR_SPECS: u32 = 1;
+    pub const SPEC_COUNTER_ID: u32 = 1;
+    pub const SPEC_COUNTER_NAME: u32 = 2;
+    pub const SPEC_COUNTER_DESCRIPTION: u32 = 3;
+    pub const SPEC_NUMERATOR_UNITS: u32 = 7;
+    pub const COUNTER_ID: u32 = 1;
+    pub const COUNTER_DOUBLE_VALUE: u32 = 3;
 }
 
 const SEQUENCE_ID: u64 = 1;
 const SEQ_INCREMENTAL_STATE_CLEARED: u64 = 1;
+const SEQ_NEEDS_INCREMENTAL_STATE: u64 = 2;
 const CLOCK_MONOTONIC: u64 = 3;
 const CLOCK_BOOTTIME: u64 = 6;
 const TYPE_SLICE_BEGIN: u64 = 1;
 const TYPE_SLICE_END: u64 = 2;
 const TYPE_INSTANT: u64 = 3;
 const TYPE_COUNTER: u64 = 4;
-const UNIT_TIME_NS: u64 = 1;
+/// `InternedGraphicsContext.Api`.
+const API_OPEN_GL: u64 = 1;
+const API_VULKAN: u64 = 2;
+/// `InternedGpuRenderStageSpecification.RenderStageCategory`.
+const CATEGORY_OTHER: u64 = 0;
+const CATEGORY_GRAPHICS: u64 = 1;
+/// `GpuCounterDescriptor.MeasureUnit` values framescope's units map to.
+const UNITS: &[(&str, u64)] = &[
+    ("ns", 19),
+    ("us", 20),
+    ("ms", 21),
+    ("s", 22),
+    ("Hz", 13),
+    ("kHz", 14),
+    ("MHz", 15),
+    ("GHz", 16),
+    ("mW", 28),
+    ("W", 29),
+    ("J", 31),
+    ("V", 32),
+    ("A", 33),
+    ("C", 34),
+    ("°C", 34),
+    ("%", 37),
+    ("B", 7),
+    ("KiB", 8),
+    ("MiB", 9),
+    ("GiB", 10),
+];
 
 const PROCESS_UUID: u64 = 1;
 const FRAMES_UUID: u64 = 2;
-const GPU_UUID: u64 = 3;
-const GPU_BUSY_UUID: u64 = 4;
 const MARKS_UUID: u64 = 5;
-/// Counter tracks are `COUNTER_UUID_BASE + index in the catalogue`.
+/// CPU counter tracks are `COUNTER_UUID_BASE + index in the catalogue`.
 const COUNTER_UUID_BASE: u64 = 1 << 20;
-/// GPU tracks are `GPU_TRACK_UUID_BASE + n`, n in order of first use.
-const GPU_TRACK_UUID_BASE: u64 = 1 << 32;
+/// The one graphics context (the app's device).
+const CONTEXT_IID: u64 = 1;
+/// Render stages, by sample scope; hardware queues are `QUEUE_IID_BASE + lane`.
+const STAGES: &[(u64, &str, &str)] = &[
+    (1, "cmdbuf", "command buffer"),
+    (2, "renderpass", "render pass"),
+    (3, "label", "debug-label region"),
+    (4, "draw", "draw"),
+    (5, "other", "other sample"),
+];
+const QUEUE_IID_BASE: u64 = 1 << 16;
+/// GPU counter ids: `gpu_busy_ns` is 1, catalogue counters `2 + index` (none is 0, which
+/// some readers take for "absent").
+const GPU_BUSY_COUNTER_ID: u64 = 1;
 
 /// Counters of the catalogue that get a track; a forged header may list millions.
 const MAX_COUNTERS: usize = 256;
-/// GPU tracks (command buffer index × overlap lane); a forged dump may name any index.
+/// Hardware queues (command buffer index × overlap lane); a forged dump may name any index.
 const MAX_GPU_TRACKS: usize = 1024;
 /// Longest slice or track name written.
 const MAX_NAME: usize = 1024;
 
-/// One GPU track: the slices open on it, innermost last.
+/// One hardware queue of render stage events: the events open on it, innermost last.
 struct Lane {
-    uuid: u64,
+    iid: u64,
     open: Vec<u64>,
-    /// End of the last top-level slice: a later sample starting before it cannot go here.
+    /// End of the last top-level event: a later sample starting before it cannot go here.
     free_at: u64,
+}
+
+/// A catalogue counter with its place in the trace.
+enum CounterPlace {
+    /// A `system` counter: a track event counter track.
+    Track(u64),
+    /// A GPU counter: its `GpuCounterSpec.counter_id`.
+    Gpu(u64),
 }
 
 pub struct Perfetto<W: Write> {
     out: W,
     first: bool,
-    /// Catalogue counters with a track: name → uuid.
-    counters: Vec<(String, u64)>,
+    counters: Vec<(String, CounterPlace)>,
     lanes: Vec<Lane>,
     /// Lanes of one command buffer index, in the order they were made.
     lanes_of: HashMap<u32, Vec<usize>>,
+    next_event_id: u64,
     last_frame_end: Option<u64>,
     dropped_samples: u64,
     untimed_samples: u64,
@@ -128,6 +218,15 @@ fn sample_name(s: &Sample) -> String {
     }
 }
 
+/// The render stage iid of a sample's scope.
+fn stage_iid(s: &Sample) -> u64 {
+    let scope = s.scope.as_deref().unwrap_or("other");
+    STAGES
+        .iter()
+        .find(|(_, name, _)| *name == scope)
+        .map_or(STAGES[STAGES.len() - 1].0, |st| st.0)
+}
+
 /// Orders samples of one interval outermost first.
 fn scope_rank(s: &Sample) -> u8 {
     match s.scope.as_deref() {
@@ -138,6 +237,26 @@ fn scope_rank(s: &Sample) -> u8 {
     }
 }
 
+fn gpu_spec(iid: u64, name: &str, description: &str, category: u64) -> Msg {
+    let mut m = Msg::new();
+    m.uint(field::SPEC_IID, iid)
+        .string(field::SPEC_NAME, clip(name))
+        .string(field::SPEC_DESCRIPTION, description)
+        .uint(field::SPEC_CATEGORY, category);
+    m
+}
+
+fn counter_spec(id: u64, name: &str, description: &str, unit: &str) -> Msg {
+    let mut m = Msg::new();
+    m.uint(field::SPEC_COUNTER_ID, id)
+        .string(field::SPEC_COUNTER_NAME, clip(name))
+        .string(field::SPEC_COUNTER_DESCRIPTION, clip(description));
+    if let Some(&(_, u)) = UNITS.iter().find(|(n, _)| *n == unit) {
+        m.uint(field::SPEC_NUMERATOR_UNITS, u);
+    }
+    m
+}
+
 impl<W: Write> Perfetto<W> {
     pub fn new(out: W) -> Self {
         Perfetto {
@@ -146,6 +265,7 @@ impl<W: Write> Perfetto<W> {
             counters: Vec::new(),
             lanes: Vec::new(),
             lanes_of: HashMap::new(),
+            next_event_id: 1,
             last_frame_end: None,
             dropped_samples: 0,
             untimed_samples: 0,
@@ -153,14 +273,32 @@ impl<W: Write> Perfetto<W> {
         }
     }
 
-    fn packet(&mut self, mut p: Msg) -> io::Result<()> {
+    /// Writes `p` on the sequence with its `flags`; the first packet also clears the
+    /// sequence's incremental state.
+    fn packet(&mut self, mut p: Msg, mut flags: u64) -> io::Result<()> {
         p.uint(field::PACKET_SEQUENCE_ID, SEQUENCE_ID);
         if std::mem::take(&mut self.first) {
-            p.uint(field::PACKET_SEQUENCE_FLAGS, SEQ_INCREMENTAL_STATE_CLEARED);
+            flags |= SEQ_INCREMENTAL_STATE_CLEARED;
+        }
+        if flags != 0 {
+            p.uint(field::PACKET_SEQUENCE_FLAGS, flags);
         }
         let mut t = Msg::new();
         t.message(field::TRACE_PACKET, &p);
         self.out.write_all(t.as_bytes())
+    }
+
+    /// A packet at `ts` on the dump's clock holding `body` as field `kind`.
+    fn timed(&mut self, ts: u64, kind: u32, body: &Msg, interned_refs: bool) -> io::Result<()> {
+        let mut p = Msg::new();
+        p.uint(field::PACKET_TIMESTAMP, ts)
+            .uint(field::PACKET_TIMESTAMP_CLOCK_ID, CLOCK_MONOTONIC)
+            .message(kind, body);
+        self.packet(p, if interned_refs { SEQ_NEEDS_INCREMENTAL_STATE } else { 0 })
+    }
+
+    fn interned(&mut self, ts: u64, data: &Msg) -> io::Result<()> {
+        self.timed(ts, field::PACKET_INTERNED_DATA, data, false)
     }
 
     fn track(&mut self, uuid: u64, parent: Option<u64>, name: &str, extra: impl FnOnce(&mut Msg)) -> io::Result<()> {
@@ -173,28 +311,14 @@ impl<W: Write> Perfetto<W> {
         extra(&mut d);
         let mut p = Msg::new();
         p.message(field::PACKET_TRACK_DESCRIPTOR, &d);
-        self.packet(p)
+        self.packet(p, 0)
     }
 
     fn event(&mut self, ts: u64, track: u64, kind: u64, fill: impl FnOnce(&mut Msg)) -> io::Result<()> {
         let mut e = Msg::new();
         e.uint(field::EVENT_TYPE, kind).uint(field::EVENT_TRACK_UUID, track);
         fill(&mut e);
-        let mut p = Msg::new();
-        p.uint(field::PACKET_TIMESTAMP, ts)
-            .uint(field::PACKET_TIMESTAMP_CLOCK_ID, CLOCK_MONOTONIC)
-            .message(field::PACKET_TRACK_EVENT, &e);
-        self.packet(p)
-    }
-
-    fn begin(&mut self, ts: u64, track: u64, name: &str) -> io::Result<()> {
-        self.event(ts, track, TYPE_SLICE_BEGIN, |e| {
-            e.string(field::EVENT_NAME, name);
-        })
-    }
-
-    fn end(&mut self, ts: u64, track: u64) -> io::Result<()> {
-        self.event(ts, track, TYPE_SLICE_END, |_| {})
+        self.timed(ts, field::PACKET_TRACK_EVENT, &e, false)
     }
 
     fn counter(&mut self, ts: u64, track: u64, v: f64) -> io::Result<()> {
@@ -203,27 +327,26 @@ impl<W: Write> Perfetto<W> {
         })
     }
 
-    /// Closes the slices of lane `i` that end by `t`.
-    fn close_until(&mut self, i: usize, t: u64) -> io::Result<()> {
-        while let Some(&end) = self.lanes[i].open.last() {
+    /// Retires the events of lane `i` that end by `t`.
+    fn close_until(&mut self, i: usize, t: u64) {
+        let lane = &mut self.lanes[i];
+        while let Some(&end) = lane.open.last() {
             if end > t {
                 break;
             }
-            self.lanes[i].open.pop();
-            if self.lanes[i].open.is_empty() {
-                self.lanes[i].free_at = self.lanes[i].free_at.max(end);
+            lane.open.pop();
+            if lane.open.is_empty() {
+                lane.free_at = lane.free_at.max(end);
             }
-            let uuid = self.lanes[i].uuid;
-            self.end(end, uuid)?;
         }
-        Ok(())
     }
 
-    /// The lane a sample of `cmdbuf` spanning `b..e` nests on, made when none fits.
+    /// The lane (hardware queue) a sample of `cmdbuf` spanning `b..e` nests on, made when none
+    /// fits; its interned description is written at `b`, before its first event.
     fn lane_for(&mut self, cmdbuf: u32, b: u64, e: u64) -> io::Result<Option<usize>> {
         let existing = self.lanes_of.get(&cmdbuf).cloned().unwrap_or_default();
         for &i in &existing {
-            self.close_until(i, b)?;
+            self.close_until(i, b);
             let l = &self.lanes[i];
             let fits = match l.open.last() {
                 Some(&top) => e <= top,
@@ -236,20 +359,52 @@ impl<W: Write> Perfetto<W> {
         if self.lanes.len() >= MAX_GPU_TRACKS {
             return Ok(None);
         }
-        let uuid = GPU_TRACK_UUID_BASE + self.lanes.len() as u64;
+        let iid = QUEUE_IID_BASE + self.lanes.len() as u64;
         let name = match existing.len() {
             0 => format!("cmdbuf {cmdbuf}"),
             n => format!("cmdbuf {cmdbuf} (overlap {n})"),
         };
-        self.track(uuid, Some(GPU_UUID), &name, |_| {})?;
+        let mut data = Msg::new();
+        data.message(
+            field::INTERNED_GPU_SPECIFICATIONS,
+            &gpu_spec(
+                iid,
+                &name,
+                "framescope samples of one command buffer index",
+                CATEGORY_GRAPHICS,
+            ),
+        );
+        self.interned(b, &data)?;
         self.lanes.push(Lane {
-            uuid,
+            iid,
             open: Vec::new(),
             free_at: 0,
         });
         let i = self.lanes.len() - 1;
         self.lanes_of.entry(cmdbuf).or_default().push(i);
         Ok(Some(i))
+    }
+
+    fn stage_event(&mut self, b: u64, e: u64, queue: u64, s: &Sample) -> io::Result<()> {
+        let mut ev = Msg::new();
+        ev.uint(field::STAGE_EVENT_ID, self.next_event_id)
+            .uint(field::STAGE_DURATION, e - b)
+            .uint(field::STAGE_HW_QUEUE_IID, queue)
+            .uint(field::STAGE_STAGE_IID, stage_iid(s))
+            .uint(field::STAGE_CONTEXT, CONTEXT_IID)
+            .uint(field::STAGE_GPU_ID, 0)
+            .string(field::STAGE_NAME, &sample_name(s));
+        if let Some(c) = s.cmdbuf {
+            ev.uint(field::STAGE_COMMAND_BUFFER_HANDLE, u64::from(c));
+        }
+        if !s.label.is_empty() {
+            let mut x = Msg::new();
+            x.string(field::EXTRA_NAME, "label")
+                .string(field::EXTRA_VALUE, clip(&s.label));
+            ev.message(field::STAGE_EXTRA_DATA, &x);
+        }
+        self.next_event_id += 1;
+        self.timed(b, field::PACKET_GPU_RENDER_STAGE_EVENT, &ev, true)
     }
 
     fn gpu_samples(&mut self, f: &Frame) -> io::Result<()> {
@@ -260,7 +415,7 @@ impl<W: Write> Perfetto<W> {
                 _ => self.untimed_samples += 1,
             }
         }
-        // Outer slices first: earlier begin, then later end, then the coarser scope.
+        // Outer events first: earlier begin, then later end, then the coarser scope.
         timed.sort_by(|a, b| {
             (a.0, std::cmp::Reverse(a.1), scope_rank(a.2)).cmp(&(b.0, std::cmp::Reverse(b.1), scope_rank(b.2)))
         });
@@ -270,15 +425,40 @@ impl<W: Write> Perfetto<W> {
                 self.dropped_samples += 1;
                 continue;
             };
-            let uuid = self.lanes[i].uuid;
-            self.begin(b, uuid, &sample_name(s))?;
+            let iid = self.lanes[i].iid;
+            self.stage_event(b, e, iid, s)?;
             self.lanes[i].open.push(e);
         }
-        // Close everything: a frame's slices are complete in its own record.
+        // A frame's samples are complete in its own record.
         for i in 0..self.lanes.len() {
-            self.close_until(i, u64::MAX)?;
+            self.close_until(i, u64::MAX);
         }
         Ok(())
+    }
+
+    /// One `GpuCounterEvent` with the frame's GPU counter values.
+    fn gpu_counters(&mut self, f: &Frame) -> io::Result<()> {
+        let mut ev = Msg::new();
+        let mut any = false;
+        let mut put = |ev: &mut Msg, id: u64, v: f64| {
+            let mut c = Msg::new();
+            c.uint(field::COUNTER_ID, id).double(field::COUNTER_DOUBLE_VALUE, v);
+            ev.message(field::COUNTER_EVENT_COUNTERS, &c);
+            any = true;
+        };
+        if let Some(g) = f.gpu_busy_ns {
+            put(&mut ev, GPU_BUSY_COUNTER_ID, g as f64);
+        }
+        for (name, place) in &self.counters {
+            if let (CounterPlace::Gpu(id), Some(v)) = (place, f.counter(name)) {
+                put(&mut ev, *id, v);
+            }
+        }
+        if !any {
+            return Ok(());
+        }
+        ev.uint(field::COUNTER_EVENT_GPU_ID, 0);
+        self.timed(f.t_ns, field::PACKET_GPU_COUNTER_EVENT, &ev, false)
     }
 }
 
@@ -303,41 +483,78 @@ impl<W: Write> Sink for Perfetto<W> {
             snap.message(field::CLOCK_SNAPSHOT_CLOCKS, &c);
         }
         snap.uint(field::CLOCK_SNAPSHOT_PRIMARY, CLOCK_MONOTONIC);
-        let mut p = Msg::new();
-        p.uint(field::PACKET_TIMESTAMP, t0)
-            .uint(field::PACKET_TIMESTAMP_CLOCK_ID, CLOCK_MONOTONIC)
-            .message(field::PACKET_CLOCK_SNAPSHOT, &snap);
-        self.packet(p)?;
+        self.timed(t0, field::PACKET_CLOCK_SNAPSHOT, &snap, false)?;
         self.track(
             FRAMES_UUID,
             Some(PROCESS_UUID),
             "frames (CPU, present to present)",
             |_| {},
         )?;
-        self.track(GPU_UUID, Some(PROCESS_UUID), "GPU samples", |_| {})?;
         self.track(MARKS_UUID, Some(PROCESS_UUID), "marks (framescope ctl)", |_| {})?;
-        self.track(GPU_BUSY_UUID, Some(PROCESS_UUID), "gpu_busy_ns", |d| {
-            let mut c = Msg::new();
-            c.uint(field::COUNTER_UNIT, UNIT_TIME_NS);
-            d.message(field::TRACK_COUNTER, &c);
-        })?;
-        let mut names = Vec::new();
+
+        // The GPU side's interned names: the app's graphics context and the render stages.
+        let mut data = Msg::new();
+        let mut ctx = Msg::new();
+        ctx.uint(field::CONTEXT_IID, CONTEXT_IID).uint(field::CONTEXT_PID, pid);
+        match h.api.as_deref() {
+            Some("vulkan") => ctx.uint(field::CONTEXT_API, API_VULKAN),
+            Some("opengl") | Some("opengles") => ctx.uint(field::CONTEXT_API, API_OPEN_GL),
+            _ => &mut ctx,
+        };
+        data.message(field::INTERNED_GRAPHICS_CONTEXTS, &ctx);
+        for &(iid, name, description) in STAGES {
+            let category = if name == "other" {
+                CATEGORY_OTHER
+            } else {
+                CATEGORY_GRAPHICS
+            };
+            data.message(
+                field::INTERNED_GPU_SPECIFICATIONS,
+                &gpu_spec(iid, name, description, category),
+            );
+        }
+        self.interned(t0, &data)?;
+
+        // Counters: `system` ones on CPU counter tracks, the rest described once as GPU
+        // counters (the descriptor rides on a value-less first GpuCounterEvent).
+        let mut descriptor = Msg::new();
+        descriptor.message(
+            field::DESCRIPTOR_SPECS,
+            &counter_spec(
+                GPU_BUSY_COUNTER_ID,
+                "gpu_busy_ns",
+                "framescope: GPU busy time of the frame",
+                "ns",
+            ),
+        );
+        let mut places: Vec<(String, CounterPlace)> = Vec::new();
         for (k, c) in h.counters.iter().take(MAX_COUNTERS).enumerate() {
-            if names.iter().any(|(n, _)| n == &c.name) {
+            if places.iter().any(|(n, _)| n == &c.name) {
                 continue;
             }
-            let uuid = COUNTER_UUID_BASE + k as u64;
-            self.track(uuid, Some(PROCESS_UUID), &c.name, |d| {
-                let mut cd = Msg::new();
-                if !c.unit.is_empty() {
-                    cd.string(field::COUNTER_UNIT_NAME, clip(&c.unit));
-                }
-                d.message(field::TRACK_COUNTER, &cd);
-            })?;
-            names.push((c.name.clone(), uuid));
+            let place = if c.source == "system" {
+                let uuid = COUNTER_UUID_BASE + k as u64;
+                self.track(uuid, Some(PROCESS_UUID), &c.name, |d| {
+                    let mut cd = Msg::new();
+                    if !c.unit.is_empty() {
+                        cd.string(field::COUNTER_UNIT_NAME, clip(&c.unit));
+                    }
+                    d.message(field::TRACK_COUNTER, &cd);
+                })?;
+                CounterPlace::Track(uuid)
+            } else {
+                let id = 2 + k as u64;
+                let what = format!("{} ({})", clip(&c.source), clip(&c.unit));
+                descriptor.message(field::DESCRIPTOR_SPECS, &counter_spec(id, &c.name, &what, &c.unit));
+                CounterPlace::Gpu(id)
+            };
+            places.push((c.name.clone(), place));
         }
-        self.counters = names;
-        Ok(())
+        self.counters = places;
+        let mut ev = Msg::new();
+        ev.message(field::COUNTER_EVENT_DESCRIPTOR, &descriptor)
+            .uint(field::COUNTER_EVENT_GPU_ID, 0);
+        self.timed(t0, field::PACKET_GPU_COUNTER_EVENT, &ev, false)
     }
 
     fn frame(&mut self, f: &Frame) -> io::Result<()> {
@@ -352,16 +569,17 @@ impl<W: Write> Sink for Perfetto<W> {
         // carry a `t_ns` a little before the previous one's.
         let floor = self.last_frame_end.unwrap_or(0);
         let (start, end) = (start.max(floor).min(end.max(floor)), end.max(floor));
-        self.begin(start, FRAMES_UUID, &format!("frame {}", f.frame))?;
-        self.end(end, FRAMES_UUID)?;
+        let name = format!("frame {}", f.frame);
+        self.event(start, FRAMES_UUID, TYPE_SLICE_BEGIN, |e| {
+            e.string(field::EVENT_NAME, &name);
+        })?;
+        self.event(end, FRAMES_UUID, TYPE_SLICE_END, |_| {})?;
         self.last_frame_end = Some(end);
-        if let Some(g) = f.gpu_busy_ns {
-            self.counter(f.t_ns, GPU_BUSY_UUID, g as f64)?;
-        }
+        self.gpu_counters(f)?;
         let counters = std::mem::take(&mut self.counters);
         let mut res = Ok(());
-        for (name, uuid) in &counters {
-            if let Some(v) = f.counter(name) {
+        for (name, place) in &counters {
+            if let (CounterPlace::Track(uuid), Some(v)) = (place, f.counter(name)) {
                 res = self.counter(f.t_ns, *uuid, v);
                 if res.is_err() {
                     break;
@@ -391,7 +609,7 @@ impl<W: Write> Sink for Perfetto<W> {
         }
         if self.dropped_samples > 0 {
             notes.push(format!(
-                "{} GPU sample(s) were left out: more than {MAX_GPU_TRACKS} GPU tracks would be needed",
+                "{} GPU sample(s) were left out: more than {MAX_GPU_TRACKS} GPU hardware queues would be needed",
                 self.dropped_samples
             ));
         }
