@@ -8,7 +8,7 @@
 //! `n^(1/3)` (the usual rate for a mean) and the first lag at which the sample autocorrelation
 //! falls inside the white-noise band `±2/√n`, capped at a quarter of the shortest run. Blocks
 //! never span two runs; with several runs a side the runs themselves are resampled too
-//! ([`resampled_mean`]). The resampling uses a fixed seed: the same dumps give the same answer.
+//! ([`resampled`]). The resampling uses a fixed seed: the same dumps give the same answer.
 //!
 //! How the interval is read off the resamples depends on the runs. One run on a side: the
 //! percentile interval of the resampled ratios. Several runs on both sides: the runs, not the
@@ -28,9 +28,10 @@ const SEED: u64 = 0x6672_616d_6573_636f;
 /// interval.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Change {
-    pub base_mean: f64,
-    pub new_mean: f64,
-    /// `new_mean / base_mean - 1`.
+    /// The statistic of each side's pooled frames.
+    pub base_value: f64,
+    pub new_value: f64,
+    /// `new_value / base_value - 1`.
     pub change: f64,
     pub low: f64,
     pub high: f64,
@@ -48,33 +49,59 @@ pub enum Method {
     RunsT { df: f64 },
 }
 
-/// The change from the runs `base` to the runs `new` (each run a series of per-frame values in
-/// frame order), with an interval of `confidence` (0.95 for 95 %). `None` when a side has no
-/// values or a mean of zero.
-pub fn change(base: &[Vec<f64>], new: &[Vec<f64>], confidence: f64) -> Option<Change> {
-    let base_mean = pooled_mean(base)?;
-    let new_mean = pooled_mean(new)?;
-    if base_mean == 0.0 {
+/// The statistic of a side's frames that is compared.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Statistic {
+    Mean,
+    /// The `q` quantile (0 < q < 1), nearest rank: `p99` frame time is the 1 % worst frames'
+    /// threshold.
+    Quantile(f64),
+}
+
+impl Statistic {
+    /// The statistic of `v` (reordered in place); `v` is not empty.
+    pub fn of(self, v: &mut [f64]) -> f64 {
+        match self {
+            Statistic::Mean => v.iter().sum::<f64>() / v.len() as f64,
+            Statistic::Quantile(q) => {
+                let i = ((q * v.len() as f64).ceil() as usize).clamp(1, v.len()) - 1;
+                *v.select_nth_unstable_by(i, f64::total_cmp).1
+            }
+        }
+    }
+}
+
+/// The change of `stat` from the runs `base` to the runs `new` (each run a series of per-frame
+/// values in frame order), with an interval of `confidence` (0.95 for 95 %). `None` when a side
+/// has no values or a statistic of zero.
+pub fn change(base: &[Vec<f64>], new: &[Vec<f64>], confidence: f64, stat: Statistic) -> Option<Change> {
+    let base_value = pooled(base, stat)?;
+    let new_value = pooled(new, stat)?;
+    if base_value == 0.0 {
         return None;
     }
     let (bb, bn) = (block_len(base), block_len(new));
     let mut rng = fastrand::Rng::with_seed(SEED);
+    let mut buf = Vec::new();
     let pairs: Vec<(f64, f64)> = (0..RESAMPLES)
-        .map(|_| (resampled_mean(base, bb, &mut rng), resampled_mean(new, bn, &mut rng)))
+        .map(|_| {
+            let b = resampled(base, bb, stat, base_value, &mut rng, &mut buf);
+            (b, resampled(new, bn, stat, new_value, &mut rng, &mut buf))
+        })
         .filter(|&(b, n)| b > 0.0 && n > 0.0 && b.is_finite() && n.is_finite())
         .collect();
     if pairs.is_empty() {
         return None;
     }
-    let change = new_mean / base_mean - 1.0;
+    let change = new_value / base_value - 1.0;
     let runs = |side: &[Vec<f64>]| side.iter().filter(|r| !r.is_empty()).count();
     let (kb, kn) = (runs(base), runs(new));
-    let (low, high, method) = if kb >= 2 && kn >= 2 && new_mean > 0.0 {
+    let (low, high, method) = if kb >= 2 && kn >= 2 && new_value > 0.0 {
         let vb = log_variance(pairs.iter().map(|p| p.0));
         let vn = log_variance(pairs.iter().map(|p| p.1));
         let df = welch_df(vb, vn, kb, kn);
         let t = t_quantile(df, (1.0 + confidence) / 2.0);
-        let (centre, half) = ((new_mean / base_mean).ln(), t * (vb + vn).sqrt());
+        let (centre, half) = ((new_value / base_value).ln(), t * (vb + vn).sqrt());
         (
             (centre - half).exp() - 1.0,
             (centre + half).exp() - 1.0,
@@ -90,8 +117,8 @@ pub fn change(base: &[Vec<f64>], new: &[Vec<f64>], confidence: f64) -> Option<Ch
         )
     };
     Some(Change {
-        base_mean,
-        new_mean,
+        base_value,
+        new_value,
         change,
         low,
         high,
@@ -126,9 +153,10 @@ fn t_quantile(df: f64, p: f64) -> f64 {
     StudentsT::new(0.0, 1.0, df.max(1.0)).map_or(f64::INFINITY, |t| t.inverse_cdf(p))
 }
 
-fn pooled_mean(runs: &[Vec<f64>]) -> Option<f64> {
-    let n: usize = runs.iter().map(Vec::len).sum();
-    (n > 0).then(|| runs.iter().flatten().sum::<f64>() / n as f64)
+/// `stat` of every frame of a side; `None` when it has none.
+fn pooled(runs: &[Vec<f64>], stat: Statistic) -> Option<f64> {
+    let mut all: Vec<f64> = runs.iter().flatten().copied().collect();
+    (!all.is_empty()).then(|| stat.of(&mut all))
 }
 
 /// Block length for a side: see the module documentation.
@@ -163,37 +191,43 @@ fn decorrelation_lag(x: &[f64]) -> usize {
     n / 4
 }
 
-/// Mean of one resample of a side. One run: a moving-block resample of its frames. Several
-/// runs: a two-level resample, since runs of one configuration differ by more than their
-/// frames do (on lavapipe the mean frame time of identical 1000-frame vkcube runs spread over
-/// ±13 %): the runs are drawn with replacement, each drawn run block-resampled, and the
-/// resample's deviation from the side's mean scaled by `√(k/(k−1))`, which undoes the
-/// bootstrap's underestimate of the between-run variance with `k` runs.
-fn resampled_mean(runs: &[Vec<f64>], block: usize, rng: &mut fastrand::Rng) -> f64 {
+/// `stat` of one resample of a side whose pooled statistic is `pooled`. One run: a
+/// moving-block resample of its frames. Several runs: a two-level resample, since runs of one
+/// configuration differ by more than their frames do (on lavapipe the mean frame time of
+/// identical 1000-frame vkcube runs spread over ±13 %): the runs are drawn with replacement,
+/// each drawn run block-resampled, and the resample's deviation from the side's statistic
+/// scaled by `√(k/(k−1))`, which undoes the bootstrap's underestimate of the between-run
+/// variance with `k` runs. `buf` is scratch space.
+fn resampled(
+    runs: &[Vec<f64>],
+    block: usize,
+    stat: Statistic,
+    pooled: f64,
+    rng: &mut fastrand::Rng,
+    buf: &mut Vec<f64>,
+) -> f64 {
+    buf.clear();
     let k = runs.iter().filter(|r| !r.is_empty()).count();
     if k < 2 {
-        return block_resampled_mean(runs, block, rng);
+        block_resample(runs, block, rng, buf);
+        return stat.of(buf);
     }
     let runs: Vec<&Vec<f64>> = runs.iter().filter(|r| !r.is_empty()).collect();
-    let (mut sum, mut n) = (0.0, 0usize);
     for _ in 0..k {
         let r = runs[rng.usize(0..k)];
-        sum += block_resampled_mean(std::slice::from_ref(r), block, rng) * r.len() as f64;
-        n += r.len();
+        block_resample(std::slice::from_ref(r), block, rng, buf);
     }
-    let pooled =
-        runs.iter().map(|r| r.iter().sum::<f64>()).sum::<f64>() / runs.iter().map(|r| r.len()).sum::<usize>() as f64;
-    pooled + (sum / n as f64 - pooled) * (k as f64 / (k - 1) as f64).sqrt()
+    pooled + (stat.of(buf) - pooled) * (k as f64 / (k - 1) as f64).sqrt()
 }
 
-/// Mean of one moving-block resample of `runs`: blocks of `block` consecutive values, their
-/// starts drawn uniformly over every run (a run shorter than `block` is one block), until the
-/// resample is as long as the original.
-fn block_resampled_mean(runs: &[Vec<f64>], block: usize, rng: &mut fastrand::Rng) -> f64 {
+/// Appends one moving-block resample of `runs` to `out`: blocks of `block` consecutive
+/// values, their starts drawn uniformly over every run (a run shorter than `block` is one
+/// block), until the resample is as long as the original.
+fn block_resample(runs: &[Vec<f64>], block: usize, rng: &mut fastrand::Rng, out: &mut Vec<f64>) {
     let starts: Vec<usize> = runs.iter().map(|r| r.len().saturating_sub(block) + 1).collect();
     let total_starts: usize = starts.iter().sum();
     let n: usize = runs.iter().map(Vec::len).sum();
-    let (mut sum, mut taken) = (0.0, 0usize);
+    let mut taken = 0usize;
     while taken < n {
         let mut k = rng.usize(0..total_starts);
         let mut run = 0;
@@ -203,10 +237,9 @@ fn block_resampled_mean(runs: &[Vec<f64>], block: usize, rng: &mut fastrand::Rng
         }
         let r = &runs[run];
         let end = (k + block).min(r.len());
-        sum += r[k..end].iter().sum::<f64>();
+        out.extend_from_slice(&r[k..end]);
         taken += end - k;
     }
-    sum / taken as f64
 }
 
 /// The `q` quantile of sorted `v` (linear between order statistics).
@@ -240,7 +273,7 @@ mod tests {
     fn a_known_slowdown_is_inside_a_narrow_interval() {
         let base = vec![ar1(2000, 10.0, 0.5, 1.0, 1)];
         let new = vec![ar1(2000, 11.0, 0.5, 1.0, 2)];
-        let c = change(&base, &new, 0.95).unwrap();
+        let c = change(&base, &new, 0.95, Statistic::Mean).unwrap();
         assert!((c.change - 0.1).abs() < 0.01, "{c:?}");
         assert!(
             c.low > 0.08 && c.high < 0.12 && c.low < c.change && c.change < c.high,
@@ -256,7 +289,7 @@ mod tests {
         for t in 0..40 {
             let base = vec![ar1(1000, 10.0, 0.9, 1.0, 100 + t)];
             let new = vec![ar1(1000, 10.0, 0.9, 1.0, 200 + t)];
-            let c = change(&base, &new, 0.95).unwrap();
+            let c = change(&base, &new, 0.95, Statistic::Mean).unwrap();
             covered += usize::from(c.low <= 0.0 && 0.0 <= c.high);
         }
         assert!(covered >= 34, "covered zero in {covered} of 40");
@@ -277,10 +310,10 @@ mod tests {
     fn blocks_stay_inside_runs_and_several_runs_pool() {
         let base = vec![vec![10.0; 50], vec![10.0; 70]];
         let new = vec![vec![12.0; 30], vec![12.0; 90]];
-        let c = change(&base, &new, 0.95).unwrap();
+        let c = change(&base, &new, 0.95, Statistic::Mean).unwrap();
         assert!((c.change - 0.2).abs() < 1e-12 && (c.low - 0.2).abs() < 1e-9, "{c:?}");
-        assert!(change(&[vec![]], &new, 0.95).is_none());
-        assert!(change(&[vec![0.0; 5]], &new, 0.95).is_none());
+        assert!(change(&[vec![]], &new, 0.95, Statistic::Mean).is_none());
+        assert!(change(&[vec![0.0; 5]], &new, 0.95, Statistic::Mean).is_none());
     }
 
     /// `k` runs of an AR(1) process whose run means spread like lavapipe vkcube's (run-level
@@ -305,19 +338,24 @@ mod tests {
         for t in 0..100 {
             let base = spread_runs(3, 10.0, 0.07, 1000 + t);
             let new = spread_runs(3, 10.0, 0.07, 5000 + t);
-            let c = change(&base, &new, 0.99).unwrap();
+            let c = change(&base, &new, 0.99, Statistic::Mean).unwrap();
             assert!(
                 matches!(c.method, Method::RunsT { df } if (2.0..=4.0).contains(&df)),
                 "{c:?}"
             );
             excluded += usize::from(c.low > 0.0 || c.high < 0.0);
-            let one = change(&base[..1], &new, 0.99).unwrap();
+            let one = change(&base[..1], &new, 0.99, Statistic::Mean).unwrap();
             assert_eq!(one.method, Method::Percentile);
             // What the percentile interval alone gives on the same resamples.
             let (bb, bn) = (block_len(&base), block_len(&new));
             let mut rng = fastrand::Rng::with_seed(SEED);
+            let (pb, pn) = (c.base_value, c.new_value);
+            let mut buf = Vec::new();
             let mut r: Vec<f64> = (0..RESAMPLES)
-                .map(|_| resampled_mean(&new, bn, &mut rng) / resampled_mean(&base, bb, &mut rng) - 1.0)
+                .map(|_| {
+                    let b = resampled(&base, bb, Statistic::Mean, pb, &mut rng, &mut buf);
+                    resampled(&new, bn, Statistic::Mean, pn, &mut rng, &mut buf) / b - 1.0
+                })
                 .collect();
             r.sort_by(f64::total_cmp);
             excluded_percentile += usize::from(quantile(&r, 0.005) > 0.0 || quantile(&r, 0.995) < 0.0);
@@ -333,8 +371,39 @@ mod tests {
     fn a_real_change_across_several_runs_is_found() {
         let base = spread_runs(5, 10.0, 0.03, 7);
         let new = spread_runs(5, 12.5, 0.03, 8);
-        let c = change(&base, &new, 0.99).unwrap();
+        let c = change(&base, &new, 0.99, Statistic::Mean).unwrap();
         assert!(c.low > 0.1 && c.high < 0.45 && c.low < c.change, "{c:?}");
+    }
+
+    #[test]
+    fn a_slower_tail_shows_in_a_quantile_and_not_in_the_median() {
+        // The same frames, but every 20th frame of NEW takes twice as long: p99 doubles, the
+        // median does not move, the mean rises by 5 %.
+        let base = vec![ar1(3000, 10.0, 0.3, 1.0, 11)];
+        let mut tail = ar1(3000, 10.0, 0.3, 1.0, 12);
+        for v in tail.iter_mut().step_by(20) {
+            *v *= 2.0;
+        }
+        let new = vec![tail];
+        let p99 = change(&base, &new, 0.99, Statistic::Quantile(0.99)).unwrap();
+        assert!(p99.change > 0.5 && p99.low > 0.3, "{p99:?}");
+        let median = change(&base, &new, 0.99, Statistic::Quantile(0.5)).unwrap();
+        assert!(
+            median.low < 0.0 && 0.0 < median.high && median.change.abs() < 0.02,
+            "{median:?}"
+        );
+        let mean = change(&base, &new, 0.99, Statistic::Mean).unwrap();
+        assert!((mean.change - 0.05).abs() < 0.01, "{mean:?}");
+    }
+
+    #[test]
+    fn statistics_of_a_known_sample() {
+        let mut v: Vec<f64> = (1..=100).rev().map(f64::from).collect();
+        assert_eq!(Statistic::Mean.of(&mut v), 50.5);
+        assert_eq!(Statistic::Quantile(0.99).of(&mut v), 99.0);
+        assert_eq!(Statistic::Quantile(0.5).of(&mut v), 50.0);
+        assert_eq!(Statistic::Quantile(0.999).of(&mut v), 100.0);
+        assert_eq!(Statistic::Quantile(0.001).of(&mut v), 1.0);
     }
 
     #[test]

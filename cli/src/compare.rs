@@ -9,7 +9,7 @@
 //! beyond the threshold either way. Dumps are streamed (bounded memory and
 //! time, [`frame_lines`]); anything that makes a side unusable exits 2 with the file and line.
 
-use crate::bootstrap::{self, Change, Method};
+use crate::bootstrap::{self, Change, Method, Statistic};
 use crate::frame_lines::{self, FrameLine};
 use crate::text::{escape, show};
 use std::ffi::{OsStr, OsString};
@@ -27,13 +27,17 @@ exits 0 when nothing regressed, 1 when a metric regressed significantly beyond t
                       counter name (see `framescope counters`) or a debug-label region
                       (its path, e.g. Frame/Shadows, or its last name); repeatable.
                       Default: frame_time, and gpu_busy where both sides have it
+  --stat S            the statistic of each side's frames: mean (default), median, or a
+                      percentile pNN (p90, p95, p99, p99.9: the frame-time spikes that
+                      1 % lows show); a percentile needs 10/(1-q) frames a side (p99: 1000)
   --threshold P       the smallest change that counts, in percent (default 5%)
   --confidence C      the interval's confidence, 80 to 99.9 percent (default 99%)
   --skip-frames N     leave out each run's first N frames (shader compiles, loading)
   --skip-seconds S    leave out each run's first S seconds
   --json              one JSON object instead of the table
 
-The statistic is the mean over frames; its change is new/base - 1. The interval (99 % by
+The statistic (the mean over frames unless --stat says otherwise) is computed over each
+side's pooled frames; its change is new/base - 1. The interval (99 % by
 default: a gate that runs on every change should rarely fail on noise) comes from a
 moving-block bootstrap (2000 resamples, fixed seed, so the same dumps give the same
 answer): blocks of consecutive frames are resampled, not single frames, because frame times
@@ -53,7 +57,8 @@ beyond +-threshold (framescope does not know which way is better for it).
 examples:
   framescope compare before.jsonl after.jsonl
   framescope compare --threshold 3% --skip-seconds 2 --metric gpu_busy a1.jsonl a2.jsonl -- b1.jsonl b2.jsonl
-  framescope compare --metric Frame/Shadows --metric gpu_util_pct base.jsonl new.jsonl";
+  framescope compare --metric Frame/Shadows --metric gpu_util_pct base.jsonl new.jsonl
+  framescope compare --stat p99 --skip-frames 100 a1.jsonl a2.jsonl a3.jsonl -- b1.jsonl b2.jsonl b3.jsonl";
 
 /// Values kept per metric and run: past this the rest of the run is left out (and said so).
 const MAX_VALUES: usize = 4 << 20;
@@ -102,10 +107,42 @@ struct Options {
     threshold: f64,
     /// Of the interval, 0 to 1.
     confidence: f64,
+    stat: Statistic,
     skip: Option<Skip>,
     json: bool,
     base: Vec<OsString>,
     new: Vec<OsString>,
+}
+
+/// `mean`, `median` or `pNN` (a percentile strictly between 0 and 100).
+fn parse_stat(s: &str) -> Option<Statistic> {
+    match s {
+        "mean" => Some(Statistic::Mean),
+        "median" => Some(Statistic::Quantile(0.5)),
+        _ => {
+            let p = s.strip_prefix('p')?.parse::<f64>().ok()?;
+            (p > 0.0 && p < 100.0).then_some(Statistic::Quantile(p / 100.0))
+        }
+    }
+}
+
+/// The statistic's name as the table and JSON show it.
+fn stat_name(s: Statistic) -> String {
+    match s {
+        Statistic::Mean => "mean".into(),
+        Statistic::Quantile(0.5) => "median".into(),
+        // Rounded: 99.9 / 100 is not exactly 0.999.
+        Statistic::Quantile(q) => format!("p{}", (q * 1e5).round() / 1e3),
+    }
+}
+
+/// Fewest values a side for the statistic: about ten beyond a quantile's rank, so its
+/// resamples vary.
+fn min_values(s: Statistic) -> usize {
+    match s {
+        Statistic::Mean => MIN_VALUES,
+        Statistic::Quantile(q) => ((10.0 / q.min(1.0 - q) - 1e-6).ceil() as usize).max(MIN_VALUES),
+    }
 }
 
 fn parse_args(args: &[OsString]) -> Result<Options, String> {
@@ -114,6 +151,7 @@ fn parse_args(args: &[OsString]) -> Result<Options, String> {
         explicit: false,
         threshold: 0.05,
         confidence: 0.99,
+        stat: Statistic::Mean,
         skip: None,
         json: false,
         base: Vec::new(),
@@ -166,6 +204,11 @@ fn parse_args(args: &[OsString]) -> Result<Options, String> {
                         ))
                     }
                 };
+            }
+            Some("--stat") => {
+                let v = value(&mut it, "--stat")?;
+                o.stat = parse_stat(&v)
+                    .ok_or_else(|| format!("--stat: '{}' is not mean, median or pNN (e.g. p99)", escape(&v)))?;
             }
             Some("--skip-frames") => {
                 let v = value(&mut it, "--skip-frames")?;
@@ -415,16 +458,22 @@ fn compare(o: &Options) -> Result<(Vec<Row>, Vec<String>), String> {
             ));
         }
         let frames = (b.iter().map(Vec::len).sum(), nw.iter().map(Vec::len).sum());
-        if frames.0 < MIN_VALUES || frames.1 < MIN_VALUES {
+        let least = min_values(o.stat);
+        if frames.0 < least || frames.1 < least {
             return Err(format!(
-                "metric '{}': {} values in BASE and {} in NEW; at least {MIN_VALUES} a side are needed",
+                "metric '{}': {} values in BASE and {} in NEW; at least {least} a side are needed for the {}",
                 escape(m.name()),
                 frames.0,
-                frames.1
+                frames.1,
+                stat_name(o.stat)
             ));
         }
-        let Some(change) = bootstrap::change(&b, &nw, o.confidence) else {
-            return Err(format!("metric '{}': BASE's mean is zero", escape(m.name())));
+        let Some(change) = bootstrap::change(&b, &nw, o.confidence, o.stat) else {
+            return Err(format!(
+                "metric '{}': BASE's {} is zero",
+                escape(m.name()),
+                stat_name(o.stat)
+            ));
         };
         let time_like = what != "counter";
         rows.push(Row {
@@ -455,9 +504,10 @@ fn render(rows: &[Row], o: &Options) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "BASE: {} run(s), NEW: {} run(s); threshold {}; {} % intervals {}",
+        "BASE: {} run(s), NEW: {} run(s); statistic {}; threshold {}; {} % intervals {}",
         o.base.len(),
         o.new.len(),
+        stat_name(o.stat),
         pct(o.threshold).trim_start_matches('+'),
         o.confidence * 100.0,
         match rows.first().map(|r| r.change.method) {
@@ -468,7 +518,12 @@ fn render(rows: &[Row], o: &Options) -> String {
     let _ = writeln!(
         s,
         "{:<24} {:>14} {:>14} {:>9}  {:<19} {:>11}  verdict",
-        "metric", "base mean", "new mean", "change", "interval", "frames"
+        "metric",
+        format!("base {}", stat_name(o.stat)),
+        format!("new {}", stat_name(o.stat)),
+        "change",
+        "interval",
+        "frames"
     );
     for r in rows {
         let c = &r.change;
@@ -476,8 +531,8 @@ fn render(rows: &[Row], o: &Options) -> String {
             s,
             "{:<24} {:>14} {:>14} {:>9}  {:<19} {:>11}  {}",
             format!("{} ({})", escape(&r.metric), r.what),
-            value(c.base_mean, r.unit),
-            value(c.new_mean, r.unit),
+            value(c.base_value, r.unit),
+            value(c.new_value, r.unit),
             pct(c.change),
             format!("[{}, {}]", pct(c.low), pct(c.high)),
             format!("{}/{}", r.frames.0, r.frames.1),
@@ -494,8 +549,8 @@ fn to_json(rows: &[Row], o: &Options, failed: bool) -> serde_json::Value {
             serde_json::json!({
                 "metric": r.metric,
                 "kind": r.what,
-                "base_mean": r.change.base_mean,
-                "new_mean": r.change.new_mean,
+                "base": r.change.base_value,
+                "new": r.change.new_value,
                 "change": r.change.change,
                 "ci_low": r.change.low,
                 "ci_high": r.change.high,
@@ -521,6 +576,7 @@ fn to_json(rows: &[Row], o: &Options, failed: bool) -> serde_json::Value {
     serde_json::json!({
         "threshold": o.threshold,
         "confidence": o.confidence,
+        "statistic": stat_name(o.stat),
         "base_runs": o.base.len(),
         "new_runs": o.new.len(),
         "regression": failed,
@@ -576,6 +632,15 @@ mod tests {
         assert_eq!((o.base.len(), o.new.len()), (2, 2), "after -- everything is a path");
         assert_eq!(o.metrics, [Metric::Named("Frame/Shadows".into())]);
         assert!(o.explicit);
+        assert_eq!(o.stat, Statistic::Mean);
+        let o = parse_args(&args(&["--stat", "p99.9", "a", "b"])).unwrap();
+        assert!(matches!(o.stat, Statistic::Quantile(q) if (q - 0.999).abs() < 1e-12));
+        assert_eq!(stat_name(o.stat), "p99.9");
+        assert_eq!(min_values(o.stat), 10_000);
+        assert_eq!(
+            parse_args(&args(&["--stat", "median", "a", "b"])).unwrap().stat,
+            Statistic::Quantile(0.5)
+        );
         for bad in [
             &["a"][..],
             &["a", "b", "c"],
@@ -584,6 +649,9 @@ mod tests {
             &["--skip-frames", "-3", "a", "b"],
             &["--skip-seconds", "nan", "a", "b"],
             &["--confidence", "50", "a", "b"],
+            &["--stat", "p100", "a", "b"],
+            &["--stat", "p0", "a", "b"],
+            &["--stat", "max", "a", "b"],
             &["--metric"],
             &["--bogus", "a", "b"],
             &["a", "--"],
@@ -603,8 +671,8 @@ mod tests {
     #[test]
     fn verdicts_need_the_whole_interval_past_the_threshold() {
         let c = |low, high| Change {
-            base_mean: 1.0,
-            new_mean: 1.0,
+            base_value: 1.0,
+            new_value: 1.0,
             change: (low + high) / 2.0,
             low,
             high,

@@ -146,6 +146,38 @@ fn a_known_ten_percent_slowdown_fails_the_gate_and_the_same_process_passes() {
     // interval takes that spread in, and one fast and one slow run is no significant change.
     let (code, out, err) = compare(&a, &sb, &[s(&base), s(&same), "--", s(&same), s(&slow)]);
     assert_eq!(code, Some(0), "runs differing from each other: {out}{err}");
+    // A percentile instead of the mean: the uniform 10 % slowdown moves p95 by as much; the
+    // same process does not move it; p99.9 needs more frames than a run of 1500 has.
+    let (code, out, err) = compare(&a, &sb, &["--json", "--stat", "p95", s(&base), s(&slow)]);
+    assert_eq!(code, Some(1), "p95, 10 % slowdown: {out}{err}");
+    let v: Value = serde_json::from_str(&out).expect(&out);
+    assert_eq!(v["statistic"], "p95", "{out}");
+    let p95 = |path: &Path| {
+        let text = std::fs::read_to_string(path).unwrap();
+        let mut ft: Vec<f64> = text
+            .lines()
+            .skip(1)
+            .map(|l| {
+                serde_json::from_str::<Value>(l).unwrap()["cpu_frame_ns"]
+                    .as_f64()
+                    .unwrap()
+            })
+            .collect();
+        ft.sort_by(f64::total_cmp);
+        ft[(0.95 * ft.len() as f64).ceil() as usize - 1]
+    };
+    assert_eq!(
+        v["metrics"][0]["base"].as_f64(),
+        Some(p95(&base)),
+        "nearest-rank p95: {out}"
+    );
+    assert_eq!(v["metrics"][0]["new"].as_f64(), Some(p95(&slow)), "{out}");
+    let (code, out, err) = compare(&a, &sb, &["--stat", "p95", s(&base), s(&same)]);
+    assert_eq!(code, Some(0), "p95, same process: {out}{err}");
+    assert!(out.contains("base p95"), "{out}");
+    let (code, _, err) = compare(&a, &sb, &["--stat", "p99.9", s(&base), s(&same)]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("at least 10000 a side are needed for the p99.9"), "{err}");
     // A 4 % slowdown is below the 5 % threshold.
     let slight = sb.path("slight.jsonl");
     synthetic(&slight, 1500, 16.64, 50.0, 4);
