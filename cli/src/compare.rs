@@ -37,9 +37,8 @@ exits 0 when nothing regressed, 1 when a metric regressed significantly beyond t
   --json              one JSON object instead of the table
 
 The statistic (the mean over frames unless --stat says otherwise) is computed over each
-side's pooled frames; its change is new/base - 1. The interval (99 % by
-default: a gate that runs on every change should rarely fail on noise) comes from a
-moving-block bootstrap (2000 resamples, fixed seed, so the same dumps give the same
+side's pooled frames; its change is new/base - 1. The interval (99 % by default: a gate
+that runs on every change should rarely fail on noise) comes from a moving-block bootstrap (2000 resamples, fixed seed, so the same dumps give the same
 answer): blocks of consecutive frames are resampled, not single frames, because frame times
 are autocorrelated and single-frame resampling would give intervals that are too narrow. The
 block length is the larger of n^(1/3) and the lag where the frames' autocorrelation dies
@@ -47,16 +46,16 @@ out; blocks never span two runs. With one run a side the interval is the resampl
 percentiles; it covers frame noise only, not the difference between runs of one
 configuration, and a gate on single runs fails more often than its confidence says. With
 several runs on both sides the runs are resampled too (a two-level bootstrap) and the runs
-are the units: the interval is Student's t on the log of the change, with each side's
+are the units: the interval is Student's t on log(new/base), with each side's
 variance from the resamples and Welch's degrees of freedom (at most runs - 1 a side), so
 few runs give a wide interval; 3 runs a side is the least that gates, 5 or more give a
-useful width. A time metric (frame_time, gpu_busy, a label) regresses when
-the whole interval is above +threshold; a counter fails the gate when the whole interval is
-beyond +-threshold (framescope does not know which way is better for it).
+useful width. A time metric (frame_time, gpu_busy, a label) regresses when the whole
+interval is above +threshold; a counter fails the gate when the whole interval is beyond
++-threshold (framescope does not know which way is better for it).
 
 examples:
   framescope compare before.jsonl after.jsonl
-  framescope compare --threshold 3% --skip-seconds 2 --metric gpu_busy a1.jsonl a2.jsonl -- b1.jsonl b2.jsonl
+  framescope compare --threshold 3% --skip-seconds 2 --metric gpu_busy a1.jsonl a2.jsonl a3.jsonl -- b1.jsonl b2.jsonl b3.jsonl
   framescope compare --metric Frame/Shadows --metric gpu_util_pct base.jsonl new.jsonl
   framescope compare --stat p99 --skip-frames 100 a1.jsonl a2.jsonl a3.jsonl -- b1.jsonl b2.jsonl b3.jsonl";
 
