@@ -438,6 +438,13 @@ fn compare(o: &Options) -> Result<(Vec<Row>, Vec<String>), String> {
                 .into(),
         );
     }
+    if base.len().min(new.len()) == 2 {
+        notes.push(
+            "two runs on a side give the run-level interval one degree of freedom there, so it is \
+             wide and the gate rarely fails; pass 3 or more runs a side"
+                .into(),
+        );
+    }
     let mut rows = Vec::new();
     for (i, m) in o.metrics.iter().enumerate() {
         let sides = side_series(&base, &o.base, i, m).and_then(|b| Ok((b, side_series(&new, &o.new, i, m)?)));
