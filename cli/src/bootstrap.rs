@@ -59,8 +59,11 @@ pub enum Statistic {
 }
 
 impl Statistic {
-    /// The statistic of `v` (reordered in place); `v` is not empty.
+    /// The statistic of `v` (reordered in place); NaN when `v` is empty.
     pub fn of(self, v: &mut [f64]) -> f64 {
+        if v.is_empty() {
+            return f64::NAN;
+        }
         match self {
             Statistic::Mean => v.iter().sum::<f64>() / v.len() as f64,
             Statistic::Quantile(q) => {
@@ -404,6 +407,7 @@ mod tests {
         assert_eq!(Statistic::Quantile(0.5).of(&mut v), 50.0);
         assert_eq!(Statistic::Quantile(0.999).of(&mut v), 100.0);
         assert_eq!(Statistic::Quantile(0.001).of(&mut v), 1.0);
+        assert!(Statistic::Quantile(0.5).of(&mut []).is_nan() && Statistic::Mean.of(&mut []).is_nan());
     }
 
     #[test]
