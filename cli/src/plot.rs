@@ -10,7 +10,7 @@
 //! distributions install it.
 
 use crate::frame_lines;
-use crate::output::create_output;
+use crate::output::{create_output, FileId};
 use crate::text::{escape, show};
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -410,6 +410,16 @@ pub fn main(args: &[OsString]) -> i32 {
             return 2;
         }
     };
+    // Checked before the dumps are read (which can take a while) and again where the output
+    // is opened, which alone is free of races.
+    let inputs: Vec<FileId> = o.dumps.iter().filter_map(|d| FileId::of_path(Path::new(d))).collect();
+    if FileId::of_path(Path::new(&o.out)).is_some_and(|id| inputs.contains(&id)) {
+        eprintln!(
+            "framescope: plot: cannot write '{}': it is a dump this command reads; name another output",
+            show(&o.out)
+        );
+        return 1;
+    }
     let mut runs = Vec::new();
     for d in &o.dumps {
         match read(d, &o) {
@@ -438,7 +448,7 @@ pub fn main(args: &[OsString]) -> i32 {
             return 1;
         }
     };
-    let written = create_output(Path::new(&o.out)).and_then(|mut f| f.write_all(&bytes));
+    let written = create_output(Path::new(&o.out), &inputs).and_then(|mut f| f.write_all(&bytes));
     if let Err(e) = written {
         eprintln!("framescope: plot: cannot write '{}': {e}", show(&o.out));
         return 1;

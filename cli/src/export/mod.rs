@@ -5,7 +5,7 @@
 //! line whatever the dump holds; nothing in it is trusted. Unreadable lines, frames out of
 //! order and lines over [`MAX_LINE`] are skipped with a warning naming the file and line
 //! (the first few, then a count), as `framescope report` does. Output files are created or
-//! truncated, never written through a symbolic link.
+//! emptied, never written through a symbolic link, and never when they are the dump itself.
 
 mod csv;
 mod parquet;
@@ -14,14 +14,13 @@ mod presentmon;
 mod protobuf;
 
 use crate::lines::{Line, Lines, GIVE_UP, MAX_LINE};
-use crate::output::create_output;
+use crate::output::{create_output, FileId};
 use crate::text::{escape, show};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::io::{self, BufWriter};
-use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 const USAGE: &str = "\
@@ -236,12 +235,9 @@ fn export(args: &Args) -> Result<(), String> {
         .map_err(|e| format!("cannot read '{}': {e}", show(&args.dump)))?;
     let mut sinks: Vec<(&OsStr, Box<dyn Sink>)> = Vec::new();
     for (format, path) in &args.outputs {
-        let file = create_output(Path::new(path)).map_err(|e| format!("cannot write '{}': {e}", show(path)))?;
-        // Truncating the dump itself would lose it before it is read.
-        let m = file.metadata().map_err(|e| format!("'{}': {e}", show(path)))?;
-        if m.dev() == in_meta.dev() && m.ino() == in_meta.ino() {
-            return Err(format!("'{}' is the dump itself", show(path)));
-        }
+        // The dump is never emptied by naming it (or a hard link to it) as an output.
+        let file = create_output(Path::new(path), &[FileId::of(&in_meta)])
+            .map_err(|e| format!("cannot write '{}': {e}", show(path)))?;
         let out = BufWriter::with_capacity(1 << 16, file);
         let sink: Box<dyn Sink> = match *format {
             "perfetto" => Box::new(perfetto::Perfetto::new(out)),
