@@ -40,6 +40,22 @@ pub struct Change {
     pub method: Method,
 }
 
+/// One side of a comparison.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Side {
+    Base,
+    New,
+}
+
+impl Side {
+    pub fn name(self) -> &'static str {
+        match self {
+            Side::Base => "BASE",
+            Side::New => "NEW",
+        }
+    }
+}
+
 /// How the interval was read off the resamples (see the module documentation).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Method {
@@ -75,14 +91,12 @@ impl Statistic {
 }
 
 /// The change of `stat` from the runs `base` to the runs `new` (each run a series of per-frame
-/// values in frame order), with an interval of `confidence` (0.95 for 95 %). `None` when a side
-/// has no values or a statistic of zero.
-pub fn change(base: &[Vec<f64>], new: &[Vec<f64>], confidence: f64, stat: Statistic) -> Option<Change> {
-    let base_value = pooled(base, stat)?;
-    let new_value = pooled(new, stat)?;
-    if base_value == 0.0 {
-        return None;
-    }
+/// values in frame order), with an interval of `confidence` (0.95 for 95 %). `Err` names the
+/// side with no values or a statistic of zero (BASE when both are): a relative change needs a
+/// positive statistic on both sides.
+pub fn change(base: &[Vec<f64>], new: &[Vec<f64>], confidence: f64, stat: Statistic) -> Result<Change, Side> {
+    let base_value = pooled(base, stat).filter(|&v| v != 0.0).ok_or(Side::Base)?;
+    let new_value = pooled(new, stat).filter(|&v| v != 0.0).ok_or(Side::New)?;
     let (bb, bn) = (block_len(base), block_len(new));
     let mut rng = fastrand::Rng::with_seed(SEED);
     let mut buf = Vec::new();
@@ -91,10 +105,16 @@ pub fn change(base: &[Vec<f64>], new: &[Vec<f64>], confidence: f64, stat: Statis
             let b = resampled(base, bb, stat, base_value, &mut rng, &mut buf);
             (b, resampled(new, bn, stat, new_value, &mut rng, &mut buf))
         })
-        .filter(|&(b, n)| b > 0.0 && n > 0.0 && b.is_finite() && n.is_finite())
         .collect();
+    // A side none of whose resamples has a positive statistic (its few non-zero values never
+    // drawn) gives no ratio to read an interval off.
+    let usable = |v: f64| v > 0.0 && v.is_finite();
+    if !pairs.iter().any(|p| usable(p.0)) {
+        return Err(Side::Base);
+    }
+    let pairs: Vec<(f64, f64)> = pairs.into_iter().filter(|&(b, n)| usable(b) && usable(n)).collect();
     if pairs.is_empty() {
-        return None;
+        return Err(Side::New);
     }
     let change = new_value / base_value - 1.0;
     let runs = |side: &[Vec<f64>]| side.iter().filter(|r| !r.is_empty()).count();
@@ -119,7 +139,7 @@ pub fn change(base: &[Vec<f64>], new: &[Vec<f64>], confidence: f64, stat: Statis
             Method::Percentile,
         )
     };
-    Some(Change {
+    Ok(Change {
         base_value,
         new_value,
         change,
@@ -315,8 +335,10 @@ mod tests {
         let new = vec![vec![12.0; 30], vec![12.0; 90]];
         let c = change(&base, &new, 0.95, Statistic::Mean).unwrap();
         assert!((c.change - 0.2).abs() < 1e-12 && (c.low - 0.2).abs() < 1e-9, "{c:?}");
-        assert!(change(&[vec![]], &new, 0.95, Statistic::Mean).is_none());
-        assert!(change(&[vec![0.0; 5]], &new, 0.95, Statistic::Mean).is_none());
+        assert_eq!(change(&[vec![]], &new, 0.95, Statistic::Mean), Err(Side::Base));
+        assert_eq!(change(&[vec![0.0; 5]], &new, 0.95, Statistic::Mean), Err(Side::Base));
+        assert_eq!(change(&new, &[vec![0.0; 5]], 0.95, Statistic::Mean), Err(Side::New));
+        assert_eq!(change(&new, &[vec![]], 0.95, Statistic::Mean), Err(Side::New));
     }
 
     /// `k` runs of an AR(1) process whose run means spread like lavapipe vkcube's (run-level

@@ -474,13 +474,14 @@ fn compare(o: &Options) -> Result<(Vec<Row>, Vec<String>), String> {
                 stat_name(o.stat)
             ));
         }
-        let Some(change) = bootstrap::change(&b, &nw, o.confidence, o.stat) else {
-            return Err(format!(
-                "metric '{}': BASE's {} is zero",
+        let change = bootstrap::change(&b, &nw, o.confidence, o.stat).map_err(|side| {
+            format!(
+                "metric '{}': {}'s {} is zero, so there is no relative change to give",
                 escape(m.name()),
+                side.name(),
                 stat_name(o.stat)
-            ));
-        };
+            )
+        })?;
         let time_like = what != "counter";
         rows.push(Row {
             metric: m.name().to_owned(),
