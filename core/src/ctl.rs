@@ -195,6 +195,7 @@ pub fn answer(request: &str) -> serde_json::Value {
             "ok": true,
             "pid": std::process::id(),
             "capturing": capture::capturing(),
+            "dump_ended": capture::ended(),
             "marks": capture::marks(),
             "t_ns": crate::clock::monotonic_now_ns(),
         }),

@@ -126,6 +126,57 @@ fn ctl_starts_and_stops_a_capture_in_a_running_vkcube_and_marks_it() {
     );
 }
 
+/// vkcube (`$2` is framescope) with a 0.3 s `dump_duration`: once its socket is up, status is
+/// asked until it says the dump ended (at most 20 s), then a start and a mark are tried.
+const ENDED_SCRIPT: &str = r#"fs="$2"
+"$fs" run -- vkcube --c 100000 > "$1/app.txt" 2>&1 & pid=$!
+for i in $(seq 1 400); do [ -S "$XDG_RUNTIME_DIR/framescope/$pid.sock" ] && break; sleep 0.05; done
+echo "status1 $("$fs" ctl $pid status)"
+for i in $(seq 1 400); do "$fs" ctl $pid status | grep -q '"dump_ended":"dump_duration"' && break; sleep 0.05; done
+echo "status2 $("$fs" ctl $pid status)"
+echo "start $("$fs" ctl $pid start 2>/dev/null)"
+echo "start-exit $("$fs" ctl $pid start >/dev/null 2>&1; echo $?)"
+echo "mark $("$fs" ctl $pid mark late 2>/dev/null)"
+kill $pid; wait $pid"#;
+
+#[test]
+fn ctl_says_the_dump_has_ended_and_refuses_start_and_mark_after_it() {
+    require_program("vkcube");
+    let a = Artifacts::get();
+    let x = Xvfb::start();
+    let mut sb = Sandbox::new("ctl-ended");
+    let dir = sb.dir.display().to_string();
+    let path = sb.path("dump.jsonl");
+    sb.display(&x)
+        .set("FRAMESCOPE_DUMP", path.display().to_string())
+        .set("FRAMESCOPE_CONFIG", "dump_duration=0.3,hud=0");
+    let fs = a.framescope.display().to_string();
+    let out = sb.run(
+        std::path::Path::new("/bin/sh"),
+        &["-c", ENDED_SCRIPT, "sh", &dir, &fs],
+        LIMIT,
+    );
+    let text = out.stdout.clone();
+    let status1 = reply(&text, "status1");
+    assert_eq!(status1["ok"], true, "{text}");
+    let status2 = reply(&text, "status2");
+    assert_eq!(status2["dump_ended"], "dump_duration", "{}", out.describe());
+    assert_eq!(status2["capturing"], false, "{text}");
+    for tag in ["start", "mark"] {
+        let r = reply(&text, tag);
+        assert_eq!(r["ok"], false, "{tag} after the end: {text}");
+        let why = r["error"].as_str().unwrap_or_default();
+        assert!(why.contains("the dump has ended (dump_duration)"), "{tag}: {why}");
+    }
+    assert!(text.contains("start-exit 1"), "{text}");
+    let d = dump::read(&path);
+    assert_eq!(
+        d.summary.as_ref().and_then(|s| s["ended_by"].as_str()),
+        Some("dump_duration")
+    );
+    assert!(d.marks.is_empty(), "{:?}", d.marks);
+}
+
 /// The app (`$2`) in the background; once its window is up the dump key is pressed, 0.3 s a
 /// time, until framescope's log says capture started (at most 100 tries).
 const KEY_SCRIPT: &str = r#""$2" --frames 3000 --width 200 --height 200 > "$1/app.txt" 2>&1 & pid=$!

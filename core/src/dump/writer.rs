@@ -106,6 +106,8 @@ struct Shared {
     dropped: AtomicU64,
     origin_ns: u64,
     thread: Mutex<Option<JoinHandle<()>>>,
+    /// The summary's `ended_by` once the writer ends it; what a writer that failed says.
+    ended_by: Mutex<&'static str>,
 }
 
 /// Handle to a dump writer. Cheap to clone; all clones feed the same file.
@@ -151,6 +153,7 @@ impl DumpWriter {
             dropped: AtomicU64::new(0),
             origin_ns: monotonic_now_ns(),
             thread: Mutex::new(None),
+            ended_by: Mutex::new("write error"),
         });
         let for_thread = Arc::clone(&shared);
         let spawned = std::thread::Builder::new()
@@ -166,6 +169,7 @@ impl DumpWriter {
             Err(e) => {
                 eprintln!("framescope: cannot start the dump writer thread: {e}; dumping disabled");
                 shared.accepting.store(false, Ordering::Relaxed);
+                crate::capture::end("no writer thread");
             }
         }
         DumpWriter { shared }
@@ -260,6 +264,7 @@ struct DoneOnDrop<'a>(&'a Shared);
 
 impl Drop for DoneOnDrop<'_> {
     fn drop(&mut self) {
+        crate::capture::end(*self.0.ended_by.lock());
         *self.0.done.lock() = true;
         self.0.done_cv.notify_all();
     }
@@ -535,6 +540,7 @@ fn run(s: &Shared, opts: &DumpOptions, header: &Header) {
         };
         if let Some(ended_by) = ended_by {
             s.accepting.store(false, Ordering::Relaxed);
+            *s.ended_by.lock() = ended_by;
             crate::capture::take(&mut changes);
             for c in changes.drain(..) {
                 timeline.add(c);
