@@ -13,8 +13,8 @@
 //! The loader loads every manifest in that directory's `vulkan/implicit_layer.d` into the app,
 //! so the directory must be one only this user can write: `$XDG_RUNTIME_DIR/framescope` when the
 //! runtime dir is ours and 0700 (as the XDG Base Directory spec requires), else
-//! `$XDG_CACHE_HOME/framescope` (default `~/.cache/framescope`), else a fresh `mkdtemp`
-//! directory. Every directory framescope creates is 0700, and one found owned by someone else
+//! `$XDG_CACHE_HOME/framescope` (default `~/.cache/framescope`), else `$TMPDIR/framescope-UID`,
+//! else a fresh `mkdtemp` directory. Every directory framescope creates is 0700, and one found owned by someone else
 //! or writable by others is refused and the next place tried. A predictable path in a shared
 //! directory (`/tmp`) is never used: another user could create it first. When no place works
 //! the app runs without framescope, with one line saying so: a profiler must not stop the app.
@@ -218,13 +218,22 @@ fn places() -> impl Iterator<Item = Result<PathBuf, String>> {
             .map_err(|e| format!("{}: {e}", show(c.as_os_str())))?;
         // Whoever can write the cache dir can swap our directory inside it for theirs.
         let m = std::fs::metadata(&c).map_err(|e| format!("{}: {e}", show(c.as_os_str())))?;
-        if m.uid() != euid() || m.mode() & 0o002 != 0 {
-            return Err(format!("{} is not ours or is writable by others", show(c.as_os_str())));
+        if m.uid() != euid() || m.mode() & 0o022 != 0 {
+            return Err(format!(
+                "{} is not ours or is writable by group or others",
+                show(c.as_os_str())
+            ));
         }
         Ok(c.join("framescope"))
     };
+    // One directory per user in the temporary directory, reused by every run (a `mkdtemp`
+    // directory per run would be left behind: the app needs it after we exec). `write_in`
+    // creates it 0700 and accepts it only as a real directory of ours that nobody else can
+    // write, so one made first by another user is refused and the next place is tried.
+    let user_temp = || Ok(std::env::temp_dir().join(format!("framescope-{}", euid())));
     // Random name, created 0700 with O_EXCL semantics (mkdir fails on an existing name): no
-    // other user can have made it first. Kept, since the app needs it after we exec.
+    // other user can have made it first. Kept, since the app needs it after we exec; only
+    // reached when the per-user directory was taken by someone else.
     let temp = || {
         tempfile::Builder::new()
             .prefix("framescope-")
@@ -236,6 +245,7 @@ fn places() -> impl Iterator<Item = Result<PathBuf, String>> {
     [
         Box::new(runtime) as Box<dyn Fn() -> Result<PathBuf, String>>,
         Box::new(cache),
+        Box::new(user_temp),
         Box::new(temp),
     ]
     .into_iter()

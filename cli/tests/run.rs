@@ -337,3 +337,67 @@ fn install_with_a_prefix_no_manifest_can_name_fails_in_one_line_before_writing()
     assert!(err.contains("a layer manifest can only name a UTF-8 path"), "{err}");
     assert!(!prefix.exists(), "nothing written");
 }
+
+/// The per-user directory `run` reuses in the temporary directory.
+fn user_temp(tmp: &Path) -> PathBuf {
+    // SAFETY: geteuid cannot fail.
+    tmp.join(format!("framescope-{}", unsafe { libc::geteuid() }))
+}
+
+#[test]
+fn runs_without_home_reuse_one_directory_in_tmp() {
+    let s = Scratch::new("nohome");
+    let tmp = shared_tmp(&s);
+    for _ in 0..3 {
+        let (out, dir) = layer_path_of_run(&mut s.command(&[], &[("TMPDIR", &tmp)]));
+        assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+        assert!(dir.starts_with(user_temp(&tmp)), "{}", dir.display());
+        assert_private(&dir);
+        assert_private_parent(&dir);
+    }
+    let names: Vec<_> = std::fs::read_dir(&tmp)
+        .unwrap()
+        .map(|e| PathBuf::from(e.unwrap().file_name()))
+        .collect();
+    assert_eq!(
+        names,
+        [user_temp(Path::new(""))],
+        "one directory for every run, none left per run"
+    );
+}
+
+#[test]
+fn a_per_user_directory_someone_else_made_is_refused() {
+    let s = Scratch::new("squat");
+    let tmp = shared_tmp(&s);
+    let theirs = user_temp(&tmp);
+    std::fs::create_dir(&theirs).unwrap();
+    std::fs::set_permissions(&theirs, std::fs::Permissions::from_mode(0o777)).unwrap();
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } == 0 {
+        std::os::unix::fs::chown(&theirs, Some(NOBODY), Some(NOBODY)).unwrap();
+    }
+    let (out, dir) = layer_path_of_run(&mut s.command(&[], &[("TMPDIR", &tmp)]));
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    assert!(!dir.starts_with(&theirs), "{}", dir.display());
+    assert_private(&dir);
+    assert_private_parent(&dir);
+    assert_eq!(
+        std::fs::read_dir(&theirs).unwrap().count(),
+        0,
+        "nothing of ours in theirs"
+    );
+}
+
+#[test]
+fn a_group_writable_cache_home_is_refused() {
+    let s = Scratch::new("groupcache");
+    let cache = s.path("cache");
+    std::fs::create_dir(&cache).unwrap();
+    std::fs::set_permissions(&cache, std::fs::Permissions::from_mode(0o775)).unwrap();
+    let tmp = shared_tmp(&s);
+    let (out, dir) = layer_path_of_run(&mut s.command(&[], &[("XDG_CACHE_HOME", &cache), ("TMPDIR", &tmp)]));
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    assert!(!dir.starts_with(&cache), "{}", dir.display());
+    assert_private(&dir);
+}

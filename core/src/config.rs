@@ -18,6 +18,7 @@
 //! [`ConfigError`] whose `Display` is one line, and the key keeps its default. No key runs a
 //! command; values are only ever parsed as numbers, names or a path template.
 
+use crate::shown::shown;
 use serde_json::{json, Value as Json};
 use std::ffi::OsString;
 use std::fmt;
@@ -729,7 +730,7 @@ impl fmt::Display for Origin {
         match self {
             Origin::Env => f.write_str("FRAMESCOPE_CONFIG"),
             Origin::DumpEnv => f.write_str("FRAMESCOPE_DUMP"),
-            Origin::File { path, line } => write!(f, "{}:{line}", path.escape_debug()),
+            Origin::File { path, line } => write!(f, "{}:{line}", shown(path)),
         }
     }
 }
@@ -768,14 +769,14 @@ pub struct ConfigError {
 
 impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // escape_debug keeps user text on one line whatever it contains.
+        // User text is escaped onto one line and cut (`shown`), whatever it holds.
         match &self.kind {
             ConfigErrorKind::UnknownKey { key } => {
                 let valid: Vec<&str> = KEYS.iter().map(|k| k.name).collect();
                 write!(
                     f,
                     "framescope: unknown config key '{}' in {}; ignored (valid keys: {})",
-                    key.escape_debug(),
+                    shown(key),
                     self.origin,
                     valid.join(", ")
                 )
@@ -785,7 +786,7 @@ impl fmt::Display for ConfigError {
                 write!(
                     f,
                     "framescope: bad value '{}' for config key '{k}' in {}; expected {}; using default {}",
-                    value.escape_debug(),
+                    shown(value),
                     self.origin,
                     spec.ty.describe(),
                     spec.default
@@ -804,8 +805,8 @@ impl fmt::Display for ConfigError {
             ConfigErrorKind::UnreadableFile { path, error } => write!(
                 f,
                 "framescope: cannot read config file '{}': {}; using defaults",
-                path.escape_debug(),
-                error.escape_debug()
+                shown(path),
+                shown(error)
             ),
             ConfigErrorKind::NotUtf8 { var } => write!(
                 f,
@@ -1423,6 +1424,18 @@ mod tests {
         assert_eq!(lines[10], "framescope: 99990 more config errors not shown");
         assert_eq!(error_lines(&errors[..3]).len(), 3);
         assert_eq!(error_lines(&errors[..10]).len(), 10);
+    }
+
+    #[test]
+    fn a_huge_value_or_key_costs_a_bounded_error_line() {
+        let big = "y".repeat(120_000);
+        for entry in [format!("hud={big}"), format!("counters={big}"), format!("{big}=1")] {
+            let (_, errors) = parse(&entry);
+            let lines = error_lines(&errors);
+            assert_eq!(lines.len(), 1, "{entry:.20}");
+            assert!(lines[0].len() < 2_000, "{} bytes", lines[0].len());
+            assert!(lines[0].contains("(120000 bytes in all)"), "{:.400}", lines[0]);
+        }
     }
 
     fn scratch(tag: &str) -> PathBuf {

@@ -103,6 +103,7 @@ fn try_start() -> Result<(), String> {
         Err(e) => return Err(format!("{}: {e}", dir.display())),
     }
     dir_is_private(&dir)?;
+    remove_stale(&dir);
     let path = dir.join(format!("{}.sock", std::process::id()));
     // A socket left by an earlier process with our pid (it did not end normally).
     if std::fs::symlink_metadata(&path).is_ok() {
@@ -124,6 +125,38 @@ fn try_start() -> Result<(), String> {
             remove_socket();
             format!("cannot start its thread: {e}")
         })
+}
+
+/// Entries of the socket directory looked at for stale sockets.
+const MAX_STALE_SCAN: usize = 4096;
+
+/// Removes the sockets of processes that no longer exist: an app ended by a signal never
+/// removes its own. Only `PID.sock` sockets are touched, in the private directory; a socket
+/// whose pid now belongs to another process stays (it answers nothing, and goes once that
+/// process is gone too).
+fn remove_stale(dir: &std::path::Path) {
+    use std::os::unix::fs::FileTypeExt;
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for e in entries.flatten().take(MAX_STALE_SCAN) {
+        let name = e.file_name();
+        let pid = name
+            .to_str()
+            .and_then(|n| n.strip_suffix(".sock"))
+            .filter(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+            .and_then(|p| p.parse::<libc::pid_t>().ok());
+        let Some(pid) = pid.filter(|&p| p > 0) else { continue };
+        if process_exists(pid) || !e.file_type().is_ok_and(|t| t.is_socket()) {
+            continue;
+        }
+        let _ = std::fs::remove_file(e.path());
+    }
+}
+
+/// Whether a process `pid` exists (`kill(pid, 0)`: only `ESRCH` says it does not).
+fn process_exists(pid: libc::pid_t) -> bool {
+    // SAFETY: signal 0 sends nothing; it only checks the pid.
+    let r = unsafe { libc::kill(pid, 0) };
+    r == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
 }
 
 /// Ends serving (the dump is finished): the socket file goes at once, the thread within
@@ -215,6 +248,33 @@ mod tests {
         assert_eq!(answer("mark")["ok"], false, "a mark needs a label");
         let bad = answer("mark a\u{1b}[2J");
         assert!(bad["error"].as_str().unwrap().contains("printable"), "{bad}");
+    }
+
+    #[test]
+    fn sockets_of_processes_that_are_gone_are_removed() {
+        let t = std::env::temp_dir().join(format!("framescope-ctl-stale-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&t);
+        std::fs::DirBuilder::new().mode(0o700).create(&t).unwrap();
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let dead = child.id();
+        child.wait().unwrap();
+        // SAFETY: getppid cannot fail.
+        let alive = unsafe { libc::getppid() };
+        for name in [format!("{dead}.sock"), format!("{alive}.sock")] {
+            drop(UnixListener::bind(t.join(name)).unwrap());
+        }
+        std::fs::write(t.join(format!("{}.txt", dead)), "not a socket").unwrap();
+        std::fs::write(t.join("notes.sock"), "not ours").unwrap();
+        remove_stale(&t);
+        let mut left: Vec<String> = std::fs::read_dir(&t)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        left.sort();
+        let mut want = vec![format!("{alive}.sock"), format!("{dead}.txt"), "notes.sock".to_string()];
+        want.sort();
+        assert_eq!(left, want);
+        std::fs::remove_dir_all(&t).unwrap();
     }
 
     #[test]

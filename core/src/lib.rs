@@ -27,6 +27,7 @@ pub mod regions;
 pub mod sample;
 pub mod session;
 pub mod settings;
+pub mod shown;
 pub mod stats;
 pub mod sync;
 

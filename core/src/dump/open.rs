@@ -207,7 +207,7 @@ pub fn block_sigpipe_on_this_thread() {
 
 /// A path for messages: lossy UTF-8, one line.
 pub fn display(path: &OsStr) -> String {
-    path.to_string_lossy().escape_debug().to_string()
+    crate::shown::shown(&path.to_string_lossy())
 }
 
 #[cfg(test)]
