@@ -1,4 +1,4 @@
-//! `cargo xtask <demo|test|bench|install-deps>`: the project's only set-up and test entry points.
+//! `cargo xtask <demo|test|bench|soak|install-deps>`: the project's only set-up and test entry points.
 
 mod bench;
 mod bench_cg;
@@ -7,11 +7,12 @@ mod bench_glmark;
 mod bench_h100;
 mod bench_samples;
 mod deps;
+mod soak;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
-const USAGE: &str = "usage: cargo xtask <demo|test|bench|install-deps>
+const USAGE: &str = "usage: cargo xtask <demo|test|bench|soak|install-deps>
   demo          build in release, run vkcube under framescope (Xvfb if no DISPLAY), print what it measured
   test          install missing packages, then fmt check, clippy -D warnings, build, all tests
   bench         performance benchmarks (writes docs/performance.md); `bench vkcube`: only the
@@ -20,6 +21,9 @@ const USAGE: &str = "usage: cargo xtask <demo|test|bench|install-deps>
                 and glmark2); `bench glmark`: only the glmark2/glmark2-es2 scores section;
                 `bench counters`: only the counters' cost on the app's thread; `bench h100`: only
                 the H100 section, from the committed run of tests/device/h100-costs.sh
+  soak          long runs of vkcube and glxgears with the HUD and samples=draw (not in `test`):
+                RSS, threads, fds and dump size sampled, results into docs/reliability.md;
+                --minutes N (30), --app vkcube|glxgears, --bare, --asan, --malloc-check
   install-deps  install the Debian packages the tests and demo need (root), else print the apt-get line";
 
 fn main() -> ExitCode {
@@ -27,6 +31,7 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("install-deps") => deps::install(),
         Some("test") => test(),
+        Some("soak") => soak::soak(&args[1..]),
         Some("demo") => demo(),
         Some("bench") if args.get(1).map(String::as_str) == Some("samples") => bench::bench_samples_only(),
         Some("bench") if args.get(1).map(String::as_str) == Some("vkcube") => bench::bench_vkcube_only(),
