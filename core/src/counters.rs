@@ -7,33 +7,15 @@
 //! never waits and never allocates. Slot `i` of the board is entry `i` of the catalogue, which
 //! the collector fixes once, after it has built its sources.
 
-use crate::dump::{CounterDesc, Unavailable};
+use crate::counter_values::{CounterDesc, Unavailable};
+pub use crate::counter_values::{CounterWindow, MAX_COUNTERS, MAX_SOURCES};
 use crate::sync::Mutex;
 use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
 use std::sync::{Condvar, OnceLock};
 use std::time::Duration;
 
-/// Counters a board (and so a frame record) can hold.
-pub const MAX_COUNTERS: usize = 96;
-/// Counter sources a board can hold windows for.
-pub const MAX_SOURCES: usize = 8;
-
 /// Bit pattern of "no value" in a slot (a NaN no computation produces).
 const NONE_BITS: u64 = 0x7ff8_dead_0000_0000;
-
-/// The time a source's values cover, on `CLOCK_MONOTONIC`. A value such as NVML's utilisation
-/// or a GPM metric is an average over its window, never a per-frame measurement.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct CounterWindow {
-    pub begin_ns: u64,
-    pub end_ns: u64,
-}
-
-impl CounterWindow {
-    pub fn is_set(&self) -> bool {
-        self.end_ns != 0
-    }
-}
 
 /// The counters of the board, fixed once: names, units, sources.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -96,7 +78,7 @@ impl Default for CounterBoard {
 /// A consistent copy of the board, as a frame record carries it.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct CounterSnapshot {
-    pub values: crate::frame::CounterValues,
+    pub values: crate::counter_values::CounterValues,
     pub windows: [CounterWindow; MAX_SOURCES],
 }
 

@@ -7,100 +7,8 @@
 
 use std::ops::{Index, IndexMut};
 
-/// Kinds of draw commands, counted separately. Counting is per recorded command: a multi-draw
-/// or indirect draw counts once, whatever its draw count.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum DrawKind {
-    Draw,
-    DrawIndexed,
-    DrawIndirect,
-    DrawIndexedIndirect,
-    DrawIndirectCount,
-    DrawIndexedIndirectCount,
-    DrawMulti,
-    DrawMultiIndexed,
-    DrawMeshTasks,
-    DrawMeshTasksIndirect,
-    DrawMeshTasksIndirectCount,
-    /// GL immediate mode: one `glBegin`..`glEnd`, counted at `glEnd`.
-    DrawImmediate,
-    /// GL display lists: one `glCallList`, or one per list of `glCallLists`; the draws inside
-    /// a list run in the driver, unseen.
-    DrawCallList,
-}
-
-impl DrawKind {
-    pub const COUNT: usize = 13;
-    pub const ALL: [DrawKind; Self::COUNT] = [
-        DrawKind::Draw,
-        DrawKind::DrawIndexed,
-        DrawKind::DrawIndirect,
-        DrawKind::DrawIndexedIndirect,
-        DrawKind::DrawIndirectCount,
-        DrawKind::DrawIndexedIndirectCount,
-        DrawKind::DrawMulti,
-        DrawKind::DrawMultiIndexed,
-        DrawKind::DrawMeshTasks,
-        DrawKind::DrawMeshTasksIndirect,
-        DrawKind::DrawMeshTasksIndirectCount,
-        DrawKind::DrawImmediate,
-        DrawKind::DrawCallList,
-    ];
-
-    /// Name in the dump's `draws_by_kind` object.
-    pub const fn name(self) -> &'static str {
-        [
-            "draw",
-            "draw_indexed",
-            "draw_indirect",
-            "draw_indexed_indirect",
-            "draw_indirect_count",
-            "draw_indexed_indirect_count",
-            "draw_multi",
-            "draw_multi_indexed",
-            "draw_mesh_tasks",
-            "draw_mesh_tasks_indirect",
-            "draw_mesh_tasks_indirect_count",
-            "draw_immediate",
-            "draw_call_list",
-        ][self as usize]
-    }
-}
-
-/// Kinds of compute dispatches (`vkCmdDispatch`, `vkCmdDispatchIndirect`, `vkCmdDispatchBase`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum DispatchKind {
-    Direct,
-    Indirect,
-    Base,
-}
-
-impl DispatchKind {
-    pub const COUNT: usize = 3;
-    pub const ALL: [DispatchKind; Self::COUNT] = [DispatchKind::Direct, DispatchKind::Indirect, DispatchKind::Base];
-
-    /// Name in the dump's `dispatches_by_kind` object.
-    pub const fn name(self) -> &'static str {
-        ["direct", "indirect", "base"][self as usize]
-    }
-}
-
-/// Per-kind command counts, indexable by the kind enum: `draws[DrawKind::DrawIndexed] += 1`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct KindCounts<const N: usize>(pub [u32; N]);
-
-impl<const N: usize> KindCounts<N> {
-    /// Sum over all kinds.
-    pub fn total(&self) -> u64 {
-        self.0.iter().map(|&c| u64::from(c)).sum()
-    }
-}
-
-impl<const N: usize> Default for KindCounts<N> {
-    fn default() -> Self {
-        KindCounts([0; N])
-    }
-}
+pub use crate::command_kinds::{DispatchKind, DrawKind, KindCounts};
+pub use crate::counter_values::{CounterValues, MAX_FRAME_COUNTERS};
 
 pub type DrawCounts = KindCounts<{ DrawKind::COUNT }>;
 pub type DispatchCounts = KindCounts<{ DispatchKind::COUNT }>;
@@ -251,63 +159,6 @@ pub struct SwapchainInfo {
     pub present_mode: i32,
 }
 
-/// Capacity of [`CounterValues`]: counters recorded per frame (the board's slots).
-pub const MAX_FRAME_COUNTERS: usize = crate::counters::MAX_COUNTERS;
-
-/// Counter values by catalogue index (the dump header's `counters` list), fixed capacity:
-/// slot `i` holds counter `i` of the catalogue, or nothing.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct CounterValues {
-    present: u128,
-    values: [f64; MAX_FRAME_COUNTERS],
-}
-
-impl Default for CounterValues {
-    fn default() -> Self {
-        CounterValues {
-            present: 0,
-            values: [0.0; MAX_FRAME_COUNTERS],
-        }
-    }
-}
-
-impl CounterValues {
-    /// Sets the value of catalogue entry `index`; false (and dropped) past the capacity.
-    pub fn set(&mut self, index: usize, value: f64) -> bool {
-        if index >= MAX_FRAME_COUNTERS {
-            return false;
-        }
-        self.values[index] = value;
-        self.present |= 1u128 << index;
-        true
-    }
-
-    pub fn clear(&mut self) {
-        self.present = 0;
-    }
-
-    /// Counters with a value.
-    pub fn len(&self) -> usize {
-        self.present.count_ones() as usize
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.present == 0
-    }
-
-    /// `(catalogue index, value)` of every counter with a value, by index.
-    pub fn iter(&self) -> impl Iterator<Item = (usize, f64)> + '_ {
-        (0..MAX_FRAME_COUNTERS)
-            .filter(|&i| self.present & (1u128 << i) != 0)
-            .map(|i| (i, self.values[i]))
-    }
-
-    /// The value of catalogue entry `index`, if recorded.
-    pub fn get(&self, index: usize) -> Option<f64> {
-        (index < MAX_FRAME_COUNTERS && self.present & (1u128 << index) != 0).then(|| self.values[index])
-    }
-}
-
 /// One frame. Fixed size, `Copy`, no heap.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct FrameRecord {
@@ -325,7 +176,7 @@ pub struct FrameRecord {
     /// The newest counter values when the frame closed (see [`crate::counters`]).
     pub counters: CounterValues,
     /// The window each counter source's values cover, by the catalogue's source index.
-    pub counter_windows: [crate::counters::CounterWindow; crate::counters::MAX_SOURCES],
+    pub counter_windows: [crate::counter_values::CounterWindow; crate::counter_values::MAX_SOURCES],
     /// Pipeline statistics of the whole frame, where the layer measures them per frame (the GL
     /// shim); `None` when not measured or not trustworthy for this frame.
     pub stats: Option<crate::sample::PipelineStats>,

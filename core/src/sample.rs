@@ -3,7 +3,7 @@
 //! Fixed size and `Copy`, like [`crate::frame::FrameRecord`], so the app's threads can hand
 //! them to the dump writer without allocating.
 
-use crate::frame::DrawKind;
+use crate::command_kinds::DrawKind;
 
 /// What a sample spans.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

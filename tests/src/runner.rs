@@ -85,7 +85,7 @@ impl Sandbox {
         self
     }
 
-    pub fn display(&mut self, x: &crate::Xvfb) -> &mut Self {
+    pub fn display(&mut self, x: &crate::xvfb::Xvfb) -> &mut Self {
         self.set("DISPLAY", &x.display)
     }
 
@@ -145,7 +145,13 @@ impl Sandbox {
     }
 
     /// Runs `app args` through `framescope run`.
-    pub fn run_under_framescope(&self, a: &crate::Artifacts, app: &str, args: &[&str], limit: Duration) -> Outcome {
+    pub fn run_under_framescope(
+        &self,
+        a: &crate::artifacts::Artifacts,
+        app: &str,
+        args: &[&str],
+        limit: Duration,
+    ) -> Outcome {
         let mut all = vec!["run", "--", app];
         all.extend_from_slice(args);
         self.run(&a.framescope, &all, limit)

@@ -8,6 +8,7 @@
 //! added time of a configuration is its per-frame time minus the bare run's of the same
 //! repetition; the table shows the median over repetitions and the spread of those pairs.
 
+use crate::measure::{median, Config};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -25,15 +26,6 @@ const PACKAGES: &[&str] = &[
     "vulkan-tools",
     "xvfb",
 ];
-
-/// One configuration of a benchmarked app (shared by the vkcube and glmark2 sections).
-pub(crate) struct Config {
-    pub(crate) name: &'static str,
-    pub(crate) what: &'static str,
-    /// Through `framescope run` (else the app directly).
-    pub(crate) framescope: bool,
-    pub(crate) env: &'static [(&'static str, &'static str)],
-}
 
 const CONFIGS: &[Config] = &[
     Config {
@@ -127,7 +119,7 @@ fn install_packages() -> Result<(), String> {
 fn target_dir() -> PathBuf {
     std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|| super::root().join("target"))
+        .unwrap_or_else(|| crate::shell::root().join("target"))
 }
 
 /// What one run cost: wall time, CPU time of every thread of the process, context switches.
@@ -213,17 +205,6 @@ fn run_once(c: &Config, framescope: &Path, frames: u32, runtime: &Path) -> Resul
     })
 }
 
-/// Sorts `v` and returns its median.
-pub(crate) fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
-}
-
 fn cmd_line(program: &str, args: &[&str]) -> String {
     Command::new(program)
         .args(args)
@@ -276,7 +257,7 @@ const SAMPLES_BEGIN: &str = "<!-- samples:begin -->\n";
 const SAMPLES_END: &str = "<!-- samples:end -->\n";
 
 fn build_release() -> Result<(), String> {
-    super::cargo(&[
+    crate::shell::cargo(&[
         "build",
         "--release",
         "-p",
@@ -292,7 +273,7 @@ fn build_release() -> Result<(), String> {
 
 /// Replaces the section between `begin` and `end` in docs/performance.md (appends it if absent).
 fn replace_section(begin: &str, end: &str, section: &str) -> Result<(), String> {
-    let path = super::root().join("docs/performance.md");
+    let path = crate::shell::root().join("docs/performance.md");
     let md = std::fs::read_to_string(&path).unwrap_or_default();
     let new = match (md.find(begin), md.find(end)) {
         (Some(b), Some(e)) if b < e => format!("{}{begin}{section}{}", &md[..b], &md[e..]),
@@ -316,7 +297,7 @@ fn counters_section() -> Result<String, String> {
             "--example",
             "counter_cost",
         ])
-        .current_dir(super::root())
+        .current_dir(crate::shell::root())
         .output()
         .map_err(|e| format!("cargo run counter_cost: {e}"))?;
     if !out.status.success() {
@@ -648,7 +629,7 @@ pub fn bench() -> Result<(), String> {
     md.push_str(H100_BEGIN);
     md.push_str(&super::bench_h100::section()?);
     md.push_str(H100_END);
-    let path = super::root().join("docs/performance.md");
+    let path = crate::shell::root().join("docs/performance.md");
     std::fs::write(&path, md).map_err(|e| format!("{}: {e}", path.display()))?;
     println!("{verdict}");
     println!("written to {}", path.display());

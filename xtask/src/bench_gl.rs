@@ -6,7 +6,7 @@
 //! configurations as in the Vulkan table, and *added* is the median of per-repetition
 //! differences to bare.
 
-use super::bench::median;
+use crate::measure::median;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;

@@ -7,7 +7,7 @@
 //! Noise is the spread of bare's own scores, (max - min) / median. The `hud=0` warm-up writes a
 //! dump, whose frame count shows that framescope recorded the frames it is timed with.
 
-use super::bench::{median, Config};
+use crate::measure::{median, Config};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

@@ -36,7 +36,7 @@ fn median(mut v: Vec<f64>) -> Option<f64> {
 
 /// The section's markdown, or why there is none.
 pub fn section() -> Result<String, String> {
-    let path = super::root().join(RESULTS);
+    let path = crate::shell::root().join(RESULTS);
     let text = std::fs::read_to_string(&path).map_err(|e| {
         format!(
             "{}: {e} (run tests/device/h100-costs.sh through the device tool and commit its h100-costs.json there)",
@@ -45,7 +45,7 @@ pub fn section() -> Result<String, String> {
     })?;
     let r: Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut md = render(&r).ok_or_else(|| format!("{}: missing fields", path.display()))?;
-    let parts = super::root().join(PARTS);
+    let parts = crate::shell::root().join(PARTS);
     if let Ok(text) = std::fs::read_to_string(&parts) {
         let p: Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", parts.display()))?;
         md.push_str(&render_parts(&p).ok_or_else(|| format!("{}: missing fields", parts.display()))?);

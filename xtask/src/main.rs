@@ -7,12 +7,15 @@ mod bench_glmark;
 mod bench_h100;
 mod bench_samples;
 mod deps;
+mod measure;
+mod modgraph;
+mod shell;
 mod soak;
 
-use std::path::{Path, PathBuf};
+use shell::{cargo, cargo_env, root};
 use std::process::{Command, ExitCode};
 
-const USAGE: &str = "usage: cargo xtask <demo|test|bench|soak|install-deps>
+const USAGE: &str = "usage: cargo xtask <demo|test|bench|soak|deps|install-deps>
   demo          build in release, run vkcube under framescope (Xvfb if no DISPLAY), print what it measured
   test          install missing packages, then fmt check, clippy -D warnings, build, all tests
   bench         performance benchmarks (writes docs/performance.md); `bench vkcube`: only the
@@ -24,6 +27,7 @@ const USAGE: &str = "usage: cargo xtask <demo|test|bench|soak|install-deps>
   soak          long runs of vkcube and glxgears with the HUD and samples=draw (not in `test`):
                 RSS, threads, fds and dump size sampled, results into docs/reliability.md;
                 --minutes N (30), --app vkcube|glxgears, --bare, --asan, --malloc-check
+  deps          import cycles between the modules (files) of each crate, printed as chains
   install-deps  install the Debian packages the tests and demo need (root), else print the apt-get line";
 
 fn main() -> ExitCode {
@@ -31,6 +35,7 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("install-deps") => deps::install(),
         Some("test") => test(),
+        Some("deps") => modgraph::check(modgraph::ALL),
         Some("soak") => soak::soak(&args[1..]),
         Some("demo") => demo(),
         Some("bench") if args.get(1).map(String::as_str) == Some("samples") => bench::bench_samples_only(),
@@ -54,36 +59,11 @@ fn main() -> ExitCode {
     }
 }
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("workspace root")
-        .to_path_buf()
-}
-
-fn cargo(args: &[&str]) -> Result<(), String> {
-    cargo_env(args, &[])
-}
-
-fn cargo_env(args: &[&str], env: &[(&str, &str)]) -> Result<(), String> {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let shown: Vec<String> = env.iter().map(|(k, v)| format!("{k}={v} ")).collect();
-    eprintln!("xtask: {}cargo {}", shown.concat(), args.join(" "));
-    let status = Command::new(&cargo)
-        .args(args)
-        .envs(env.iter().copied())
-        .current_dir(root())
-        .status()
-        .map_err(|e| format!("cargo: {e}"))?;
-    if status.success() {
-        Ok(())
-    } else {
-        Err(format!("`cargo {}` failed ({status})", args.join(" ")))
-    }
-}
-
 fn test() -> Result<(), String> {
     deps::install()?;
+    // No import cycle between the modules of the crates already reshaped (`cargo xtask deps`
+    // reports every crate, the two layers included).
+    modgraph::check(modgraph::CHECKED)?;
     cargo(&["fmt", "--all", "--check"])?;
     cargo(&["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"])?;
     // Integration tests run the built layer, CLI and test apps: build them all first.

@@ -346,7 +346,7 @@ fn asan_libs(root: &Path) -> Result<PathBuf, String> {
 pub fn soak(args: &[String]) -> Result<(), String> {
     let o = parse(args)?;
     super::deps::install()?;
-    super::cargo(&[
+    crate::shell::cargo(&[
         "build",
         "--release",
         "-p",
@@ -356,7 +356,7 @@ pub fn soak(args: &[String]) -> Result<(), String> {
         "-p",
         "framescope-cli",
     ])?;
-    let root = super::root();
+    let root = crate::shell::root();
     let lib_dir = if o.asan { Some(asan_libs(&root)?) } else { None };
     let framescope = root.join("target/release/framescope");
     let x = framescope_tests::Xvfb::start();

@@ -9,7 +9,8 @@
 //! `swap_used` always, the others when the dump's counters lack them. `cpu_mhz` is the mean
 //! of the per-core `cpuN_mhz` counters.
 
-use super::{cell, Frame, Header, Sink};
+use super::records::{Frame, Header};
+use super::sink::{cell, Sink};
 use std::io::{self, Write};
 
 pub const SYSTEM_COLUMNS: &str = "os,cpu,gpu,ram,kernel,driver,cpuscheduler";

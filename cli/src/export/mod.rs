@@ -12,12 +12,15 @@ mod parquet;
 mod perfetto;
 mod presentmon;
 mod protobuf;
+mod records;
+mod sink;
 
 use crate::lines::{Line, Lines, GIVE_UP, MAX_LINE};
 use crate::output::{create_output, FileId};
 use crate::text::{escape, show};
+use records::{Frame, Header, Mark};
 use serde::Deserialize;
-use std::collections::BTreeMap;
+use sink::Sink;
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::io::{self, BufWriter};
@@ -47,117 +50,6 @@ examples:
 
 /// Problems listed one per line; the rest are counted.
 const WARNINGS_SHOWN: u64 = 10;
-
-#[derive(Deserialize, Default)]
-pub struct Device {
-    pub name: Option<String>,
-    pub driver_info: Option<String>,
-    pub driver_version: Option<String>,
-}
-
-#[derive(Deserialize)]
-pub struct CounterEntry {
-    pub name: String,
-    #[serde(default)]
-    pub unit: String,
-    /// The counter source (`nvml`, `system`, ...): `system` counters are the CPU's.
-    #[serde(default)]
-    pub source: String,
-}
-
-/// The header fields the exporters read.
-#[derive(Deserialize, Default)]
-pub struct Header {
-    pub schema: Option<String>,
-    pub pid: Option<u64>,
-    pub exe: Option<String>,
-    pub api: Option<String>,
-    pub start_ns: Option<u64>,
-    pub start_unix_ns: Option<u64>,
-    pub device: Option<Device>,
-    pub calibrated_timestamps: Option<bool>,
-    /// False when draws and dispatches were not counted (their frame fields are 0 then).
-    pub command_counts: Option<bool>,
-    #[serde(default)]
-    pub counters: Vec<CounterEntry>,
-}
-
-impl Header {
-    /// The executable's file name, for tools that show an application name.
-    pub fn app_name(&self) -> String {
-        let exe = self.exe.as_deref().unwrap_or("");
-        exe.rsplit('/').next().unwrap_or(exe).to_string()
-    }
-}
-
-#[derive(Deserialize)]
-pub struct Swapchain {
-    pub handle: Option<String>,
-    pub present_mode: Option<u64>,
-    pub present_mode_name: Option<String>,
-}
-
-#[derive(Deserialize)]
-pub struct Sample {
-    pub scope: Option<String>,
-    #[serde(default)]
-    pub label: String,
-    pub cmdbuf: Option<u32>,
-    pub draw: Option<u32>,
-    pub gpu_begin_ns: Option<u64>,
-    pub gpu_end_ns: Option<u64>,
-}
-
-/// The frame fields the exporters read.
-#[derive(Deserialize)]
-pub struct Frame {
-    pub frame: u64,
-    pub t_ns: u64,
-    pub cpu_frame_ns: Option<u64>,
-    pub gpu_busy_ns: Option<u64>,
-    pub gpu_span_ns: Option<u64>,
-    pub gpu_begin_ns: Option<u64>,
-    pub draws: Option<u64>,
-    pub dispatches: Option<u64>,
-    pub submits: Option<u64>,
-    pub swapchain: Option<Swapchain>,
-    #[serde(default)]
-    pub counters: Option<BTreeMap<String, Option<f64>>>,
-    #[serde(default)]
-    pub samples: Vec<Sample>,
-}
-
-impl Frame {
-    /// A counter's value when it is a finite number.
-    pub fn counter(&self, name: &str) -> Option<f64> {
-        self.counters
-            .as_ref()?
-            .get(name)
-            .copied()
-            .flatten()
-            .filter(|v| v.is_finite())
-    }
-}
-
-/// One output format. Called with the header first (an empty one when the dump has none),
-/// then every frame in order, then `finish`.
-pub trait Sink {
-    fn header(&mut self, h: &Header) -> io::Result<()>;
-    fn frame(&mut self, f: &Frame) -> io::Result<()>;
-    /// A `mark` record (`framescope ctl PID mark LABEL`); the CSV layouts have no place for it.
-    fn mark(&mut self, _m: &Mark) -> io::Result<()> {
-        Ok(())
-    }
-    /// Flushes; returns notes for the user about what could not be exported.
-    fn finish(&mut self) -> io::Result<Vec<String>>;
-}
-
-/// A `mark` record.
-#[derive(Deserialize)]
-pub struct Mark {
-    pub t_ns: u64,
-    pub label: String,
-}
 
 #[derive(Deserialize)]
 struct Kind {
@@ -435,17 +327,9 @@ impl<'n> Reader<'n> {
     }
 }
 
-/// Text from the dump for a CSV cell: separators, quotes and control characters would
-/// break the row, so they become spaces (neither MangoHud nor PresentMon quotes its cells).
-pub fn cell(s: &str) -> String {
-    s.chars()
-        .take(crate::text::MAX_SHOWN)
-        .map(|c| if c == ',' || c == '"' || c.is_control() { ' ' } else { c })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
+    use super::sink::cell;
     use super::*;
 
     fn read(input: &str, give_up: u64) -> Result<(Vec<String>, Stats), String> {

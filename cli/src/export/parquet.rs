@@ -10,7 +10,8 @@
 //! `frame` and `t_ns` is nullable: null where the dump has no value, and `draws` and
 //! `dispatches` where the header says they were not counted (`command_counts: false`).
 
-use super::{Frame, Header, Sink};
+use super::records::{Frame, Header};
+use super::sink::Sink;
 use ::parquet::basic::{Compression, LogicalType, Repetition, Type as Physical};
 use ::parquet::data_type::{ByteArray, ByteArrayType, DoubleType, Int64Type};
 use ::parquet::file::properties::WriterProperties;

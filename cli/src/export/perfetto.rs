@@ -21,7 +21,8 @@
 //! Field numbers are those of Perfetto's published `perfetto_trace.proto`.
 
 use super::protobuf::Msg;
-use super::{Frame, Header, Mark, Sample, Sink};
+use super::records::{Frame, Header, Mark, Sample};
+use super::sink::Sink;
 use std::collections::HashMap;
 use std::io::{self, Write};
 

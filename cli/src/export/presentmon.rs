@@ -8,7 +8,8 @@
 //! `PresentMode` is the Vulkan present mode's name (`FIFO`, `MAILBOX`, ...), not one of
 //! Windows' presentation models.
 
-use super::{cell, Frame, Header, Sink};
+use super::records::{Frame, Header};
+use super::sink::{cell, Sink};
 use std::io::{self, Write};
 
 pub const COLUMNS: &str = "Application,ProcessID,SwapChainAddress,PresentRuntime,SyncInterval,PresentFlags,AllowsTearing,PresentMode,TimeInSeconds,MsBetweenPresents,MsBetweenDisplayChange,MsInPresentAPI,MsUntilDisplayed,MsCPUBusy,MsCPUWait,MsGPULatency,MsGPUTime,MsGPUBusy,MsGPUWait";

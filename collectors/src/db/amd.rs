@@ -2,7 +2,7 @@
 
 use serde::Deserialize;
 
-use super::DbError;
+use super::error::DbError;
 use crate::model::{BlockType, Counter, CounterId, CounterKind, Erratum, Scope, Unit};
 
 #[derive(Debug, Clone, Deserialize)]

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
-use super::DbError;
+use super::error::DbError;
 use crate::expr;
 use crate::model::{BlockType, Counter, CounterId, CounterKind, Scope, Unit};
 
@@ -102,7 +102,7 @@ pub fn counters_for(
         };
         let e = expr::parse(eq).map_err(|error| DbError::Set {
             db: file.id.clone(),
-            error: crate::SetError::Parse {
+            error: crate::catalogue::SetError::Parse {
                 counter: m.name.clone(),
                 equation: eq.into(),
                 error,

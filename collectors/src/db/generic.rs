@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
-use super::DbError;
+use super::error::DbError;
 use crate::expr;
 use crate::model::{BlockType, Counter, CounterId, CounterKind, Erratum, Scope, Unit};
 
@@ -136,7 +136,7 @@ pub fn counter_from_def(
         (Some(eq), None) => {
             let e = expr::parse(eq).map_err(|error| DbError::Set {
                 db: db.into(),
-                error: crate::SetError::Parse {
+                error: crate::catalogue::SetError::Parse {
                     counter: d.name.clone(),
                     equation: eq.into(),
                     error,

@@ -4,13 +4,15 @@
 
 pub mod amd;
 pub mod common;
+mod error;
 pub mod generic;
 pub mod oa_formats;
 
-use std::fmt;
+pub use error::DbError;
+
 use std::sync::OnceLock;
 
-use crate::catalogue::{CounterSet, SetError};
+use crate::catalogue::CounterSet;
 
 pub const MALI_BIFROST: &str = "mali-bifrost";
 pub const AMD_GPA: &str = "amd-gpa";
@@ -23,33 +25,6 @@ const FILES: &[(&str, &str)] = &[
     ("intel_oa_formats.json", include_str!("../../db/intel_oa_formats.json")),
     ("common_metrics.json", include_str!("../../db/common_metrics.json")),
 ];
-
-#[derive(Debug, Clone, PartialEq)]
-pub enum DbError {
-    Json { file: String, error: String },
-    Invalid { db: String, why: String },
-    Set { db: String, error: SetError },
-    UnknownGpu(String),
-}
-
-impl DbError {
-    pub(crate) fn invalid(db: &str, why: String) -> Self {
-        DbError::Invalid { db: db.into(), why }
-    }
-}
-
-impl fmt::Display for DbError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            DbError::Json { file, error } => write!(f, "{file}: {error}"),
-            DbError::Invalid { db, why } => write!(f, "{db}: {why}"),
-            DbError::Set { db, error } => write!(f, "{db}: {error}"),
-            DbError::UnknownGpu(g) => write!(f, "unknown GPU '{g}'"),
-        }
-    }
-}
-
-impl std::error::Error for DbError {}
 
 /// A GPU framescope has a counter set for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -136,7 +111,11 @@ impl Databases {
         }
         for g in &amd.generations {
             let mut counters = amd::counters_for(&amd.id, g)?;
-            let scopes = [crate::Scope::Draw, crate::Scope::Pass, crate::Scope::Frame];
+            let scopes = [
+                crate::model::Scope::Draw,
+                crate::model::Scope::Pass,
+                crate::model::Scope::Frame,
+            ];
             counters.extend(common::counters_for(&common, &amd.id, Some(&g.hw_generation), &scopes)?);
             sets.push(
                 CounterSet::new(&g.profile, &amd.id, counters).map_err(|error| DbError::Set {

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::DbError;
+use super::error::DbError;
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]

@@ -1,4 +1,4 @@
-use super::parser::{ParseError, ParseErrorKind};
+use super::error::{ParseError, ParseErrorKind};
 
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Tok {

@@ -18,14 +18,16 @@
 //! per-frame path, compiled once into a postfix [`Program`] over fixed arrays ([`program`]).
 
 mod ast;
+mod error;
 mod eval;
 mod lexer;
 mod parser;
 pub mod program;
 
 pub use ast::{BinOp, Expr, Func};
+pub use error::{ParseError, ParseErrorKind};
 pub use eval::{eval, EvalError, Inputs};
-pub use parser::{parse, ParseError, ParseErrorKind, MAX_DEPTH};
+pub use parser::{parse, MAX_DEPTH};
 pub use program::{compile, CompileError, Program, ProgramSet, ProgramSetError, MAX_STACK};
 
 #[cfg(test)]

@@ -68,7 +68,7 @@ fn last_component(p: &Path) -> Option<String> {
 pub fn find_device(fs: &mut dyn Fs, hint: &GpuHint) -> Option<Device> {
     let mut names: Vec<OsString> = Vec::new();
     fs.list_dir(Path::new(DRM_SYSFS), &mut names).ok()?;
-    let want_pci = crate::sources::hint_pci(hint);
+    let want_pci = crate::sources::kernel_text::hint_pci(hint);
     for n in &names {
         let Some(name) = n.to_str() else { continue };
         if !name.starts_with("renderD") {
@@ -138,7 +138,7 @@ pub fn pick_metric_set(fs: &mut dyn Fs, device: &Device) -> Option<MetricSet> {
             if fs.read(&metrics.join(uuid).join("id"), &mut buf).is_err() {
                 continue;
             }
-            let Some(id) = crate::sources::parse_u64(&buf) else {
+            let Some(id) = crate::sources::kernel_text::parse_u64(&buf) else {
                 continue;
             };
             let name = RENDER_BASIC_UUIDS
@@ -177,7 +177,7 @@ pub fn check_privilege(fs: &mut dyn Fs, driver: Driver) -> Result<(), String> {
     let paranoid = fs
         .read(Path::new(driver.paranoid_path()), &mut buf)
         .ok()
-        .and_then(|_| crate::sources::parse_u64(&buf))
+        .and_then(|_| crate::sources::kernel_text::parse_u64(&buf))
         .unwrap_or(1);
     if paranoid == 0 {
         return Ok(());

@@ -1,7 +1,7 @@
 //! The `gpm` source: Hopper's GPU Performance Monitoring metrics between two samples.
 
 use super::api::{GpmSample, GpmValue, NvmlApi, NvmlError};
-use super::{pick_device, start_error, PickedDevice};
+use super::device::{pick_device, start_error, PickedDevice};
 use crate::source::{CounterScope, CounterSource, GpuHint, ReadError, SourceCounter, StartError};
 use framescope_core::counters::CounterWindow;
 use std::sync::Arc;

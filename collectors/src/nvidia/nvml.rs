@@ -1,7 +1,7 @@
 //! The `nvml` source: per-device values NVML keeps anyway, plus this process's share.
 
 use super::api::{Clock, NvmlApi, NvmlError, NvmlResult, ProcessKind, ProcessUtilSample};
-use super::{pick_device, start_error, PickedDevice};
+use super::device::{pick_device, start_error, PickedDevice};
 use crate::source::{CounterScope, CounterSource, GpuHint, ReadError, SourceCounter, StartError};
 use framescope_core::counters::CounterWindow;
 use std::sync::Arc;

@@ -3,7 +3,7 @@
 //! renders on. No root needed.
 
 use super::gpu_metrics::{self, GpuMetrics};
-use super::{clear, hint_pci, parse_hex, pci_address, read_u64};
+use super::kernel_text::{clear, hint_pci, parse_hex, pci_address, read_u64};
 use crate::seam::{BoxFs, RealFs};
 use crate::source::{CounterScope, CounterSource, GpuHint, ReadError, SourceCounter, StartError};
 use framescope_core::counters::CounterWindow;

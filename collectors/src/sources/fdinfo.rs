@@ -13,7 +13,7 @@
 //! Several fds can share one client (`dup`, or the same file opened through Vulkan and GL
 //! contexts that share a device): clients are counted once by `drm-client-id`.
 
-use super::{clear, lines, parse_u64};
+use super::kernel_text::{clear, lines, parse_u64};
 use crate::seam::{BoxFs, RealFs};
 use crate::source::{CounterScope, CounterSource, ReadError, SourceCounter, StartError};
 use framescope_core::counters::CounterWindow;

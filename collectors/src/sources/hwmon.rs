@@ -2,7 +2,7 @@
 //! CPU package temperature, from `/sys/class/hwmon/hwmon*/`. The catalogue holds only the
 //! sensors that exist when the source is built.
 
-use super::{clear, hint_pci, lines, pci_address, read_u64};
+use super::kernel_text::{clear, hint_pci, lines, pci_address, read_u64};
 use crate::seam::{BoxFs, RealFs};
 use crate::source::{CounterScope, CounterSource, GpuHint, ReadError, SourceCounter, StartError};
 use framescope_core::counters::CounterWindow;

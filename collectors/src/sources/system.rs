@@ -4,7 +4,7 @@
 //! Load and process CPU % are deltas between two reads: the first read has none (NaN), and
 //! the window of a later read is the interval since the previous one.
 
-use super::{clear, lines, parse_f64, parse_u64, read_u64};
+use super::kernel_text::{clear, lines, parse_f64, parse_u64, read_u64};
 use crate::seam::{BoxFs, RealFs};
 use crate::source::{CounterScope, CounterSource, ReadError, SourceCounter, StartError};
 use framescope_core::counters::CounterWindow;

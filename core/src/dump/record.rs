@@ -86,24 +86,7 @@ pub fn format_driver_version(vendor_id: u32, v: u32) -> String {
     }
 }
 
-/// One counter of the header's catalogue; frames refer to counters by catalogue index.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct CounterDesc {
-    pub name: String,
-    /// e.g. `ns`, `%`, `bytes`, `MHz`, `W`, `C`, `count`.
-    pub unit: String,
-    /// Where it comes from, e.g. `vulkan`, `nvml`, `amdgpu-sysfs`, `perf`.
-    pub source: String,
-    /// What it is measured over, e.g. `frame`, `device`, `process`.
-    pub scope: String,
-}
-
-/// A counter source that could not be used, and why.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Unavailable {
-    pub source: String,
-    pub reason: String,
-}
+pub use crate::counter_values::{CounterDesc, Unavailable};
 
 /// What the layer knows for the header. The writer adds the process facts (pid, exe, args),
 /// the schema id, versions and clock origin itself, on its own thread.

@@ -379,7 +379,7 @@ fn complete_counters(h: &mut Header, s: &Shared) {
         }
     }
     if !board.is_started() {
-        h.unavailable.push(super::Unavailable {
+        h.unavailable.push(crate::counter_values::Unavailable {
             source: "counters".into(),
             reason: format!(
                 "the collector's sources were not ready when the header was written (after {:.1} s): no counters in this dump",
