@@ -7,6 +7,7 @@
 
 pub mod keys;
 pub mod layout;
+pub mod mangohud;
 pub mod model;
 pub mod screenshot;
 pub mod ui;

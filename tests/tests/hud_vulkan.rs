@@ -547,15 +547,44 @@ fn srgb_swapchains_show_the_same_hud() {
 }
 
 /// MangoHud (an implicit layer, below framescope under `framescope run`) draws its HUD
-/// top-left over the presented image, where framescope's default HUD would be: framescope's
-/// moves to the top-right corner and says so once. The screenshot (taken by framescope, before
-/// MangoHud draws) of the same frame with and without framescope's HUD differs only there.
+/// top-left over the presented image, where framescope's default HUD would be: framescope's goes
+/// to the opposite corner and says so once. On a 500 × 500 window the two boxes must not meet:
+/// MangoHud's box is measured in a capture of the window with framescope's HUD off, framescope's
+/// in its own screenshot (taken before MangoHud draws) against the same frame without its HUD.
 #[test]
-fn the_hud_moves_top_right_when_mangohud_is_active() {
-    require_program("vkcube");
+fn the_hud_stays_clear_of_mangohuds_on_a_small_window() {
+    require_program("import");
+    require_program("xwininfo");
     let a = Artifacts::get();
     let x = Xvfb::start();
-    let args = ["--c", "60"];
+    let app = a.testapp.display().to_string();
+    let fs = a.framescope.display().to_string();
+    let size = ["--width", "500", "--height", "500"];
+
+    // MangoHud alone: a capture of the window while the app runs.
+    let mut sb = Sandbox::new("hudmango-alone");
+    sb.display(&x).set("MANGOHUD", "1").set("FRAMESCOPE_CONFIG", "hud=0");
+    let dir = sb.dir.display().to_string();
+    let script = r#""$2" run -- "$3" --frames 100000 --width 500 --height 500 --sleep-ms 5 > "$1/app.txt" 2>&1 & pid=$!
+for i in $(seq 1 300); do xwininfo -name 'framescope-testapp 0' >/dev/null 2>&1 && break; sleep 0.1; done
+sleep 2
+id=$(xwininfo -name 'framescope-testapp 0' | awk '/Window id:/{print $4}')
+import -window "$id" "$1/mango.png"
+kill $pid; wait $pid
+cat "$1/app.txt""#;
+    let out = sb.run(
+        std::path::Path::new("/bin/sh"),
+        &["-c", script, "sh", &dir, &fs, &app],
+        LIMIT,
+    );
+    let capture = Rgb::read(&sb.path("mango.png"));
+    assert_eq!((capture.w, capture.h), (500, 500), "{}", out.describe());
+    let background = capture.at(capture.w / 2, capture.h - 2);
+    let mango = framescope_tests::image::bbox(capture.whole(), |x, y| differs(capture.at(x, y), background, 8))
+        .unwrap_or_else(|| panic!("no MangoHud in the capture: {}", out.describe()));
+    assert!(mango.x0 < 40 && mango.y0 < 40, "MangoHud is not top-left: {mango:?}");
+
+    // framescope's HUD with MangoHud on, against the same frame without it.
     let mut shots = Vec::new();
     for (name, config) in [
         ("hudmango-off", "hud=0,screenshot=50"),
@@ -567,20 +596,31 @@ fn the_hud_moves_top_right_when_mangohud_is_active() {
             .with_validation()
             .set("MANGOHUD", "1")
             .set("FRAMESCOPE_CONFIG", format!("{config},screenshot_path={path}"));
-        let out = sb.run_under_framescope(&a, "vkcube", &args, LIMIT);
+        let mut args = vec!["--frames", "60"];
+        args.extend(size);
+        let out = sb.run_under_framescope(&a, &app, &args, LIMIT);
         check(&out, name);
-        let moved = out.lines_with("framescope: MangoHud is active").len();
-        assert_eq!(moved, usize::from(name == "hudmango-on"), "{name}: {}", out.describe());
+        let moved = out.lines_with(
+            "framescope: MangoHud is active and draws its HUD top-left: framescope's HUD goes bottom-right",
+        );
+        assert_eq!(
+            moved.len(),
+            usize::from(name == "hudmango-on"),
+            "{name}: {}",
+            out.describe()
+        );
         shots.push(Rgb::read(&sb.path("shot-50.png")));
     }
     let (off, on) = (&shots[0], &shots[1]);
-    let hud = diff_bbox(on, off, on.whole(), 0).expect("no HUD in the screenshot");
+    let ours = diff_bbox(on, off, on.whole(), 0).expect("no HUD in the screenshot");
     assert!(
-        hud.x1 + 8 == on.w && hud.x0 > 12 && (8..=12).contains(&hud.y0),
-        "HUD at {hud:?} in a {}x{} image: not top-right",
+        ours.x1 + 8 == on.w && ours.y1 + 8 == on.h,
+        "HUD at {ours:?} in a {}x{} image: not bottom-right",
         on.w,
         on.h
     );
+    let apart = ours.x0 >= mango.x1 || ours.x1 <= mango.x0 || ours.y0 >= mango.y1 || ours.y1 <= mango.y0;
+    assert!(apart, "framescope's HUD {ours:?} meets MangoHud's {mango:?}");
 }
 
 /// vkd3d-triangle presents only when its window is exposed: `screenshot=0` must be written

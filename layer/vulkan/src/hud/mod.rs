@@ -69,11 +69,26 @@ impl DeviceHud {
         let cfg = crate::settings::get();
         let mut opts = HudOptions::from_config(cfg);
         if cfg.hud && opts.position == HudPosition::TopLeft && mangohud_loaded() {
-            opts.position = HudPosition::TopRight;
+            let exe = std::env::current_exe()
+                .ok()
+                .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+                .unwrap_or_default();
+            let theirs = framescope_overlay::mangohud::place(
+                &|k| std::env::var(k).ok(),
+                // Regular files of at most 64 KiB, opened without blocking (as our own config).
+                &|p| framescope_core::config::read_config_file(p).ok(),
+                &exe,
+            );
+            opts.position = theirs.opposite();
             static ONCE: std::sync::Once = std::sync::Once::new();
             ONCE.call_once(|| {
                 crate::log::info(format_args!(
-                    "MangoHud is active and draws its HUD top-left: framescope's HUD goes top-right (hud_position chooses another place)"
+                    "MangoHud is active and draws its HUD {}: framescope's HUD goes {}, the opposite corner (hud_position chooses another place)",
+                    theirs.name(),
+                    framescope_core::config::HudPosition::NAMES[HudPosition::CORNERS
+                        .iter()
+                        .position(|c| *c == opts.position)
+                        .unwrap_or(0)]
                 ))
             });
         }
