@@ -89,7 +89,7 @@ fn position_in(text: &str, sep: char) -> Option<Place> {
         .filter_map(|e| e.split_once('='))
         .filter(|(k, _)| k.trim() == "position")
         .filter_map(|(_, v)| Place::parse(v))
-        .last()
+        .next_back()
 }
 
 /// MangoHud's configuration files for `exe`, in the order MangoHud tries them.
