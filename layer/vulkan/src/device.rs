@@ -1,6 +1,7 @@
 //! Device-level state: the next layer's function tables, per-queue and per-command-buffer
 //! state, and the frame state the hooks feed.
 
+use crate::batches::Scratch;
 use crate::commands::{CmdCounts, CmdFns};
 use crate::frames::{FrameState, SharedFrameState};
 use crate::guard::Site;
@@ -97,12 +98,9 @@ pub struct QueueInner {
     pub labels: Vec<crate::samples::resolve::OpenLabel>,
     pub timing: Option<QueueTiming>,
     pub timing_tried: bool,
-    /// Reused arrays for the submit we pass down; they keep their capacity across frames.
-    pub cbs: Vec<vk::CommandBuffer>,
-    pub ranges: Vec<(usize, usize)>,
-    pub submits: Vec<vk::SubmitInfo<'static>>,
-    pub cb_infos: Vec<vk::CommandBufferSubmitInfo<'static>>,
-    pub submits2: Vec<vk::SubmitInfo2<'static>>,
+    /// Reused arrays for the batches we pass down, per submit flavour.
+    pub submit1: Scratch<vk::SubmitInfo<'static>>,
+    pub submit2: Scratch<vk::SubmitInfo2<'static>>,
 }
 
 // SAFETY: the raw pointers in the scratch arrays are only used during one submit call, under

@@ -7,6 +7,7 @@
 
 // Shared with the other layer: panic containment, logging, the process's config.
 use framescope_core::{guard, log, settings};
+mod batches;
 mod chain;
 mod cmdbuf;
 mod commands;

@@ -1,6 +1,7 @@
 //! Queue hooks: queue retrieval, and submission, where our timestamp command buffers are
 //! spliced around the app's and the frame's counts are accumulated.
 
+use crate::batches::{AppBatches, Batch, Scratch};
 use crate::device::{self, Device, FrameBoundaryMode, QueueInner, QueueState};
 use crate::frame_boundary;
 use crate::guard::{guarded, Site};
@@ -8,7 +9,6 @@ use crate::timing::QueueTiming;
 use ash::vk::{self, Handle};
 use framescope_core::clock::monotonic_now_ns;
 use framescope_core::frame::{FrameEnd, FrameRecord};
-use std::ffi::c_void;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -44,26 +44,6 @@ pub unsafe extern "system" fn get_device_queue2(
     // SAFETY: info is the app's valid struct; the next layer wrote the queue.
     let (q, family) = unsafe { (*out, (*info).queue_family_index) };
     guarded(&GET_QUEUE, || d.register_queue(q, family));
-}
-
-/// Whether a submit's pNext chain holds something our extra command buffers would break:
-/// per-command-buffer device masks, or a protected submit.
-///
-/// # Safety
-/// `p_next` must be a valid pNext chain.
-unsafe fn untimeable_chain(mut p: *const c_void) -> bool {
-    while !p.is_null() {
-        // SAFETY: every chain element starts with VkBaseInStructure.
-        let base = unsafe { &*(p as *const vk::BaseInStructure<'_>) };
-        // SAFETY (inside): the sType says which struct it is.
-        let protected = base.s_type == vk::StructureType::PROTECTED_SUBMIT_INFO
-            && unsafe { (*(p as *const vk::ProtectedSubmitInfo<'_>)).protected_submit } != 0;
-        if base.s_type == vk::StructureType::DEVICE_GROUP_SUBMIT_INFO || protected {
-            return true;
-        }
-        p = base.p_next as *const c_void;
-    }
-    false
 }
 
 /// Per-submit bookkeeping shared by both submit flavours: counts the command buffers into the
@@ -133,17 +113,19 @@ fn begin_timed_submit(
 
 /// Frame-boundary handling of one submit call: whether it ends a frame, and (when we emulate
 /// the extension) the app's boundary structs unlinked until the returned guard drops.
-fn boundary_prep<'a>(
+fn boundary_prep<'a, B: Batch + 'a>(
     d: &Device,
-    heads: impl Iterator<Item = &'a *const c_void> + Clone,
+    batches: impl Iterator<Item = &'a B> + Clone,
 ) -> (bool, Option<frame_boundary::StrippedSubmits>) {
     if d.augment.frame_boundary == FrameBoundaryMode::Off {
         return (false, None);
     }
-    // SAFETY: the heads are pNext fields of the app's submit infos, valid for this call.
-    let ends = heads.clone().any(|&h| unsafe { frame_boundary::ends_frame(h) });
+    // SAFETY: the batches are the app's (`AppBatches`), their chains valid for this call.
+    let ends = batches
+        .clone()
+        .any(|b| unsafe { frame_boundary::ends_frame(b.p_next()) });
     let stripped = (d.augment.frame_boundary == FrameBoundaryMode::Emulated).then(|| {
-        let heads = heads.map(|h| h as *const *const c_void as *mut *mut c_void);
+        let heads = batches.map(|b| b.p_next_field());
         // SAFETY: as above; the app's structs are restored when the guard drops, before we return.
         unsafe { frame_boundary::StrippedSubmits::new(heads) }
     });
@@ -214,6 +196,84 @@ fn submit_failed(d: &Device, inner: &mut QueueInner, frame: u64) {
     d.frames.lock().retire(frame, None);
 }
 
+/// What the generic path needs of a submit flavour beyond [`Batch`]: its scratch arrays in the
+/// queue state (with the timing ring, borrowed together) and its call guard site.
+trait Flavour: Batch {
+    const SITE: &'static Site;
+    fn parts(inner: &mut QueueInner) -> (&mut Option<QueueTiming>, &mut Scratch<Self>);
+}
+
+impl Flavour for vk::SubmitInfo<'static> {
+    const SITE: &'static Site = &SUBMIT;
+    fn parts(inner: &mut QueueInner) -> (&mut Option<QueueTiming>, &mut Scratch<Self>) {
+        (&mut inner.timing, &mut inner.submit1)
+    }
+}
+
+impl Flavour for vk::SubmitInfo2<'static> {
+    const SITE: &'static Site = &SUBMIT2;
+    fn parts(inner: &mut QueueInner) -> (&mut Option<QueueTiming>, &mut Scratch<Self>) {
+        (&mut inner.timing, &mut inner.submit2)
+    }
+}
+
+/// The next layer's entry point for a flavour.
+type Next<B> = unsafe extern "system" fn(vk::Queue, u32, *const B, vk::Fence) -> vk::Result;
+
+/// One submit call of either flavour: our timestamp (and query reset) command buffers are
+/// spliced around the app's, the frame's counts accumulated, samples resolved; the call goes
+/// down unchanged when any of that is not possible.
+fn submit<B: Flavour>(
+    d: &Device,
+    queue: vk::Queue,
+    apps: AppBatches<'_, B>,
+    fence: vk::Fence,
+    next: Next<B>,
+) -> vk::Result {
+    d.stats.submits.fetch_add(1, Ordering::Relaxed);
+    let (raw, count) = apps.raw();
+    let Some(q) = d.queue(queue) else {
+        // SAFETY: forwarding the app's arguments.
+        return unsafe { next(queue, count, raw, fence) };
+    };
+    let mut inner = q.inner.lock();
+    let (ends_frame, stripped) = boundary_prep(d, apps.batches().iter());
+    let prepared = guarded(B::SITE, || {
+        if d.samples.is_some() {
+            harvest_before_resubmit(d, &q, &mut inner, apps.command_buffers());
+        }
+        let (begin, end, frame, cb_base) =
+            begin_timed_submit(d, &q, &mut inner, apps.command_buffers(), apps.timeable())?;
+        resolve_samples(d, &mut inner, apps.command_buffers(), cb_base);
+        let (timing, scratch) = B::parts(&mut inner);
+        let pending = timing.as_mut().and_then(|t| t.last_pending());
+        match pending {
+            Some(p) => scratch.splice(&apps, p.reset_buffers(d, q.family), begin, end),
+            None => scratch.splice(&apps, std::iter::empty(), begin, end),
+        }
+        Some(frame)
+    })
+    .flatten();
+    let r = match prepared {
+        Some(_) => {
+            let (_, scratch) = B::parts(&mut inner);
+            // SAFETY: the copies differ from the app's batches only in their command buffer
+            // arrays, which hold the app's buffers plus ours, all valid for this queue; the
+            // arrays live in the scratch, untouched until the call returns.
+            unsafe { next(queue, scratch.batches.len() as u32, scratch.batches.as_ptr(), fence) }
+        }
+        // SAFETY: forwarding the app's arguments.
+        None => unsafe { next(queue, count, raw, fence) },
+    };
+    if let (Some(frame), false) = (prepared, r == vk::Result::SUCCESS) {
+        submit_failed(d, &mut inner, frame);
+    }
+    drop(inner);
+    drop(stripped);
+    boundary_done(d, ends_frame && r == vk::Result::SUCCESS);
+    r
+}
+
 pub unsafe extern "system" fn queue_submit(
     queue: vk::Queue,
     count: u32,
@@ -223,75 +283,14 @@ pub unsafe extern "system" fn queue_submit(
     let Some(d) = device::lookup(queue.as_raw()) else {
         return vk::Result::ERROR_DEVICE_LOST;
     };
-    let next = d.fns.fp_v1_0().queue_submit;
-    d.stats.submits.fetch_add(1, Ordering::Relaxed);
-    let Some(q) = d.queue(queue) else {
-        // SAFETY: forwarding the app's arguments.
-        return unsafe { next(queue, count, submits, fence) };
-    };
-    let mut inner = q.inner.lock();
-    let apps: &[vk::SubmitInfo<'_>] =
-        // SAFETY: the app passes `count` valid submit infos.
-        if count == 0 || submits.is_null() { &[] } else { unsafe { std::slice::from_raw_parts(submits, count as usize) } };
-    let (ends_frame, stripped) = boundary_prep(&d, apps.iter().map(|s| &s.p_next));
-    let prepared = guarded(&SUBMIT, || {
-        // SAFETY: the app's chains and command buffer arrays are valid for this call.
-        let timeable = apps.iter().all(|s| unsafe { !untimeable_chain(s.p_next) });
-        let cbs = || {
-            apps.iter()
-                .flat_map(|s| app_cbs(s.p_command_buffers, s.command_buffer_count).iter().copied())
-        };
-        if d.samples.is_some() {
-            harvest_before_resubmit(&d, &q, &mut inner, cbs());
-        }
-        let (begin, end, frame, cb_base) = begin_timed_submit(&d, &q, &mut inner, cbs(), timeable)?;
-        let inner = &mut *inner;
-        resolve_samples(&d, inner, cbs(), cb_base);
-        inner.cbs.clear();
-        inner.ranges.clear();
-        for (i, s) in apps.iter().enumerate() {
-            let start = inner.cbs.len();
-            if i == 0 {
-                if let Some(p) = inner.timing.as_mut().and_then(|t| t.last_pending()) {
-                    inner.cbs.extend(p.reset_buffers(&d, q.family));
-                }
-                inner.cbs.push(begin);
-            }
-            inner
-                .cbs
-                .extend_from_slice(app_cbs(s.p_command_buffers, s.command_buffer_count));
-            if i + 1 == apps.len() {
-                inner.cbs.push(end);
-            }
-            inner.ranges.push((start, inner.cbs.len() - start));
-        }
-        inner.submits.clear();
-        for (s, &(start, n)) in apps.iter().zip(&inner.ranges) {
-            let mut copy: vk::SubmitInfo<'static> = unsafe_extend_lifetime(*s);
-            copy.p_command_buffers = inner.cbs[start..].as_ptr();
-            copy.command_buffer_count = n as u32;
-            inner.submits.push(copy);
-        }
-        Some(frame)
-    })
-    .flatten();
-    let r = match prepared {
-        // SAFETY: the copies differ from the app's only in their command buffer arrays, which
-        // hold the app's buffers plus our two, all valid for this queue.
-        Some(_) => unsafe { next(queue, inner.submits.len() as u32, inner.submits.as_ptr(), fence) },
-        // SAFETY: forwarding the app's arguments.
-        None => unsafe { next(queue, count, submits, fence) },
-    };
-    if let (Some(frame), false) = (prepared, r == vk::Result::SUCCESS) {
-        submit_failed(&d, &mut inner, frame);
-    }
-    drop(inner);
-    drop(stripped);
-    boundary_done(&d, ends_frame && r == vk::Result::SUCCESS);
-    r
+    let next: Next<vk::SubmitInfo<'static>> = d.fns.fp_v1_0().queue_submit;
+    // SAFETY: Vulkan's contract for this call: `count` valid submit infos with valid arrays and
+    // chains, for the duration of the call (the lifetime is a marker; only raw pointers follow).
+    let apps = unsafe { AppBatches::new(submits.cast::<vk::SubmitInfo<'static>>(), count) };
+    submit(&d, queue, apps, fence, next)
 }
 
-fn submit2_impl(
+unsafe fn submit2_entry(
     queue: vk::Queue,
     count: u32,
     submits: *const vk::SubmitInfo2<'_>,
@@ -301,79 +300,14 @@ fn submit2_impl(
     let Some(d) = device::lookup(queue.as_raw()) else {
         return vk::Result::ERROR_DEVICE_LOST;
     };
-    let next = if khr {
+    let next: Next<vk::SubmitInfo2<'static>> = if khr {
         d.sync2_fns.queue_submit2_khr
     } else {
         d.fns.fp_v1_3().queue_submit2
     };
-    d.stats.submits.fetch_add(1, Ordering::Relaxed);
-    let Some(q) = d.queue(queue) else {
-        // SAFETY: forwarding the app's arguments.
-        return unsafe { next(queue, count, submits, fence) };
-    };
-    let mut inner = q.inner.lock();
-    let apps: &[vk::SubmitInfo2<'_>] =
-        // SAFETY: the app passes `count` valid submit infos.
-        if count == 0 || submits.is_null() { &[] } else { unsafe { std::slice::from_raw_parts(submits, count as usize) } };
-    let (ends_frame, stripped) = boundary_prep(&d, apps.iter().map(|s| &s.p_next));
-    let prepared = guarded(&SUBMIT2, || {
-        // SAFETY: the app's chains and arrays are valid for this call.
-        let timeable = apps.iter().all(|s| unsafe { !untimeable_chain(s.p_next) });
-        let cbs = || {
-            apps.iter().flat_map(|s| {
-                app_cbs(s.p_command_buffer_infos, s.command_buffer_info_count)
-                    .iter()
-                    .map(|i| i.command_buffer)
-            })
-        };
-        if d.samples.is_some() {
-            harvest_before_resubmit(&d, &q, &mut inner, cbs());
-        }
-        let (begin, end, frame, cb_base) = begin_timed_submit(&d, &q, &mut inner, cbs(), timeable)?;
-        let inner = &mut *inner;
-        resolve_samples(&d, inner, cbs(), cb_base);
-        let ours = |cb| vk::CommandBufferSubmitInfo::default().command_buffer(cb);
-        inner.cb_infos.clear();
-        inner.ranges.clear();
-        for (i, s) in apps.iter().enumerate() {
-            let start = inner.cb_infos.len();
-            if i == 0 {
-                if let Some(p) = inner.timing.as_mut().and_then(|t| t.last_pending()) {
-                    inner.cb_infos.extend(p.reset_buffers(&d, q.family).map(ours));
-                }
-                inner.cb_infos.push(ours(begin));
-            }
-            for info in app_cbs(s.p_command_buffer_infos, s.command_buffer_info_count) {
-                inner.cb_infos.push(unsafe_extend_lifetime(*info));
-            }
-            if i + 1 == apps.len() {
-                inner.cb_infos.push(ours(end));
-            }
-            inner.ranges.push((start, inner.cb_infos.len() - start));
-        }
-        inner.submits2.clear();
-        for (s, &(start, n)) in apps.iter().zip(&inner.ranges) {
-            let mut copy: vk::SubmitInfo2<'static> = unsafe_extend_lifetime(*s);
-            copy.p_command_buffer_infos = inner.cb_infos[start..].as_ptr();
-            copy.command_buffer_info_count = n as u32;
-            inner.submits2.push(copy);
-        }
-        Some(frame)
-    })
-    .flatten();
-    let r = match prepared {
-        // SAFETY: as for vkQueueSubmit: only the command buffer arrays differ.
-        Some(_) => unsafe { next(queue, inner.submits2.len() as u32, inner.submits2.as_ptr(), fence) },
-        // SAFETY: forwarding the app's arguments.
-        None => unsafe { next(queue, count, submits, fence) },
-    };
-    if let (Some(frame), false) = (prepared, r == vk::Result::SUCCESS) {
-        submit_failed(&d, &mut inner, frame);
-    }
-    drop(inner);
-    drop(stripped);
-    boundary_done(&d, ends_frame && r == vk::Result::SUCCESS);
-    r
+    // SAFETY: the caller's: Vulkan's contract for this call, as for vkQueueSubmit.
+    let apps = unsafe { AppBatches::new(submits.cast::<vk::SubmitInfo2<'static>>(), count) };
+    submit(&d, queue, apps, fence, next)
 }
 
 pub unsafe extern "system" fn queue_submit2(
@@ -382,7 +316,8 @@ pub unsafe extern "system" fn queue_submit2(
     submits: *const vk::SubmitInfo2<'_>,
     fence: vk::Fence,
 ) -> vk::Result {
-    submit2_impl(queue, count, submits, fence, false)
+    // SAFETY: the app's arguments of this call.
+    unsafe { submit2_entry(queue, count, submits, fence, false) }
 }
 
 pub unsafe extern "system" fn queue_submit2_khr(
@@ -391,23 +326,6 @@ pub unsafe extern "system" fn queue_submit2_khr(
     submits: *const vk::SubmitInfo2<'_>,
     fence: vk::Fence,
 ) -> vk::Result {
-    submit2_impl(queue, count, submits, fence, true)
-}
-
-/// The app's array as a slice (empty when null).
-fn app_cbs<'a, T>(p: *const T, n: u32) -> &'a [T] {
-    if p.is_null() || n == 0 {
-        &[]
-    } else {
-        // SAFETY: Vulkan's contract: `n` valid elements at `p` for the duration of the call.
-        unsafe { std::slice::from_raw_parts(p, n as usize) }
-    }
-}
-
-/// Stores a copy of an app struct in our reusable scratch arrays. Its pointers still point at
-/// the app's data, which is only valid during this call; the scratch is rebuilt every call.
-fn unsafe_extend_lifetime<T: Copy, U>(v: T) -> U {
-    assert_eq!(std::mem::size_of::<T>(), std::mem::size_of::<U>());
-    // SAFETY: T and U are the same Vulkan struct differing only in a lifetime parameter.
-    unsafe { std::mem::transmute_copy(&v) }
+    // SAFETY: the app's arguments of this call.
+    unsafe { submit2_entry(queue, count, submits, fence, true) }
 }
