@@ -66,7 +66,7 @@ pub fn scan(path: &OsStr, mut frame: impl FnMut(&FrameLine, u64)) -> Result<Scan
     let (mut n, mut header, mut frames) = (0u64, false, 0u64);
     let mut unparsed: Option<u64> = None;
     let mut last: Option<(u64, u64)> = None;
-    while let Some((blank, line)) = lines.next().map_err(|e| format!("cannot read '{p}': {e}"))? {
+    while let Some((blank, line)) = lines.next_line().map_err(|e| format!("cannot read '{p}': {e}"))? {
         n += 1 + blank;
         let text = match line {
             Line::GiveUp => return Err(format!("'{p}': nothing readable in {} MiB", GIVE_UP >> 20)),

@@ -48,7 +48,7 @@ impl<R: Read> Lines<BufReader<R>> {
 
 impl<R: BufRead> Lines<R> {
     /// The next line, and how many empty lines came before it.
-    pub fn next(&mut self) -> std::io::Result<Option<(u64, Line<'_>)>> {
+    pub fn next_line(&mut self) -> std::io::Result<Option<(u64, Line<'_>)>> {
         self.buf.clear();
         self.blank = 0;
         let mut too_long = false;

@@ -1,19 +1,7 @@
-//! `framescope`: run apps under the layer, install it, and read dumps.
+//! `framescope`: run apps under the layer, install it, and read dumps. The commands live in
+//! the library (`framescope_cli`); this is their dispatch.
 
-mod bootstrap;
-mod compare;
-mod counters;
-mod ctl;
-mod export;
-mod frame_lines;
-mod install;
-mod lines;
-mod locate;
-mod output;
-mod plot;
-mod report;
-mod run;
-mod text;
+use framescope_cli::{compare, counters, ctl, export, install, plot, report, run, text};
 
 const USAGE: &str = "\
 usage: framescope <command> [args]

@@ -374,7 +374,7 @@ fn read_dump_giving_up_after(input: impl Read, give_up: u64) -> std::io::Result<
     // The newest line that did not parse: a truncated last line when only blank lines follow.
     let mut unparsed: Option<u64> = None;
     let mut n = 0u64;
-    while let Some((blank, line)) = lines.next()? {
+    while let Some((blank, line)) = lines.next_line()? {
         n += 1 + blank;
         let text = match line {
             Line::GiveUp => {
@@ -732,25 +732,10 @@ pub fn main(args: &[OsString]) -> i32 {
 }
 
 /// Reports one dump; 1 when it could not be read.
-fn report_one(path: &OsStr, json: bool, several: bool) -> i32 {
-    let d = match std::fs::File::open(path).and_then(read_dump) {
-        Ok(d) => d,
-        Err(e) => {
-            eprintln!("framescope: cannot read '{}': {e}", show(path));
-            return 1;
-        }
-    };
-    if d.header.is_none() && d.builder.frames() == 0 {
-        let why = if d.gave_up {
-            format!("nothing readable in the first {} MiB", GIVE_UP >> 20)
-        } else {
-            "no header, no frame records".into()
-        };
-        eprintln!("framescope: '{}' is not a framescope dump ({why})", show(path));
-        return 1;
-    }
-
-    let mut notes = notes_about(&d);
+/// The summary to show for `d` (its own record when the frames agree with it, else one
+/// recomputed from them) and the notes about both.
+fn summarize(d: &Dump) -> (SummaryRecord, Vec<String>) {
+    let mut notes = notes_about(d);
     let mut summary = d.builder.summary();
     summary.draws_top = d.draws.top(TOP, String::clone);
     summary.draw_keys = d.draws.keys() as u64;
@@ -795,6 +780,28 @@ fn report_one(path: &OsStr, json: bool, several: bool) -> i32 {
             recomputed
         }
     };
+    (rec, notes)
+}
+
+fn report_one(path: &OsStr, json: bool, several: bool) -> i32 {
+    let d = match std::fs::File::open(path).and_then(read_dump) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("framescope: cannot read '{}': {e}", show(path));
+            return 1;
+        }
+    };
+    if d.header.is_none() && d.builder.frames() == 0 {
+        let why = if d.gave_up {
+            format!("nothing readable in the first {} MiB", GIVE_UP >> 20)
+        } else {
+            "no header, no frame records".into()
+        };
+        eprintln!("framescope: '{}' is not a framescope dump ({why})", show(path));
+        return 1;
+    }
+
+    let (rec, notes) = summarize(&d);
 
     if json {
         for n in &notes {
@@ -823,6 +830,13 @@ fn report_one(path: &OsStr, json: bool, several: bool) -> i32 {
         print!("{}", render(path, &d, &rec, &notes));
     }
     0
+}
+
+/// For the fuzz target: reads `data` as a dump and renders its report, as `report` would.
+pub fn fuzz_one(data: &[u8]) {
+    let Ok(d) = read_dump(data) else { return };
+    let (rec, notes) = summarize(&d);
+    let _ = render(std::ffi::OsStr::new("fuzz"), &d, &rec, &notes);
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@ mod bench_glmark;
 mod bench_h100;
 mod bench_samples;
 mod deps;
+mod fuzz;
 mod measure;
 mod modgraph;
 mod shell;
@@ -15,7 +16,7 @@ mod soak;
 use shell::{cargo, cargo_env, root};
 use std::process::{Command, ExitCode};
 
-const USAGE: &str = "usage: cargo xtask <demo|test|bench|soak|deps|install-deps>
+const USAGE: &str = "usage: cargo xtask <demo|test|bench|soak|deps|fuzz|install-deps>
   demo          build in release, run vkcube under framescope (Xvfb if no DISPLAY), print what it measured
   test          install missing packages, then fmt check, clippy -D warnings, build, all tests
   bench         performance benchmarks (writes docs/performance.md); `bench vkcube`: only the
@@ -28,6 +29,7 @@ const USAGE: &str = "usage: cargo xtask <demo|test|bench|soak|deps|install-deps>
                 RSS, threads, fds and dump size sampled, results into docs/reliability.md;
                 --minutes N (30), --app vkcube|glxgears, --bare, --asan, --malloc-check
   deps          import cycles between the modules (files) of each crate, printed as chains
+  fuzz [SECS]   build the fuzz targets (nightly) and run each SECS seconds (60); `test` runs it
   install-deps  install the Debian packages the tests and demo need (root), else print the apt-get line";
 
 fn main() -> ExitCode {
@@ -36,6 +38,11 @@ fn main() -> ExitCode {
         Some("install-deps") => deps::install(),
         Some("test") => test(),
         Some("deps") => modgraph::check(modgraph::ALL),
+        Some("fuzz") => match args.get(1).map(|s| s.parse::<u32>()) {
+            None => fuzz::fuzz(fuzz::CI_SECONDS),
+            Some(Ok(s)) if s > 0 => fuzz::fuzz(s),
+            Some(_) => Err("fuzz takes a number of seconds per target".into()),
+        },
         Some("soak") => soak::soak(&args[1..]),
         Some("demo") => demo(),
         Some("bench") if args.get(1).map(String::as_str) == Some("samples") => bench::bench_samples_only(),
@@ -68,6 +75,8 @@ fn test() -> Result<(), String> {
     cargo(&["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"])?;
     // Integration tests run the built layer, CLI and test apps: build them all first.
     cargo(&["build", "--workspace", "--bins", "--lib"])?;
+    // The fuzz targets, a minute each; before the tests so that their summaries close the log.
+    let fuzzed = fuzz::fuzz(fuzz::CI_SECONDS);
     // Every test, the Vulkan ones with the validation layer below framescope; then the Vulkan
     // integration tests again with framescope directly on the driver (tests/src/lane.rs says
     // why). Both lanes run even when the first fails, so one CI run shows everything.
@@ -77,12 +86,16 @@ fn test() -> Result<(), String> {
         driver_lane.extend(["--test", t]);
     }
     let driver = cargo_env(&driver_lane, &[("FRAMESCOPE_TEST_LANE", "driver")]);
-    match (all, driver) {
-        (Ok(()), Ok(())) => Ok(()),
-        (a, d) => Err(format!(
-            "tests failed: validation lane {}, driver lane {}",
+    match (all, driver, fuzzed) {
+        (Ok(()), Ok(()), Ok(())) => Ok(()),
+        (a, d, f) => Err(format!(
+            "tests failed: validation lane {}, driver lane {}, fuzzing {}",
             if a.is_ok() { "passed" } else { "FAILED" },
-            if d.is_ok() { "passed" } else { "FAILED" }
+            if d.is_ok() { "passed" } else { "FAILED" },
+            match f {
+                Ok(()) => "passed".to_string(),
+                Err(e) => format!("FAILED ({e})"),
+            }
         )),
     }
 }

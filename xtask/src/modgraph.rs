@@ -269,6 +269,8 @@ fn use_tree(c: &[char], i: usize) -> (Vec<Vec<String>>, usize) {
 /// The crate's modules: module path → file.
 fn modules(src: &Path) -> BTreeMap<Module, PathBuf> {
     let mut out = BTreeMap::new();
+    // With a library, `main.rs` is a crate of its own that uses the library by name.
+    let has_lib = src.join("lib.rs").is_file();
     let mut stack = vec![src.to_path_buf()];
     while let Some(dir) = stack.pop() {
         let Ok(rd) = std::fs::read_dir(&dir) else { continue };
@@ -287,6 +289,9 @@ fn modules(src: &Path) -> BTreeMap<Module, PathBuf> {
             let stem = last.trim_end_matches(".rs");
             // `bin/` files are binaries of their own, not modules of the library.
             if segs.first().is_some_and(|s| s == "bin") {
+                continue;
+            }
+            if has_lib && segs.is_empty() && stem == "main" {
                 continue;
             }
             match stem {

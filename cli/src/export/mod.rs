@@ -221,7 +221,7 @@ impl<'n> Reader<'n> {
         let mut n = 0u64;
         loop {
             let next = lines
-                .next()
+                .next_line()
                 .map_err(|e| format!("{}:{}: cannot read: {e}", self.name, n + 1))?;
             let Some((blank, line)) = next else { break };
             n += 1 + blank;
@@ -324,6 +324,32 @@ impl<'n> Reader<'n> {
             );
         }
         Ok(std::mem::take(&mut self.stats))
+    }
+}
+
+/// For the fuzz target: exports `data` as a dump to every format, into nothing.
+pub fn fuzz_one(data: &[u8]) {
+    let mut sinks: Vec<Box<dyn Sink>> = vec![
+        Box::new(perfetto::Perfetto::new(io::sink())),
+        Box::new(csv::MangoHud::new(io::sink())),
+        Box::new(presentmon::PresentMon::new(io::sink())),
+        Box::new(parquet::Parquet::new(io::sink(), "fuzz")),
+    ];
+    let mut r = Reader::new("fuzz");
+    let read = r.run(data, GIVE_UP, &mut |event| {
+        for sink in sinks.iter_mut() {
+            let _ = match event {
+                Event::Header(h) => sink.header(h),
+                Event::Frame(f) => sink.frame(f),
+                Event::Mark(m) => sink.mark(m),
+            };
+        }
+        Ok(())
+    });
+    if read.is_ok() {
+        for sink in sinks.iter_mut() {
+            let _ = sink.finish();
+        }
     }
 }
 
