@@ -18,6 +18,7 @@ use std::os::unix::io::AsRawFd;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Longest request line.
@@ -27,9 +28,11 @@ const CLIENT_TIMEOUT: Duration = Duration::from_secs(1);
 /// How often the thread looks for clients and for the end of the dump.
 const POLL: Duration = Duration::from_millis(50);
 
-static STOP: AtomicBool = AtomicBool::new(false);
-/// The socket this process serves, removed at the end.
-static SERVED: Mutex<Option<PathBuf>> = Mutex::new(None);
+/// The socket this process serves and its server's stop flag; taken at the end. Each server
+/// has a flag of its own: with one flag for all, a dump started right after another ended
+/// cleared it before the old server had seen it, and that server (its thread and listening
+/// socket) lived on for good.
+static SERVED: Mutex<Option<(PathBuf, Arc<AtomicBool>)>> = Mutex::new(None);
 
 /// The directory of the sockets: `$XDG_RUNTIME_DIR/framescope`; `None` without an absolute
 /// `XDG_RUNTIME_DIR`.
@@ -111,18 +114,25 @@ fn try_start() -> Result<(), String> {
     }
     let listener = UnixListener::bind(&path).map_err(|e| format!("{}: {e}", path.display()))?;
     listener.set_nonblocking(true).map_err(|e| e.to_string())?;
-    *SERVED.lock() = Some(path.clone());
-    STOP.store(false, Ordering::Release);
+    let stop = Arc::new(AtomicBool::new(false));
+    // A server still running (its dump not finished) is told to stop first.
+    if let Some((old, old_stop)) = SERVED.lock().replace((path.clone(), stop.clone())) {
+        old_stop.store(true, Ordering::Release);
+        if old != path {
+            let _ = std::fs::remove_file(old);
+        }
+    }
+    let for_thread = stop.clone();
     std::thread::Builder::new()
         .name("framescope-ctl".into())
         .spawn(move || {
             crate::alloc_count::mark_own_thread();
-            let _ = std::panic::catch_unwind(|| serve(&listener));
-            remove_socket();
+            let _ = std::panic::catch_unwind(|| serve(&listener, &for_thread));
+            remove_socket(&for_thread);
         })
         .map(drop)
         .map_err(|e| {
-            remove_socket();
+            remove_socket(&stop);
             format!("cannot start its thread: {e}")
         })
 }
@@ -162,18 +172,24 @@ fn process_exists(pid: libc::pid_t) -> bool {
 /// Ends serving (the dump is finished): the socket file goes at once, the thread within
 /// [`POLL`].
 pub fn stop() {
-    STOP.store(true, Ordering::Release);
-    remove_socket();
-}
-
-fn remove_socket() {
-    if let Some(p) = SERVED.lock().take() {
+    if let Some((p, stop)) = SERVED.lock().take() {
+        stop.store(true, Ordering::Release);
         let _ = std::fs::remove_file(p);
     }
 }
 
-fn serve(listener: &UnixListener) {
-    while !STOP.load(Ordering::Acquire) {
+/// Removes the socket of the server with this stop flag, if it is still the one served.
+fn remove_socket(stop: &Arc<AtomicBool>) {
+    let mut served = SERVED.lock();
+    if served.as_ref().is_some_and(|(_, s)| Arc::ptr_eq(s, stop)) {
+        if let Some((p, _)) = served.take() {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+fn serve(listener: &UnixListener, stop: &AtomicBool) {
+    while !stop.load(Ordering::Acquire) {
         match listener.accept() {
             Ok((s, _)) => {
                 let _ = client(s);

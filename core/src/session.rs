@@ -19,7 +19,10 @@ use crate::sample::SampleRecord;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-/// One dump per process: the first session that asks while a dump is configured takes it.
+/// One dump at a time per process: the first session that asks while a dump is configured
+/// takes it, and gives it back when it finishes, so a device created after another was
+/// destroyed (a launcher's or a translation layer's probe device first, then the real one)
+/// gets a dump of its own, in a numbered sibling file.
 static DUMP_TAKEN: AtomicBool = AtomicBool::new(false);
 
 /// What a session is built with.
@@ -81,11 +84,19 @@ impl FrameSession {
             return self.dump.is_some();
         }
         self.dump_checked = true;
-        if crate::settings::get().dump.is_some() && !DUMP_TAKEN.swap(true, Ordering::AcqRel) {
-            self.dump = make();
-            if let Some(w) = &self.dump {
-                w.finish_at_exit();
-            }
+        if crate::settings::get().dump.is_none() {
+            return false;
+        }
+        if DUMP_TAKEN.swap(true, Ordering::AcqRel) {
+            crate::log::info(format_args!(
+                "another device of this process has the dump open: this one's frames are not dumped"
+            ));
+            return false;
+        }
+        self.dump = make();
+        match &self.dump {
+            Some(w) => w.finish_at_exit(),
+            None => DUMP_TAKEN.store(false, Ordering::Release),
         }
         self.dump.is_some()
     }
@@ -173,6 +184,7 @@ impl FrameSession {
         self.flush(GpuMissing::Timeout);
         if let Some(w) = self.dump.take() {
             w.finish();
+            DUMP_TAKEN.store(false, Ordering::Release);
         }
     }
 }

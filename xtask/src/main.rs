@@ -108,6 +108,7 @@ const DRIVER_LANE_TESTS: &[&str] = &[
     "hud_vulkan",
     "steady_allocations",
     "zink",
+    "lifecycle",
 ];
 
 fn demo() -> Result<(), String> {

@@ -285,6 +285,11 @@ fn wait_done(s: &Shared, limit: Duration) -> bool {
 fn finish_shared(s: &Shared) {
     s.accepting.store(false, Ordering::Relaxed);
     crate::ctl::stop();
+    // Its exit hook entry goes (a process making dump after dump must not collect them),
+    // with any whose writer is gone.
+    AT_EXIT
+        .lock()
+        .retain(|w| w.strong_count() > 0 && !std::ptr::eq(w.as_ptr(), s));
     // Holding the lock through the join makes a concurrent second finish wait for the
     // summary instead of returning before it is written.
     let mut guard = s.thread.lock();

@@ -61,6 +61,12 @@ OPTIONS:
                         since the app's own submissions using them are done
   --sleep-ms MS         sleep MS milliseconds after each frame: a nearly idle GPU
                         [default: 0]
+  --lifecycle N         create and destroy everything (instance, device, windows or
+                        offscreen targets) N times, running the frames each time,
+                        as launchers and translation layers probing devices do;
+                        prints `testapp-lifecycle {\"cycles\":N,\"rss_kib\":[A,B],
+                        \"fds\":[C,D]}` (after half of the cycles, at the
+                        end) before the result line
   -h, --help            print this help
 
 OUTPUT: one stdout line at exit:
@@ -135,6 +141,8 @@ pub struct Args {
     pub recreate_semaphores: bool,
     /// Milliseconds slept after each frame.
     pub sleep_ms: u32,
+    /// Create and destroy everything this many times (0: once, no report).
+    pub lifecycle: u32,
 }
 
 impl Default for Args {
@@ -164,6 +172,7 @@ impl Default for Args {
             burst: None,
             recreate_semaphores: false,
             sleep_ms: 0,
+            lifecycle: 0,
         }
     }
 }
@@ -250,6 +259,7 @@ pub fn parse<I: IntoIterator<Item = String>>(argv: I) -> Result<ParseOutcome, Ar
             "--recreate-semaphores" => args.recreate_semaphores = true,
             "--sleep-ms" => args.sleep_ms = number(&flag, value(), 0)?,
             "--burst" => args.burst = Some(number(&flag, value(), 0)?),
+            "--lifecycle" => args.lifecycle = number(&flag, value(), 1)?,
             _ => return Err(ArgError(format!("unknown argument `{arg}`"))),
         }
         if inline.is_some() && !takes_value(&flag) {
@@ -293,6 +303,7 @@ fn takes_value(flag: &str) -> bool {
         "--frames"
             | "--sleep-ms"
             | "--burst"
+            | "--lifecycle"
             | "--width"
             | "--height"
             | "--windows"

@@ -32,7 +32,11 @@ fn main() -> ExitCode {
         }
     };
     let instructions = report::InstructionCounter::start();
-    let result = app::App::new(&args).and_then(|a| a.run());
+    let result = if args.lifecycle > 0 {
+        lifecycle(&args)
+    } else {
+        app::App::new(&args).and_then(|a| a.run())
+    };
     match result {
         Ok(mut report) => {
             report.thread_instructions = instructions.read();
@@ -44,4 +48,39 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// This process's resident memory (KiB) and open file descriptors, after a pause that lets
+/// threads winding down from the last cycle (a layer's, a driver's) finish.
+fn footprint() -> (u64, usize) {
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let rss = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        })
+        .unwrap_or(0);
+    let fds = std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count());
+    (rss, fds)
+}
+
+/// `--lifecycle N`: everything created and destroyed N times; the footprint after half of the
+/// cycles (allocators and drivers have long warmed up: growth before that is their slack, not
+/// a leak) and at the end, for the test to compare.
+fn lifecycle(args: &args::Args) -> Result<report::Report, Box<dyn std::error::Error>> {
+    let n = args.lifecycle;
+    let warm = (n / 2).max(1);
+    let mut first = None;
+    let mut last = None;
+    for i in 1..=n {
+        last = Some(app::App::new(args)?.run()?);
+        if i == warm {
+            first = Some(footprint());
+        }
+    }
+    let ((rss0, fd0), (rss1, fd1)) = (first.unwrap_or_default(), footprint());
+    println!("testapp-lifecycle {{\"cycles\":{n},\"rss_kib\":[{rss0},{rss1}],\"fds\":[{fd0},{fd1}]}}");
+    last.ok_or_else(|| "no cycle ran".into())
 }
