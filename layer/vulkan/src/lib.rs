@@ -63,10 +63,12 @@ pub unsafe extern "system" fn vkGetInstanceProcAddr(
     instance: vk::Instance,
     name: *const c_char,
 ) -> vk::PFN_vkVoidFunction {
-    proc_addr::get_instance_proc_addr(instance, name)
+    // SAFETY: Vulkan's contract: null or a NUL-terminated command name.
+    proc_addr::get_instance_proc_addr(instance, unsafe { proc_addr::command_name(name) }?)
 }
 
 #[no_mangle]
 pub unsafe extern "system" fn vkGetDeviceProcAddr(device: vk::Device, name: *const c_char) -> vk::PFN_vkVoidFunction {
-    proc_addr::get_device_proc_addr(device, name)
+    // SAFETY: Vulkan's contract: null or a NUL-terminated command name.
+    proc_addr::get_device_proc_addr(device, unsafe { proc_addr::command_name(name) }?)
 }

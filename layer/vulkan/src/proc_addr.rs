@@ -100,23 +100,29 @@ fn device_hook(name: &[u8]) -> vk::PFN_vkVoidFunction {
 // GOT to the first definition in the process (libvulkan's own vkGetInstanceProcAddr), which sends
 // the chain back into the loader and deadlocks it.
 pub unsafe extern "system" fn gipa_entry(inst: vk::Instance, name: *const c_char) -> vk::PFN_vkVoidFunction {
-    get_instance_proc_addr(inst, name)
+    // SAFETY: the caller's: null or a NUL-terminated command name, for the call.
+    get_instance_proc_addr(inst, unsafe { command_name(name) }?)
 }
 
 pub unsafe extern "system" fn gdpa_entry(dev: vk::Device, name: *const c_char) -> vk::PFN_vkVoidFunction {
-    get_device_proc_addr(dev, name)
+    // SAFETY: the caller's: null or a NUL-terminated command name, for the call.
+    get_device_proc_addr(dev, unsafe { command_name(name) }?)
+}
+
+/// The command name a `vkGet*ProcAddr` caller passed; `None` for null.
+///
+/// # Safety
+/// `name` is null or points to a NUL-terminated string valid for `'a`.
+pub unsafe fn command_name<'a>(name: *const c_char) -> Option<&'a CStr> {
+    // SAFETY: the caller's contract.
+    (!name.is_null()).then(|| unsafe { CStr::from_ptr(name) })
 }
 
 static GIPA: Site = Site::new("vkGetInstanceProcAddr");
 static GDPA: Site = Site::new("vkGetDeviceProcAddr");
 
-pub fn get_instance_proc_addr(inst: vk::Instance, name: *const c_char) -> vk::PFN_vkVoidFunction {
-    if name.is_null() {
-        return None;
-    }
+pub fn get_instance_proc_addr(inst: vk::Instance, n: &CStr) -> vk::PFN_vkVoidFunction {
     guarded(&GIPA, || {
-        // SAFETY: the caller passes a NUL-terminated command name.
-        let n = unsafe { CStr::from_ptr(name) };
         if let Some(f) = instance_hook(n.to_bytes()) {
             return Some(f);
         }
@@ -127,7 +133,7 @@ pub fn get_instance_proc_addr(inst: vk::Instance, name: *const c_char) -> vk::PF
         };
         let state = state?;
         // SAFETY: querying a command name of a live instance.
-        let next = unsafe { (state.next_gipa)(inst, name) };
+        let next = unsafe { (state.next_gipa)(inst, n.as_ptr()) };
         match instance_hook_if_next_has(n.to_bytes()).or_else(|| device_hook(n.to_bytes())) {
             Some(f) if next.is_some() => Some(f),
             _ => next,
@@ -136,13 +142,8 @@ pub fn get_instance_proc_addr(inst: vk::Instance, name: *const c_char) -> vk::PF
     .flatten()
 }
 
-pub fn get_device_proc_addr(dev: vk::Device, name: *const c_char) -> vk::PFN_vkVoidFunction {
-    if name.is_null() {
-        return None;
-    }
+pub fn get_device_proc_addr(dev: vk::Device, n: &CStr) -> vk::PFN_vkVoidFunction {
     guarded(&GDPA, || {
-        // SAFETY: the caller passes a NUL-terminated command name.
-        let n = unsafe { CStr::from_ptr(name) };
         if n.to_bytes() == b"vkGetDeviceProcAddr" {
             return device_hook(n.to_bytes());
         }
@@ -152,12 +153,12 @@ pub fn get_device_proc_addr(dev: vk::Device, name: *const c_char) -> vk::PFN_vkV
         }
         if commands::passed_through(&d, n.to_bytes()) {
             // SAFETY: querying a command name of a live device.
-            return unsafe { (d.next_gdpa)(dev, name) };
+            return unsafe { (d.next_gdpa)(dev, n.as_ptr()) };
         }
         match device_hook(n.to_bytes()) {
             Some(f) => d.next_has(n).then_some(f),
             // SAFETY: querying a command name of a live device.
-            None => unsafe { (d.next_gdpa)(dev, name) },
+            None => unsafe { (d.next_gdpa)(dev, n.as_ptr()) },
         }
     })
     .flatten()
