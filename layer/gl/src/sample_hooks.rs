@@ -194,22 +194,23 @@ pub unsafe extern "C" fn end_query_indexed(target: u32, index: u32) {
     unsafe { f(target, index) }
 }
 
-/// After a `glGetQuery*iv`: hides our statistics query from `GL_CURRENT_QUERY`.
-fn after_get_queryiv(target: u32, pname: u32, params: *mut i32) {
-    if pname != GL_CURRENT_QUERY || params.is_null() {
-        return;
-    }
-    guarded(&QUERY_SITE, || {
-        // SAFETY: GL just wrote one integer there for GL_CURRENT_QUERY.
-        samples::hide_current_query(target, unsafe { &mut *params })
-    });
+/// After a `glGetQuery*iv(target, GL_CURRENT_QUERY)`: hides our statistics query from the
+/// value GL wrote.
+fn after_get_current_query(target: u32, value: &mut i32) {
+    guarded(&QUERY_SITE, || samples::hide_current_query(target, value));
 }
 
 unsafe fn get_iv(r: &Real, target: u32, pname: u32, params: *mut i32) {
     let Some(f) = real::<GetQueryivFn>(r) else { return };
     // SAFETY: the real function with the app's arguments.
     unsafe { f(target, pname, params) };
-    after_get_queryiv(target, pname, params);
+    if pname == GL_CURRENT_QUERY {
+        // SAFETY: GL just wrote one integer there for GL_CURRENT_QUERY (the app's pointer,
+        // valid for this call); null is left alone.
+        if let Some(value) = unsafe { params.as_mut() } {
+            after_get_current_query(target, value);
+        }
+    }
 }
 
 pub unsafe extern "C" fn get_queryiv(target: u32, pname: u32, params: *mut i32) {
@@ -228,5 +229,10 @@ pub unsafe extern "C" fn get_query_indexediv(target: u32, index: u32, pname: u32
     };
     // SAFETY: the real function with the app's arguments.
     unsafe { f(target, index, pname, params) };
-    after_get_queryiv(target, pname, params);
+    if pname == GL_CURRENT_QUERY {
+        // SAFETY: as in `get_iv`.
+        if let Some(value) = unsafe { params.as_mut() } {
+            after_get_current_query(target, value);
+        }
+    }
 }

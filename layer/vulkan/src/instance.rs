@@ -184,7 +184,8 @@ pub unsafe extern "system" fn create_device(
         Some(f) => unsafe { std::mem::transmute::<unsafe extern "system" fn(), vk::PFN_vkCreateDevice>(f) },
         None => return vk::Result::ERROR_INITIALIZATION_FAILED,
     };
-    let plan = guarded(&device::CREATE_DEVICE, || augment_plan(&inst, phys, ci)).unwrap_or_default();
+    // SAFETY: `ci` is the app's create info of this call.
+    let plan = guarded(&device::CREATE_DEVICE, || unsafe { augment_plan(&inst, phys, ci) }).unwrap_or_default();
     let mut augment = DeviceAugment {
         unavailable: plan.unavailable.clone(),
         frame_boundary: plan.frame_boundary,
@@ -211,7 +212,8 @@ pub unsafe extern "system" fn create_device(
     } else {
         None
     };
-    let stats = guarded(&device::CREATE_DEVICE, || StatsPlan::new(&inst, phys, ci)).unwrap_or_default();
+    // SAFETY: `ci` is the app's create info of this call.
+    let stats = guarded(&device::CREATE_DEVICE, || unsafe { StatsPlan::new(&inst, phys, ci) }).unwrap_or_default();
     let create_with = |names: &[*const c_char], stats: Option<&StatsPlan>| {
         // SAFETY: a copy of the app's create info differing only in its extension list, which
         // holds names the app asked for or the physical device supports, and in the
@@ -223,7 +225,8 @@ pub unsafe extern "system" fn create_device(
         } else {
             names.as_ptr()
         };
-        let patched = stats.and_then(|p| p.apply(&mut copy));
+        // SAFETY: `copy` is of the app's create info of this call; restored right after it.
+        let patched = stats.and_then(|p| unsafe { p.apply(&mut copy) });
         // SAFETY: forwarding a valid create info.
         let r = unsafe { create(phys, &copy, alloc, out) };
         if let Some(restore) = patched {
@@ -309,10 +312,13 @@ struct StatsPlan {
 }
 
 impl StatsPlan {
-    fn new(inst: &Instance, phys: vk::PhysicalDevice, ci: *const vk::DeviceCreateInfo<'_>) -> StatsPlan {
+    /// # Safety
+    /// `ci` is the app's create info of this `vkCreateDevice` call: valid, with a valid chain
+    /// and `pEnabledFeatures`.
+    unsafe fn new(inst: &Instance, phys: vk::PhysicalDevice, ci: *const vk::DeviceCreateInfo<'_>) -> StatsPlan {
         // SAFETY: a physical device of this instance.
         let supported = unsafe { inst.fns.get_physical_device_features(phys) }.pipeline_statistics_query == vk::TRUE;
-        // SAFETY: ci is the app's valid create info.
+        // SAFETY: the caller's contract.
         let ci = unsafe { &*ci };
         // SAFETY: the app's pEnabledFeatures, when set, is valid.
         let app_features = unsafe { ci.p_enabled_features.as_ref() }.copied();
@@ -342,7 +348,11 @@ impl StatsPlan {
     /// Turns the feature on in `copy`: through our own features struct, or, when the app chains
     /// `VkPhysicalDeviceFeatures2`, by setting the bit there for the duration of the call (the
     /// returned closure restores it).
-    fn apply<'a>(&'a self, copy: &mut vk::DeviceCreateInfo<'a>) -> Option<impl FnOnce() + 'a> {
+    ///
+    /// # Safety
+    /// `copy` is a copy of the app's create info of this call, whose chain (the app's own
+    /// structs) is valid and may be written until the closure restores it.
+    unsafe fn apply<'a>(&'a self, copy: &mut vk::DeviceCreateInfo<'a>) -> Option<impl FnOnce() + 'a> {
         if !self.in_chain {
             copy.p_enabled_features = &self.features;
             return None;
@@ -367,12 +377,14 @@ struct AugmentPlan {
     unavailable: Vec<(String, String)>,
 }
 
-fn augment_plan(inst: &Instance, phys: vk::PhysicalDevice, ci: *const vk::DeviceCreateInfo<'_>) -> AugmentPlan {
+/// # Safety
+/// `ci` is the app's create info of this `vkCreateDevice` call, valid with its arrays.
+unsafe fn augment_plan(inst: &Instance, phys: vk::PhysicalDevice, ci: *const vk::DeviceCreateInfo<'_>) -> AugmentPlan {
     let mut plan = AugmentPlan::default();
     // SAFETY: querying a physical device of this instance.
     let available = unsafe { inst.fns.enumerate_device_extension_properties(phys) }.unwrap_or_default();
     let supported = |n: &CStr| available.iter().any(|e| e.extension_name_as_c_str() == Ok(n));
-    // SAFETY: ci is the app's valid create info.
+    // SAFETY: the caller's contract.
     let app = unsafe { enabled_extensions(&*ci) };
     if app
         .iter()
