@@ -257,18 +257,7 @@ const SAMPLES_BEGIN: &str = "<!-- samples:begin -->\n";
 const SAMPLES_END: &str = "<!-- samples:end -->\n";
 
 fn build_release() -> Result<(), String> {
-    crate::shell::cargo(&[
-        "build",
-        "--release",
-        "-p",
-        "framescope-vk",
-        "-p",
-        "framescope-gl",
-        "-p",
-        "framescope-cli",
-        "-p",
-        "framescope-testapp",
-    ])
+    crate::shell::build_release(&["framescope-testapp"])
 }
 
 /// Replaces the section between `begin` and `end` in docs/performance.md (appends it if absent).

@@ -113,16 +113,7 @@ const DRIVER_LANE_TESTS: &[&str] = &[
 
 fn demo() -> Result<(), String> {
     deps::install()?;
-    cargo(&[
-        "build",
-        "--release",
-        "-p",
-        "framescope-vk",
-        "-p",
-        "framescope-gl",
-        "-p",
-        "framescope-cli",
-    ])?;
+    shell::build_release(&[])?;
     let bin = root().join("target/release");
     let _xvfb = match std::env::var_os("DISPLAY") {
         Some(_) => None,

@@ -30,3 +30,12 @@ pub fn cargo_env(args: &[&str], env: &[(&str, &str)]) -> Result<(), String> {
         Err(format!("`cargo {}` failed ({status})", args.join(" ")))
     }
 }
+
+/// The release build of the two layers and the CLI (and of `extra` packages).
+pub fn build_release(extra: &[&str]) -> Result<(), String> {
+    let mut args = vec!["build", "--release"];
+    for p in ["framescope-vk", "framescope-gl", "framescope-cli"].iter().chain(extra) {
+        args.extend(["-p", p]);
+    }
+    cargo(&args)
+}

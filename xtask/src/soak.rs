@@ -346,16 +346,7 @@ fn asan_libs(root: &Path) -> Result<PathBuf, String> {
 pub fn soak(args: &[String]) -> Result<(), String> {
     let o = parse(args)?;
     super::deps::install()?;
-    crate::shell::cargo(&[
-        "build",
-        "--release",
-        "-p",
-        "framescope-vk",
-        "-p",
-        "framescope-gl",
-        "-p",
-        "framescope-cli",
-    ])?;
+    crate::shell::build_release(&[])?;
     let root = crate::shell::root();
     let lib_dir = if o.asan { Some(asan_libs(&root)?) } else { None };
     let framescope = root.join("target/release/framescope");
