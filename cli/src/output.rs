@@ -27,6 +27,12 @@ impl FileId {
     pub fn of_path(path: &Path) -> Option<FileId> {
         std::fs::metadata(path).ok().map(|m| FileId::of(&m))
     }
+
+    /// The identity of what is at `path` itself, not following a symbolic link: what an
+    /// output opened there would be (a link there is refused, for being a link).
+    pub fn at_path(path: &Path) -> Option<FileId> {
+        std::fs::symlink_metadata(path).ok().map(|m| FileId::of(&m))
+    }
 }
 
 /// Opens `path` for writing from its start: created (mode 0644 less the umask) if it does

@@ -413,7 +413,7 @@ pub fn main(args: &[OsString]) -> i32 {
     // Checked before the dumps are read (which can take a while) and again where the output
     // is opened, which alone is free of races.
     let inputs: Vec<FileId> = o.dumps.iter().filter_map(|d| FileId::of_path(Path::new(d))).collect();
-    if FileId::of_path(Path::new(&o.out)).is_some_and(|id| inputs.contains(&id)) {
+    if FileId::at_path(Path::new(&o.out)).is_some_and(|id| inputs.contains(&id)) {
         eprintln!(
             "framescope: plot: cannot write '{}': it is a dump this command reads; name another output",
             show(&o.out)
