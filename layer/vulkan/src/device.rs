@@ -1,23 +1,14 @@
-//! Device-level state: the next layer's function tables, per-queue and per-command-buffer
-//! state, and the frame state the hooks feed.
+//! A device as the layer sees it, at the bottom of the module tree: the next layer's function
+//! tables, the physical device's properties and what the layer enabled. Everything the layer
+//! keeps per device on top of this (queues, command buffers, samples, frames, HUD) is in
+//! `device_state`.
 
-use crate::batches::Scratch;
-use crate::commands::{CmdCounts, CmdFns};
-use crate::frames::{FrameState, SharedFrameState};
-use crate::guard::Site;
+use crate::command_fns::{CmdFns, SampleFns};
 use crate::instance::Instance;
 use crate::loader_abi::PfnSetDeviceLoaderData;
-use crate::registry::{dispatch_key, Registry};
-use crate::samples::hooks::SampleFns;
-use crate::samples::recording::Recording;
-use crate::samples::{Level, SampleState};
-use crate::timing::QueueTiming;
 use ash::vk::{self, Handle};
-use framescope_core::frame::SwapchainInfo;
-use framescope_core::sync::{Mutex, RwLock};
-use rustc_hash::FxHashMap as HashMap;
+use framescope_core::guard::Site;
 use std::ffi::{c_void, CStr};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 pub static CREATE_DEVICE: Site = Site::new("vkCreateDevice");
@@ -59,71 +50,9 @@ pub struct Device {
     pub calibrated_fns: Option<ash::ext::calibrated_timestamps::DeviceFn>,
     pub cmd_fns: CmdFns,
     pub sample_fns: SampleFns,
-    /// `None` with `samples=off` or when the query pools could not be made.
-    pub samples: Option<SampleState>,
-    /// Every recorded draw, dispatch, trace-rays, bind and barrier is intercepted and counted
-    /// (`Config::counts_commands`); otherwise the app gets the next layer's commands for
-    /// those that sampling does not need, and pays nothing for them.
-    pub count_commands: bool,
     pub augment: DeviceAugment,
     pub properties: vk::PhysicalDeviceProperties,
     pub queue_families: Vec<vk::QueueFamilyProperties>,
-    pub stats: DeviceStats,
-    pub frames: SharedFrameState,
-    queues: RwLock<HashMap<u64, Arc<QueueState>>>,
-    command_buffers: RwLock<HashMap<u64, Arc<CmdBufState>>>,
-    swapchains: RwLock<HashMap<u64, SwapchainInfo>>,
-    /// The live HUD's state (issue 4, `hud` module).
-    pub hud: crate::hud::DeviceHud,
-}
-
-/// Running totals since device creation; reported at destroy.
-#[derive(Default)]
-pub struct DeviceStats {
-    pub presents: AtomicU64,
-    pub submits: AtomicU64,
-    pub command_buffers_begun: AtomicU64,
-    pub swapchains_created: AtomicU64,
-}
-
-/// A queue the app fetched, and our timing ring for it (created on first submit).
-pub struct QueueState {
-    pub family: u32,
-    pub inner: Mutex<QueueInner>,
-}
-
-#[derive(Default)]
-pub struct QueueInner {
-    /// Debug labels open on this queue (they may span command buffers and submissions).
-    pub labels: Vec<crate::samples::resolve::OpenLabel>,
-    pub timing: Option<QueueTiming>,
-    pub timing_tried: bool,
-    /// Reused arrays for the batches we pass down, per submit flavour.
-    pub submit1: Scratch<vk::SubmitInfo<'static>>,
-    pub submit2: Scratch<vk::SubmitInfo2<'static>>,
-}
-
-// SAFETY: the raw pointers in the scratch arrays are only used during one submit call, under
-// the queue lock; between calls they dangle but are never read (each submit rebuilds them).
-unsafe impl Send for QueueInner {}
-
-pub struct CmdBufState {
-    pub pool: vk::CommandPool,
-    pub primary: bool,
-    pub counts: CmdCounts,
-    /// Sampling state of the current recording; locked by the recording thread and at submit.
-    pub rec: Mutex<Recording>,
-}
-
-pub static DEVICES: Registry<Device> = Registry::new();
-
-/// State of the device owning `raw` (a device, queue or command buffer handle).
-pub fn lookup(raw: u64) -> Option<Arc<Device>> {
-    if raw == 0 {
-        return None;
-    }
-    // SAFETY: callers pass dispatchable device-level handles given to us by the app.
-    DEVICES.get(unsafe { dispatch_key(raw) })
 }
 
 impl Device {
@@ -154,18 +83,10 @@ impl Device {
         let cmd_fns = CmdFns::load(|name| unsafe { next_gdpa(handle, name.as_ptr()) });
         // SAFETY: as above.
         let sample_fns = SampleFns::load(|name| unsafe { next_gdpa(handle, name.as_ptr()) });
-        let cfg = crate::settings::get();
-        let level = Level::from(cfg.effective_samples());
         // SAFETY: physical is the device's valid physical device.
         let properties = unsafe { instance.fns.get_physical_device_properties(physical) };
-        let stats_after_bind = crate::samples::stats_need_bound_pipeline(&properties);
-        let samples = SampleState::new(&fns, level, cfg.sample_stats, augment.pipeline_stats, stats_after_bind);
-        if level != Level::Off && samples.is_none() {
-            crate::log::error(format_args!("cannot create query pools for samples; samples are off"));
-        }
         // SAFETY: as above.
         let queue_families = unsafe { instance.fns.get_physical_device_queue_family_properties(physical) };
-        let hint = crate::counters::gpu_hint(&instance, physical, &properties);
         Device {
             handle,
             instance,
@@ -178,25 +99,17 @@ impl Device {
             calibrated_fns,
             cmd_fns,
             sample_fns,
-            samples,
-            count_commands: cfg.counts_commands(),
             augment,
             properties,
             queue_families,
-            stats: DeviceStats::default(),
-            frames: Mutex::new(FrameState::new(hint)),
-            queues: RwLock::new(HashMap::default()),
-            command_buffers: RwLock::new(HashMap::default()),
-            swapchains: RwLock::new(HashMap::default()),
-            hud: crate::hud::DeviceHud::new(),
         }
     }
 
     pub fn name(&self) -> String {
-        // SAFETY: deviceName is a NUL-terminated array filled by the driver.
-        unsafe { CStr::from_ptr(self.properties.device_name.as_ptr()) }
-            .to_string_lossy()
-            .into_owned()
+        self.properties
+            .device_name_as_c_str()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
     }
 
     /// Whether the next layer provides `name` for this device: our hook is only handed out
@@ -206,6 +119,13 @@ impl Device {
         unsafe { (self.next_gdpa)(self.handle, name.as_ptr()) }.is_some()
     }
 
+    /// Whether queue family `family` can do graphics.
+    pub fn has_graphics(&self, family: u32) -> bool {
+        self.queue_families
+            .get(family as usize)
+            .is_some_and(|f| f.queue_flags.contains(vk::QueueFlags::GRAPHICS))
+    }
+
     /// Gives a dispatchable object we created the loader's dispatch pointer.
     pub fn stamp_loader_data(&self, cb: vk::CommandBuffer) -> bool {
         match self.set_loader_data {
@@ -213,89 +133,6 @@ impl Device {
             Some(f) => (unsafe { f(self.handle, cb.as_raw() as usize as *mut c_void) }) == vk::Result::SUCCESS,
             None => false,
         }
-    }
-
-    pub fn register_queue(&self, queue: vk::Queue, family: u32) {
-        if queue == vk::Queue::null() {
-            return;
-        }
-        self.queues.write().entry(queue.as_raw()).or_insert_with(|| {
-            Arc::new(QueueState {
-                family,
-                inner: Mutex::new(QueueInner::default()),
-            })
-        });
-    }
-
-    pub fn queue(&self, queue: vk::Queue) -> Option<Arc<QueueState>> {
-        self.queues.read().get(&queue.as_raw()).cloned()
-    }
-
-    /// A queue the app fetched whose family can do graphics (the HUD's fallback when the
-    /// present queue cannot).
-    pub fn graphics_queue(&self) -> Option<(vk::Queue, Arc<QueueState>)> {
-        let graphics = |f: u32| {
-            self.queue_families
-                .get(f as usize)
-                .is_some_and(|p| p.queue_flags.contains(vk::QueueFlags::GRAPHICS))
-        };
-        let queues = self.queues.read();
-        let (&raw, q) = queues.iter().find(|(_, q)| graphics(q.family))?;
-        Some((vk::Queue::from_raw(raw), q.clone()))
-    }
-
-    pub fn all_queues(&self) -> Vec<Arc<QueueState>> {
-        self.queues.read().values().cloned().collect()
-    }
-
-    /// Visits every queue without allocating (per-frame paths); the map stays read-locked, so
-    /// `f` must not fetch queues itself.
-    pub fn for_each_queue(&self, mut f: impl FnMut(&Arc<QueueState>)) {
-        for q in self.queues.read().values() {
-            f(q);
-        }
-    }
-
-    pub fn command_buffer(&self, cb: vk::CommandBuffer) -> Option<Arc<CmdBufState>> {
-        self.command_buffers.read().get(&cb.as_raw()).cloned()
-    }
-
-    pub fn add_command_buffers(&self, pool: vk::CommandPool, primary: bool, cbs: &[vk::CommandBuffer]) {
-        let mut map = self.command_buffers.write();
-        for &cb in cbs {
-            let state = CmdBufState {
-                pool,
-                primary,
-                counts: CmdCounts::default(),
-                rec: Mutex::new(Recording::default()),
-            };
-            map.insert(cb.as_raw(), Arc::new(state));
-        }
-    }
-
-    pub fn remove_command_buffers(&self, cbs: &[vk::CommandBuffer]) {
-        let mut map = self.command_buffers.write();
-        for cb in cbs {
-            map.remove(&cb.as_raw());
-        }
-        crate::recording_cache::invalidate();
-    }
-
-    pub fn remove_pool(&self, pool: vk::CommandPool) {
-        self.command_buffers.write().retain(|_, s| s.pool != pool);
-        crate::recording_cache::invalidate();
-    }
-
-    pub fn add_swapchain(&self, handle: vk::SwapchainKHR, info: SwapchainInfo) {
-        self.swapchains.write().insert(handle.as_raw(), info);
-    }
-
-    pub fn remove_swapchain(&self, handle: vk::SwapchainKHR) {
-        self.swapchains.write().remove(&handle.as_raw());
-    }
-
-    pub fn swapchain(&self, handle: vk::SwapchainKHR) -> Option<SwapchainInfo> {
-        self.swapchains.read().get(&handle.as_raw()).copied()
     }
 
     /// Offset (ns) from the device's timestamp domain to CLOCK_MONOTONIC, from calibrated
@@ -319,66 +156,21 @@ impl Device {
         Some(ts[1] as i64 - gpu_ns)
     }
 
-    /// Reads every retired submission of every queue into the frame state. Never waits; a
-    /// queue busy in another thread's submit is skipped until next time.
-    pub fn poll_retired(&self, frames: &mut FrameState) {
-        self.for_each_queue(|q| {
-            if let Some(mut inner) = q.inner.try_lock() {
-                self.poll_queue(&mut inner, frames);
-            }
-        });
-    }
-
-    /// Retirements of one queue whose lock the caller holds: samples first, then the frame.
-    pub fn poll_queue(&self, inner: &mut QueueInner, frames: &mut FrameState) {
-        let calibration = frames.calibration;
-        if let Some(t) = inner.timing.as_mut() {
-            t.poll(self, |r, pending| {
-                pending.retire(self, r.frame, calibration, |s| frames.push_sample(s));
-                frames.retire(r.frame, r.interval);
-            });
+    /// `VkPhysicalDeviceDriverProperties` (name, info) where the instance may ask for it.
+    pub fn driver_properties(&self) -> Option<(String, String)> {
+        if self.instance.api_version < vk::API_VERSION_1_1 || self.properties.api_version < vk::API_VERSION_1_2 {
+            return None;
         }
+        let mut drv = vk::PhysicalDeviceDriverProperties::default();
+        let mut p2 = vk::PhysicalDeviceProperties2::default().push_next(&mut drv);
+        // SAFETY: the instance is 1.1+, so vkGetPhysicalDeviceProperties2 exists; the chain is ours.
+        unsafe {
+            self.instance
+                .fns
+                .get_physical_device_properties2(self.physical, &mut p2)
+        };
+        let name = drv.driver_name_as_c_str().ok()?.to_string_lossy().into_owned();
+        let info = drv.driver_info_as_c_str().ok()?.to_string_lossy().into_owned();
+        Some((name, info))
     }
 }
-
-pub unsafe extern "system" fn destroy_device(device: vk::Device, alloc: *const vk::AllocationCallbacks<'_>) {
-    if device == vk::Device::null() {
-        return;
-    }
-    // SAFETY: a non-null device handle from the app.
-    let Some(state) = DEVICES.remove(unsafe { dispatch_key(device.as_raw()) }) else {
-        return;
-    };
-    crate::recording_cache::invalidate();
-    crate::guard::guarded(&DESTROY, || {
-        {
-            // The app made the device idle before destroying it: every result is readable.
-            let mut frames = state.frames.lock();
-            state.poll_retired(&mut frames);
-            frames.poll(framescope_core::clock::monotonic_now_ns());
-            frames.finish();
-        }
-        // HUD (issue 4): waits for its own fences, then frees its objects.
-        crate::hud::device_destroyed(&state);
-        for q in state.all_queues() {
-            if let Some(t) = q.inner.lock().timing.as_mut() {
-                t.destroy(&state);
-            }
-        }
-        if let Some(s) = state.samples.as_ref() {
-            s.destroy(&state);
-        }
-        let s = &state.stats;
-        crate::log::info(format_args!(
-            "device '{}' destroyed: {} presents, {} submits, {} command buffers begun",
-            state.name(),
-            s.presents.load(Ordering::Relaxed),
-            s.submits.load(Ordering::Relaxed),
-            s.command_buffers_begun.load(Ordering::Relaxed),
-        ));
-    });
-    // SAFETY: forwarding to the next layer's destroy for this device.
-    unsafe { (state.fns.fp_v1_0().destroy_device)(device, alloc) };
-}
-
-static DESTROY: Site = Site::new("vkDestroyDevice");

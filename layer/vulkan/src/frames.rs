@@ -21,7 +21,7 @@ pub struct FrameState {
 
 impl FrameState {
     pub fn new(hint: framescope_collectors::GpuHint) -> Self {
-        let cfg = crate::settings::get();
+        let cfg = framescope_core::settings::get();
         FrameState {
             session: FrameSession::new(SessionOptions {
                 assembler: AssemblerOptions {

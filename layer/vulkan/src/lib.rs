@@ -6,26 +6,31 @@
 #![allow(clippy::missing_safety_doc)]
 
 // Shared with the other layer: panic containment, logging, the process's config.
-use framescope_core::{guard, log, settings};
+use framescope_core::guard;
+// Bottom: the loader's interface, dispatch tables and handle maps.
 mod batches;
 mod chain;
-mod cmdbuf;
-mod commands;
-mod counters;
+mod command_fns;
 mod device;
-mod frame_boundary;
-mod frames;
-mod hud;
 mod instance;
 mod layers_above;
 mod loader_abi;
-mod present;
-mod proc_addr;
-mod queue;
-mod recording_cache;
 mod registry;
+// Features, each with its per-device state, below the wiring.
+mod counters;
+mod counts;
+mod frames;
+mod hud;
 mod samples;
 mod timing;
+// Wiring: the per-device state, the hooks, and the entry-point table on top.
+mod device_state;
+mod hooks;
+mod proc_addr;
+mod recording_cache;
+// Tests: a fake driver under the layer.
+#[cfg(test)]
+mod fake_driver;
 
 use ash::vk;
 use loader_abi::*;

@@ -2,10 +2,11 @@
 //! only handed out when the next layer has the command (so extensions the app did not enable
 //! stay NULL).
 
-use crate::guard::{guarded, Site};
-use crate::samples::hooks as sh;
-use crate::{cmdbuf, commands, device, frame_boundary, instance, present, queue};
+use crate::device_state;
+use crate::hooks::samples as sh;
+use crate::hooks::{cmdbuf, commands, create, frame_boundary, present, queue};
 use ash::vk::{self, Handle};
+use framescope_core::guard::{guarded, Site};
 use std::ffi::{c_char, CStr};
 
 macro_rules! pfn {
@@ -21,9 +22,9 @@ macro_rules! pfn {
 fn instance_hook(name: &[u8]) -> vk::PFN_vkVoidFunction {
     match name {
         b"vkGetInstanceProcAddr" => pfn!(gipa_entry, vk::PFN_vkGetInstanceProcAddr),
-        b"vkCreateInstance" => pfn!(instance::create_instance, vk::PFN_vkCreateInstance),
-        b"vkDestroyInstance" => pfn!(instance::destroy_instance, vk::PFN_vkDestroyInstance),
-        b"vkCreateDevice" => pfn!(instance::create_device, vk::PFN_vkCreateDevice),
+        b"vkCreateInstance" => pfn!(create::create_instance, vk::PFN_vkCreateInstance),
+        b"vkDestroyInstance" => pfn!(create::destroy_instance, vk::PFN_vkDestroyInstance),
+        b"vkCreateDevice" => pfn!(create::create_device, vk::PFN_vkCreateDevice),
         b"vkEnumerateDeviceExtensionProperties" => {
             pfn!(
                 frame_boundary::enumerate_device_extension_properties,
@@ -57,7 +58,7 @@ fn instance_hook_if_next_has(name: &[u8]) -> vk::PFN_vkVoidFunction {
 fn device_hook(name: &[u8]) -> vk::PFN_vkVoidFunction {
     match name {
         b"vkGetDeviceProcAddr" => pfn!(gdpa_entry, vk::PFN_vkGetDeviceProcAddr),
-        b"vkDestroyDevice" => pfn!(device::destroy_device, vk::PFN_vkDestroyDevice),
+        b"vkDestroyDevice" => pfn!(create::destroy_device, vk::PFN_vkDestroyDevice),
         b"vkGetDeviceQueue" => pfn!(queue::get_device_queue, vk::PFN_vkGetDeviceQueue),
         b"vkGetDeviceQueue2" => pfn!(queue::get_device_queue2, vk::PFN_vkGetDeviceQueue2),
         b"vkQueueSubmit" => pfn!(queue::queue_submit, vk::PFN_vkQueueSubmit),
@@ -129,7 +130,7 @@ pub fn get_instance_proc_addr(inst: vk::Instance, n: &CStr) -> vk::PFN_vkVoidFun
         let state = if inst == vk::Instance::null() {
             None
         } else {
-            instance::lookup(inst.as_raw())
+            crate::instance::lookup(inst.as_raw())
         };
         let state = state?;
         // SAFETY: querying a command name of a live instance.
@@ -147,7 +148,7 @@ pub fn get_device_proc_addr(dev: vk::Device, n: &CStr) -> vk::PFN_vkVoidFunction
         if n.to_bytes() == b"vkGetDeviceProcAddr" {
             return device_hook(n.to_bytes());
         }
-        let d = device::lookup(dev.as_raw())?;
+        let d = device_state::lookup(dev.as_raw())?;
         if hidden_from_app(&d, n.to_bytes()) {
             return None;
         }
@@ -166,7 +167,7 @@ pub fn get_device_proc_addr(dev: vk::Device, n: &CStr) -> vk::PFN_vkVoidFunction
 
 /// Commands of extensions the layer enabled for itself: the app did not enable them, so it
 /// must get NULL for them as if we were not there.
-fn hidden_from_app(d: &device::Device, name: &[u8]) -> bool {
+fn hidden_from_app(d: &device_state::DeviceState, name: &[u8]) -> bool {
     let calibrated = ash::ext::calibrated_timestamps::NAME;
     name == b"vkGetCalibratedTimestampsEXT" && d.augment.added_extensions.contains(&calibrated)
 }

@@ -8,7 +8,7 @@
 //! a command buffer freed on one thread is not recorded on another without the app ordering
 //! the two, so the recording thread sees the new epoch before it touches the handle again.
 
-use crate::device::{self, CmdBufState, Device};
+use crate::device_state::{self, CmdBufState, DeviceState};
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -18,7 +18,7 @@ static EPOCH: AtomicU64 = AtomicU64::new(0);
 struct Entry {
     cb: u64,
     epoch: u64,
-    device: Arc<Device>,
+    device: Arc<DeviceState>,
     state: Arc<CmdBufState>,
 }
 
@@ -34,7 +34,7 @@ pub fn invalidate() {
 /// Runs `f` with the device and state of command buffer `cb` (state `None` for a buffer we do
 /// not track); `None` when the handle's device is unknown.
 #[inline]
-pub fn with<R>(cb: u64, f: impl FnOnce(&Device, Option<&Arc<CmdBufState>>) -> R) -> Option<R> {
+pub fn with<R>(cb: u64, f: impl FnOnce(&DeviceState, Option<&Arc<CmdBufState>>) -> R) -> Option<R> {
     let epoch = EPOCH.load(Ordering::Acquire);
     LAST.try_with(|cell| {
         // A hook that runs inside another (never today) finds the cell borrowed and takes
@@ -44,7 +44,7 @@ pub fn with<R>(cb: u64, f: impl FnOnce(&Device, Option<&Arc<CmdBufState>>) -> R)
                 return Some(f(&e.device, Some(&e.state)));
             }
         }
-        let d = device::lookup(cb)?;
+        let d = device_state::lookup(cb)?;
         let st = d.command_buffer(ash::vk::Handle::from_raw(cb));
         if let (Some(st), Ok(mut slot)) = (&st, cell.try_borrow_mut()) {
             *slot = Some(Entry {

@@ -14,16 +14,17 @@
 
 mod fences;
 mod gpu;
+mod png_writers;
 mod swapchain;
 
 use crate::device::Device;
+use crate::frames::SharedFrameState;
 use ash::vk::{self, Handle};
 use fences::FencePool;
 use framescope_core::config::HudPosition;
 use framescope_core::dump::Header;
 use framescope_core::sync::{Mutex, RwLock};
 use framescope_overlay::keys;
-use framescope_overlay::screenshot::PixelOrder;
 use framescope_overlay::HudOptions;
 use gpu::Gpu;
 use std::collections::HashMap;
@@ -48,15 +49,30 @@ fn mangohud_loaded() -> bool {
     }
 }
 
+/// What the HUD uses of the device's state without owning it: the app's queues and the frame
+/// history. Implemented by the device's wiring, which owns both.
+pub trait HudHost {
+    /// The device's frames: the HUD's data comes from their history.
+    fn frames(&self) -> &SharedFrameState;
+    /// The family of an app queue; `None` for a queue the app did not fetch through us.
+    fn family(&self, queue: vk::Queue) -> Option<u32>;
+    /// A queue the app fetched whose family can do graphics (the HUD's fallback when the
+    /// present queue cannot).
+    fn graphics_queue(&self) -> Option<(vk::Queue, u32)>;
+    /// Runs `f` holding the app's submit lock of `queue`.
+    fn with_submit_lock(&self, queue: vk::Queue, f: &mut dyn FnMut());
+}
+
 /// Swapchains of one present that get the HUD; further ones are presented without it.
 pub const MAX_SWAPCHAINS: usize = 8;
 use fences::MAX_WAITS;
 
-/// Per-device HUD state (a field of [`Device`]).
+/// Per-device HUD state.
 pub struct DeviceHud {
     opts: HudOptions,
     gpu: OnceLock<Option<Gpu>>,
-    fences: Mutex<FencePool>,
+    /// Shared with the screenshot threads, which wait on the HUD's fences.
+    fences: Arc<Mutex<FencePool>>,
     swapchains: RwLock<HashMap<u64, Arc<Mutex<SwapchainHud>>>>,
     logged_setup: AtomicBool,
     logged_queue: AtomicBool,
@@ -66,7 +82,7 @@ pub struct DeviceHud {
 
 impl DeviceHud {
     pub fn new() -> Self {
-        let cfg = crate::settings::get();
+        let cfg = framescope_core::settings::get();
         let mut opts = HudOptions::from_config(cfg);
         if cfg.hud && opts.position == HudPosition::TopLeft && mangohud_loaded() {
             let exe = std::env::current_exe()
@@ -82,7 +98,7 @@ impl DeviceHud {
             opts.position = theirs.opposite();
             static ONCE: std::sync::Once = std::sync::Once::new();
             ONCE.call_once(|| {
-                crate::log::info(format_args!(
+                framescope_core::log::info(format_args!(
                     "MangoHud is active and draws its HUD {}: framescope's HUD goes {}, the opposite corner (hud_position chooses another place)",
                     theirs.name(),
                     framescope_core::config::HudPosition::NAMES[HudPosition::CORNERS
@@ -95,7 +111,7 @@ impl DeviceHud {
         DeviceHud {
             opts,
             gpu: OnceLock::new(),
-            fences: Mutex::new(FencePool::default()),
+            fences: Arc::new(Mutex::new(FencePool::default())),
             swapchains: RwLock::new(HashMap::new()),
             logged_setup: AtomicBool::new(false),
             logged_queue: AtomicBool::new(false),
@@ -109,7 +125,7 @@ impl DeviceHud {
             .get_or_init(|| match Gpu::new(d) {
                 Ok(g) => Some(g),
                 Err(e) => {
-                    crate::log::error(format_args!("HUD disabled: cannot create its pipelines: {e:?}"));
+                    framescope_core::log::error(format_args!("HUD disabled: cannot create its pipelines: {e:?}"));
                     None
                 }
             })
@@ -125,13 +141,13 @@ impl Default for DeviceHud {
 
 fn log_once(flag: &AtomicBool, args: std::fmt::Arguments<'_>) {
     if !flag.swap(true, Ordering::Relaxed) {
-        crate::log::error(args);
+        framescope_core::log::error(args);
     }
 }
 
 /// Whether the HUD path runs at all: HUD on, or a screenshot asked for.
 fn active() -> bool {
-    let c = crate::settings::get();
+    let c = framescope_core::settings::get();
     c.hud || c.screenshot.is_some()
 }
 
@@ -140,17 +156,18 @@ fn active() -> bool {
 /// needs changing.
 pub fn adjust_create_info<'a>(
     d: &Device,
+    hud: &DeviceHud,
     ci: &vk::SwapchainCreateInfoKHR<'a>,
 ) -> Option<vk::SwapchainCreateInfoKHR<'a>> {
     if !active() {
         return None;
     }
-    let c = crate::settings::get();
+    let c = framescope_core::settings::get();
     let mut copy = *ci;
     if c.hud {
         // Always supported by surfaces (VkSurfaceCapabilitiesKHR::supportedUsageFlags).
         copy.image_usage |= vk::ImageUsageFlags::COLOR_ATTACHMENT;
-        if d.hud.opts.alpha >= 1.0
+        if hud.opts.alpha >= 1.0
             && is_bgra(ci.image_format)
             && surface_usage(d, ci.surface).contains(vk::ImageUsageFlags::TRANSFER_DST)
         {
@@ -187,7 +204,7 @@ fn surface_usage(d: &Device, surface: vk::SurfaceKHR) -> vk::ImageUsageFlags {
 }
 
 /// A swapchain was created with `ci` (the create info actually used).
-pub fn swapchain_created(d: &Device, handle: vk::SwapchainKHR, ci: &vk::SwapchainCreateInfoKHR<'_>) {
+pub fn swapchain_created(d: &Device, hud: &DeviceHud, handle: vk::SwapchainKHR, ci: &vk::SwapchainCreateInfoKHR<'_>) {
     if !active() {
         return;
     }
@@ -207,47 +224,47 @@ pub fn swapchain_created(d: &Device, handle: vk::SwapchainKHR, ci: &vk::Swapchai
         copyable: ci.image_usage.contains(vk::ImageUsageFlags::TRANSFER_SRC),
         copy_target: ci.image_usage.contains(vk::ImageUsageFlags::TRANSFER_DST) && is_bgra(ci.image_format),
     };
-    d.hud
-        .swapchains
+    let _ = d;
+    hud.swapchains
         .write()
         .insert(handle.as_raw(), Arc::new(Mutex::new(SwapchainHud::new(desc))));
 }
 
 /// The app destroys a swapchain: wait for our work on it (our fences only), free our objects.
-pub fn swapchain_destroyed(d: &Device, handle: vk::SwapchainKHR) {
-    let Some(sc) = d.hud.swapchains.write().remove(&handle.as_raw()) else {
+pub fn swapchain_destroyed(d: &Device, hud: &DeviceHud, handle: vk::SwapchainKHR) {
+    let Some(sc) = hud.swapchains.write().remove(&handle.as_raw()) else {
         return;
     };
-    let mut fences = d.hud.fences.lock();
+    let mut fences = hud.fences.lock();
     sc.lock().destroy(d, &mut fences);
 }
 
 /// The app is about to destroy `sem`: a HUD submission that waited it must complete first.
-pub fn semaphore_destroying(d: &Device, sem: vk::Semaphore) {
+pub fn semaphore_destroying(d: &Device, hud: &DeviceHud, sem: vk::Semaphore) {
     if !active() || sem == vk::Semaphore::null() {
         return;
     }
-    d.hud.fences.lock().wait_semaphore_users(d, sem);
+    hud.fences.lock().wait_semaphore_users(d, sem);
 }
 
 /// The device goes: wait for all our work, free everything, finish screenshot files.
-pub fn device_destroyed(d: &Device) {
-    let all: Vec<_> = d.hud.swapchains.write().drain().map(|(_, s)| s).collect();
-    let mut fences = d.hud.fences.lock();
+pub fn device_destroyed(d: &Device, hud: &DeviceHud) {
+    let all: Vec<_> = hud.swapchains.write().drain().map(|(_, s)| s).collect();
+    let mut fences = hud.fences.lock();
     for sc in all {
         sc.lock().destroy(d, &mut fences);
     }
     fences.destroy(d);
-    if let Some(Some(g)) = d.hud.gpu.get() {
+    if let Some(Some(g)) = hud.gpu.get() {
         g.destroy(d);
     }
     drop(fences);
-    join_png_writers();
+    png_writers::join_all();
 }
 
 /// What the dump header says about the HUD.
 pub fn header_extra(d: &Device, h: &mut Header) {
-    let c = crate::settings::get();
+    let c = framescope_core::settings::get();
     h.extra.insert("hud_enabled".into(), c.hud.into());
     let no_graphics: Vec<u32> = d
         .queue_families
@@ -280,16 +297,13 @@ impl Default for PresentScratch<'_> {
     }
 }
 
-fn has_graphics(d: &Device, family: u32) -> bool {
-    d.queue_families
-        .get(family as usize)
-        .is_some_and(|f| f.queue_flags.contains(vk::QueueFlags::GRAPHICS))
-}
-
 /// Draws the HUD for this present. `true`: our submit went in and `scratch.info` must be
 /// presented instead of the app's info; `false`: present the app's info unchanged.
 pub fn present<'a>(
-    d: &Device,
+    d: &Arc<Device>,
+    hud: &DeviceHud,
+    host: &dyn HudHost,
+    frame: u64,
     queue: vk::Queue,
     info: &vk::PresentInfoKHR<'a>,
     scratch: &mut PresentScratch<'a>,
@@ -297,7 +311,7 @@ pub fn present<'a>(
     if !active() {
         return false;
     }
-    let c = crate::settings::get();
+    let c = framescope_core::settings::get();
     let n = info.swapchain_count as usize;
     if n == 0 || info.p_swapchains.is_null() || info.p_image_indices.is_null() {
         return false;
@@ -307,27 +321,26 @@ pub fn present<'a>(
         return false;
     }
     let draw_hud = c.hud && keys::visible();
-    let frame = d.stats.presents.load(Ordering::Relaxed).saturating_sub(1);
     let shot_frame = c.screenshot == Some(frame);
     if !draw_hud && !shot_frame {
         return false;
     }
-    let hud = &d.hud;
     let Some(gpu) = hud.gpu(d) else { return false };
-    let Some(q) = d.queue(queue) else { return false };
+    let Some(present_family) = host.family(queue) else {
+        return false;
+    };
     // The queue we draw on: the present queue when it can do graphics, else another.
-    let (submit_queue, family, other) = if has_graphics(d, q.family) {
-        (queue, q.family, None)
+    let (submit_queue, family, other) = if d.has_graphics(present_family) {
+        (queue, present_family, false)
     } else {
-        match d.graphics_queue() {
-            Some((gq, state)) => {
+        match host.graphics_queue() {
+            Some((gq, gfamily)) => {
                 if !hud.logged_fallback.swap(true, Ordering::Relaxed) {
-                    crate::log::info(format_args!(
-                        "present queue family {} cannot do graphics: HUD drawn on a queue of family {}",
-                        q.family, state.family
+                    framescope_core::log::info(format_args!(
+                        "present queue family {present_family} cannot do graphics: HUD drawn on a queue of family {gfamily}"
                     ));
                 }
-                (gq, state.family, Some(state))
+                (gq, gfamily, true)
             }
             None => {
                 log_once(
@@ -361,7 +374,7 @@ pub fn present<'a>(
         if sc.failed {
             continue;
         }
-        if family != q.family && !sc.desc.concurrent.as_ref().is_some_and(|f| f.contains(&family)) {
+        if family != present_family && !sc.desc.concurrent.as_ref().is_some_and(|f| f.contains(&family)) {
             // Drawing on another family would need queue family ownership transfers.
             log_once(
                 &hud.logged_queue,
@@ -372,6 +385,7 @@ pub fn present<'a>(
         let path = shot_frame.then(|| framescope_overlay::screenshot::process_path(&c.screenshot_path, frame, i));
         let ctx = FrameCtx {
             gpu,
+            frames: host.frames(),
             opts: &hud.opts,
             draw_hud,
             shot_path: path.as_deref(),
@@ -425,14 +439,19 @@ pub fn present<'a>(
         p_signal_semaphores: scratch.sems.as_ptr(),
         ..vk::SubmitInfo::default()
     };
-    let r = {
-        // Another queue of the app: serialise with its submits, which hold this lock.
-        let _held = other.as_ref().map(|s| s.inner.lock());
+    let mut r = vk::Result::ERROR_UNKNOWN;
+    let mut submit_now = || {
         // SAFETY: the present queue is ours for the duration of the app's present call
-        // (external synchronisation); another queue is guarded by its lock above. Every array
-        // holds the counts given.
-        unsafe { (d.fns.fp_v1_0().queue_submit)(submit_queue, 1, &submit, fence) }
+        // (external synchronisation); another queue is guarded by the app's submit lock.
+        // Every array holds the counts given.
+        r = unsafe { (d.fns.fp_v1_0().queue_submit)(submit_queue, 1, &submit, fence) };
     };
+    if other {
+        // Another queue of the app: serialise with its submits, which hold this lock.
+        host.with_submit_lock(submit_queue, &mut submit_now);
+    } else {
+        submit_now();
+    }
     if r != vk::Result::SUCCESS {
         log_once(
             &hud.logged_submit,
@@ -460,7 +479,7 @@ pub fn present<'a>(
         }
     }
     if shot_frame {
-        collect_shots_async(d, &arcs);
+        collect_shots_async(d, &hud.fences, &arcs);
     }
     true
 }
@@ -470,18 +489,17 @@ pub fn present<'a>(
 /// (vkd3d-triangle) may not present again for a long time, and the app's thread never waits
 /// for the GPU. Gives up after `SHOT_POLLS`; swapchain or device destruction still writes
 /// what is left (waiting on our own fences there).
-fn collect_shots_async(d: &Device, arcs: &[Option<Arc<Mutex<SwapchainHud>>>]) {
+fn collect_shots_async(d: &Arc<Device>, fences: &Arc<Mutex<FencePool>>, arcs: &[Option<Arc<Mutex<SwapchainHud>>>]) {
     const SHOT_POLLS: u32 = 30_000;
-    let Some(dev) = crate::device::lookup(d.handle.as_raw()) else {
-        return;
-    };
+    let dev = Arc::clone(d);
+    let fences = Arc::clone(fences);
     let arcs: Vec<_> = arcs.iter().flatten().cloned().collect();
     let job = move || {
         framescope_core::alloc_count::mark_own_thread();
         for _ in 0..SHOT_POLLS {
             let pending = {
                 // Same order as the present path: the fence pool, then the swapchain.
-                let mut fences = dev.hud.fences.lock();
+                let mut fences = fences.lock();
                 arcs.iter().fold(false, |pending, sc| {
                     let mut sc = sc.lock();
                     sc.collect_shots(&dev, &mut fences, false);
@@ -495,42 +513,7 @@ fn collect_shots_async(d: &Device, arcs: &[Option<Arc<Mutex<SwapchainHud>>>]) {
         }
     };
     match std::thread::Builder::new().name("framescope-shot".into()).spawn(job) {
-        Ok(h) => PNG_WRITERS.lock().push(h),
-        Err(e) => crate::log::error(format_args!("screenshot: cannot start its reader thread: {e}")),
-    }
-}
-
-static PNG_WRITERS: Mutex<Vec<std::thread::JoinHandle<()>>> = Mutex::new(Vec::new());
-
-/// Encodes and writes a screenshot on its own thread (joined at device destruction).
-fn write_png_async(path: String, width: u32, height: u32, order: PixelOrder, pixels: Vec<u8>) {
-    let job = move || {
-        framescope_core::alloc_count::mark_own_thread();
-        let p = std::path::Path::new(&path);
-        match framescope_overlay::screenshot::write_png(p, width, height, width as usize * 4, order, &pixels) {
-            Ok(written) => crate::log::info(format_args!("screenshot written to {}", written.display())),
-            Err(e) => crate::log::error(format_args!("screenshot {path}: {e}")),
-        }
-    };
-    match std::thread::Builder::new().name("framescope-png".into()).spawn(job) {
-        Ok(h) => PNG_WRITERS.lock().push(h),
-        Err(e) => crate::log::error(format_args!("screenshot: cannot start the writer thread: {e}")),
-    }
-}
-
-fn join_png_writers() {
-    use framescope_overlay::screenshot::{join_bounded, JOIN_LIMIT};
-    // A screenshot reader joined here may start a writer: join until none is left, all of it
-    // within one bound (a stalled file system must not hold the app's teardown).
-    let deadline = std::time::Instant::now() + JOIN_LIMIT;
-    loop {
-        let handles: Vec<_> = PNG_WRITERS.lock().drain(..).collect();
-        if handles.is_empty() {
-            return;
-        }
-        let left = deadline.saturating_duration_since(std::time::Instant::now());
-        if join_bounded(handles, left) > 0 {
-            return;
-        }
+        Ok(h) => png_writers::add(h),
+        Err(e) => framescope_core::log::error(format_args!("screenshot: cannot start its reader thread: {e}")),
     }
 }

@@ -9,6 +9,7 @@
 use super::fences::{FencePool, Ticket};
 use super::gpu::{self, Buffer, CompositePush, Gpu, Image};
 use crate::device::Device;
+use crate::frames::SharedFrameState;
 use ash::vk::{self, Handle};
 use framescope_core::frame::SwapchainInfo;
 use framescope_overlay::screenshot::PixelOrder;
@@ -98,6 +99,8 @@ pub struct SwapchainHud {
 /// What the present hands the recording.
 pub struct FrameCtx<'a> {
     pub gpu: &'a Gpu,
+    /// The device's frames: the HUD's data comes from their history.
+    pub frames: &'a SharedFrameState,
     pub opts: &'a HudOptions,
     pub draw_hud: bool,
     /// Save this image as PNG to this path.
@@ -345,7 +348,7 @@ impl SwapchainHud {
             let due = s
                 .last_refresh
                 .is_none_or(|t| ctx.now.duration_since(t) >= Duration::from_millis(ctx.opts.refresh_ms))
-                || (s.data.fps.is_none() && history_has_fps(d));
+                || (s.data.fps.is_none() && history_has_fps(ctx.frames));
             let buffers_free = s.content_ticket.is_none_or(|t| fences.is_done(d, t));
             if due && buffers_free && refresh(d, ctx, s, cb)? {
                 rec.refreshed = true;
@@ -365,7 +368,9 @@ impl SwapchainHud {
                     self.shots.push(sh);
                     rec.shot = true;
                 }
-                Err(e) => crate::log::error(format_args!("screenshot {path}: cannot read back the image: {e:?}")),
+                Err(e) => {
+                    framescope_core::log::error(format_args!("screenshot {path}: cannot read back the image: {e:?}"))
+                }
             }
         }
         // SAFETY: recording state, begun above.
@@ -436,7 +441,7 @@ impl SwapchainHud {
                 // SAFETY: the copy into the mapped, coherent buffer has completed (ticket done);
                 // it holds width*height*4 bytes.
                 let pixels = unsafe { std::slice::from_raw_parts(sh.buffer.mapped, len) }.to_vec();
-                super::write_png_async(sh.path.clone(), sh.width, sh.height, sh.order, pixels);
+                super::png_writers::write_png_async(sh.path.clone(), sh.width, sh.height, sh.order, pixels);
             }
             sh.buffer.destroy(d);
         }
@@ -564,8 +569,8 @@ fn record_font_upload(d: &Device, s: &Setup, cb: vk::CommandBuffer) {
 }
 
 /// Whether the frame history now has a frame rate to show; never waits for the frame lock.
-fn history_has_fps(d: &Device) -> bool {
-    d.frames
+fn history_has_fps(frames: &SharedFrameState) -> bool {
+    frames
         .try_lock()
         .is_some_and(|f| f.session.history().is_some_and(|h| h.fps(1_000_000_000).is_some()))
 }
@@ -574,7 +579,7 @@ fn history_has_fps(d: &Device) -> bool {
 /// ImGui context is unusable.
 fn refresh(d: &Device, ctx: &FrameCtx<'_>, s: &mut Setup, cb: vk::CommandBuffer) -> Result<bool, vk::Result> {
     {
-        let frames = d.frames.lock();
+        let frames = ctx.frames.lock();
         let session = &frames.session;
         if let Some(h) = session.history() {
             s.data
@@ -586,7 +591,7 @@ fn refresh(d: &Device, ctx: &FrameCtx<'_>, s: &mut Setup, cb: vk::CommandBuffer)
     }
     if s.data.device.is_empty() {
         s.data.device = d.name();
-        if let Some((name, info)) = crate::present::driver_properties(d) {
+        if let Some((name, info)) = d.driver_properties() {
             s.data.driver = format!("{name}  {info}");
         }
     }

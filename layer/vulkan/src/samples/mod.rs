@@ -17,11 +17,12 @@
 
 pub mod blocks;
 pub mod budget;
-pub mod hooks;
 pub mod recording;
 pub mod resolve;
 pub mod span_reads;
 
+use crate::device::Device;
+use ash::vk;
 use blocks::{BlockPool, Kind, ResetPools};
 use framescope_core::config::{SampleStats, Samples};
 use framescope_core::sync::RwLock;
@@ -46,6 +47,46 @@ impl From<Samples> for Level {
             Samples::Draw => Level::Draw,
         }
     }
+}
+
+/// Where a draw's pipeline is bound: draws use the graphics pipeline, dispatches the compute
+/// one, trace-rays commands the ray-tracing one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BindPoint {
+    Graphics = 0,
+    Compute = 1,
+    RayTracing = 2,
+}
+
+impl BindPoint {
+    pub fn of(p: vk::PipelineBindPoint) -> Option<BindPoint> {
+        match p {
+            vk::PipelineBindPoint::GRAPHICS => Some(BindPoint::Graphics),
+            vk::PipelineBindPoint::COMPUTE => Some(BindPoint::Compute),
+            vk::PipelineBindPoint::RAY_TRACING_KHR => Some(BindPoint::RayTracing),
+            _ => None,
+        }
+    }
+}
+
+/// A device that samples: its dispatch tables and its sampling state, what recording and
+/// resolving samples need.
+#[derive(Clone, Copy)]
+pub struct Sampling<'a> {
+    pub dev: &'a Device,
+    pub state: &'a SampleState,
+}
+
+impl std::ops::Deref for Sampling<'_> {
+    type Target = Device;
+    fn deref(&self) -> &Device {
+        self.dev
+    }
+}
+
+/// Views a view mask renders (1 for a mask of 0: no multiview).
+pub fn views_of_mask(mask: u32) -> u8 {
+    mask.count_ones().max(1) as u8
 }
 
 /// Per-device sampling state.
@@ -74,7 +115,7 @@ pub struct SampleState {
 /// none is bound yet: valid usage (vkd3d pushes before binding; `framescope-testapp
 /// --push-first` is the minimal reproduction), so ours must not be the query that meets it.
 /// Every lavapipe is treated so: the version that fixed it is not known.
-pub fn stats_need_bound_pipeline(p: &ash::vk::PhysicalDeviceProperties) -> bool {
+pub fn stats_need_bound_pipeline(p: &vk::PhysicalDeviceProperties) -> bool {
     // VK_VENDOR_ID_MESA; lavapipe names its device "llvmpipe (LLVM x.y.z, ...)".
     const MESA: u32 = 0x10005;
     p.vendor_id == MESA
@@ -114,7 +155,19 @@ impl SampleState {
         })
     }
 
-    pub fn destroy(&self, d: &crate::device::Device) {
+    /// Views of subpass `subpass` of render pass `rp` (raw handle): a query there takes one
+    /// slot per view. 1 outside multiview.
+    pub fn subpass_views(&self, rp: u64, subpass: u32) -> u8 {
+        let passes = self.multiview_passes.read();
+        let mask = passes
+            .get(&rp)
+            .and_then(|masks| masks.get(subpass as usize))
+            .copied()
+            .unwrap_or(0);
+        views_of_mask(mask)
+    }
+
+    pub fn destroy(&self, d: &Device) {
         self.ts.destroy(d);
         if let Some(s) = &self.stats {
             s.destroy(d);

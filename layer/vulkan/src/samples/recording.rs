@@ -4,12 +4,15 @@
 //! uncontended; the device-wide lock is taken only to take a new block.
 
 use super::blocks::{Block, Kind, BLOCK};
-use super::hooks::BindPoint;
-use super::Level;
-use crate::device::{CmdBufState, Device};
+use super::{BindPoint, Level, Sampling};
 use ash::vk;
 use framescope_core::sample::DrawParams;
+use framescope_core::sync::Mutex;
 use std::sync::Arc;
+
+/// A command buffer's recording, shared by the command buffer's state and the primaries that
+/// execute it.
+pub type SharedRecording = Arc<Mutex<Recording>>;
 
 /// A query slot: block index in the recording's list of that kind, index in the block, and
 /// how many consecutive slots the query spans: in a multiview subpass a query takes one slot
@@ -47,7 +50,7 @@ pub enum Event {
         index: u32,
     },
     /// Secondaries executed here: their events are resolved in place.
-    Execute(Arc<CmdBufState>),
+    Execute(SharedRecording),
 }
 
 #[derive(Clone, Copy, Default)]
@@ -154,8 +157,8 @@ impl Recording {
     }
 
     /// Slots for one query here: one per view of the current subpass, consecutive in a block.
-    fn alloc(&mut self, d: &Device, kind: Kind) -> Option<SlotRef> {
-        let s = d.samples.as_ref()?;
+    fn alloc(&mut self, d: &Sampling<'_>, kind: Kind) -> Option<SlotRef> {
+        let s = d.state;
         let views = self.pass.map_or(1, |p| p.views.max(1));
         let (blocks, used, pool) = match kind {
             Kind::Timestamp => (&mut self.ts_blocks, &mut self.ts_used, Some(&s.ts)),
@@ -193,7 +196,7 @@ impl Recording {
         !self.pass.is_some_and(|p| p.secondary_contents)
     }
 
-    fn timestamp(&mut self, d: &Device, cb: vk::CommandBuffer, stage: vk::PipelineStageFlags) -> Option<SlotRef> {
+    fn timestamp(&mut self, d: &Sampling<'_>, cb: vk::CommandBuffer, stage: vk::PipelineStageFlags) -> Option<SlotRef> {
         if self.quiet {
             return None;
         }
@@ -215,11 +218,11 @@ impl Recording {
 
     /// Whether the driver would crash on a statistics query begun here (see
     /// `samples::stats_need_bound_pipeline`).
-    fn stats_wait_for_bind(&self, d: &Device) -> bool {
-        !self.gfx_bound && d.samples.as_ref().is_some_and(|s| s.stats_after_bind)
+    fn stats_wait_for_bind(&self, d: &Sampling<'_>) -> bool {
+        !self.gfx_bound && d.state.stats_after_bind
     }
 
-    fn begin_stats(&mut self, d: &Device, cb: vk::CommandBuffer) -> Option<SlotRef> {
+    fn begin_stats(&mut self, d: &Sampling<'_>, cb: vk::CommandBuffer) -> Option<SlotRef> {
         if self.quiet
             || !self.can_query()
             || self.app_stats_active > 0
@@ -237,7 +240,7 @@ impl Recording {
         Some(s)
     }
 
-    fn end_stats(&mut self, d: &Device, cb: vk::CommandBuffer) -> Option<SlotRef> {
+    fn end_stats(&mut self, d: &Sampling<'_>, cb: vk::CommandBuffer) -> Option<SlotRef> {
         let s = self.our_stats.take()?;
         let (pool, q) = self.query(Kind::Stats, s);
         // SAFETY: ends the query this recording began.
@@ -245,7 +248,7 @@ impl Recording {
         Some(s)
     }
 
-    pub fn on_begin(&mut self, d: &Device, cb: vk::CommandBuffer, level: Level) {
+    pub fn on_begin(&mut self, d: &Sampling<'_>, cb: vk::CommandBuffer, level: Level) {
         if self.primary && level >= Level::CmdBuf {
             if let Some(ts) = self.timestamp(d, cb, vk::PipelineStageFlags::TOP_OF_PIPE) {
                 self.events.push(Event::CmdBufBegin(ts));
@@ -253,7 +256,7 @@ impl Recording {
         }
     }
 
-    pub fn on_end(&mut self, d: &Device, cb: vk::CommandBuffer, level: Level) {
+    pub fn on_end(&mut self, d: &Sampling<'_>, cb: vk::CommandBuffer, level: Level) {
         self.end_stats(d, cb);
         if self.primary && level >= Level::CmdBuf {
             if let Some(ts) = self.timestamp(d, cb, vk::PipelineStageFlags::BOTTOM_OF_PIPE) {
@@ -263,7 +266,7 @@ impl Recording {
     }
 
     /// Before the app's begin-render-pass: the pass's begin timestamp (outside the pass).
-    pub fn before_pass(&mut self, d: &Device, cb: vk::CommandBuffer, level: Level) {
+    pub fn before_pass(&mut self, d: &Sampling<'_>, cb: vk::CommandBuffer, level: Level) {
         if level >= Level::RenderPass {
             if let Some(ts) = self.timestamp(d, cb, vk::PipelineStageFlags::TOP_OF_PIPE) {
                 self.events.push(Event::PassBegin(ts));
@@ -272,7 +275,7 @@ impl Recording {
     }
 
     /// After the app's begin-render-pass: pass-level statistics unless draws carry them.
-    pub fn after_pass_begin(&mut self, d: &Device, cb: vk::CommandBuffer, level: Level, start: PassStart) {
+    pub fn after_pass_begin(&mut self, d: &Sampling<'_>, cb: vk::CommandBuffer, level: Level, start: PassStart) {
         self.pass = Some(Pass {
             secondary_contents: start.secondary_contents,
             views: start.views,
@@ -298,7 +301,7 @@ impl Recording {
         self.pipelines[point as usize] = pipeline;
     }
 
-    pub fn after_gfx_bind(&mut self, d: &Device, cb: vk::CommandBuffer) {
+    pub fn after_gfx_bind(&mut self, d: &Sampling<'_>, cb: vk::CommandBuffer) {
         self.gfx_bound = true;
         if !self.pass.is_some_and(|p| p.stats_deferred) {
             return;
@@ -310,13 +313,13 @@ impl Recording {
         }
     }
 
-    fn draw_stats(d: &Device) -> bool {
-        d.samples.as_ref().is_some_and(|s| s.draw_stats)
+    fn draw_stats(d: &Sampling<'_>) -> bool {
+        d.state.draw_stats
     }
 
     /// Before a subpass change: our pass statistics end here (a query ends in the subpass it
     /// began in) and become one part of the pass's sum.
-    pub fn before_next_subpass(&mut self, d: &Device, cb: vk::CommandBuffer) {
+    pub fn before_next_subpass(&mut self, d: &Sampling<'_>, cb: vk::CommandBuffer) {
         if let Some(s) = self.end_stats(d, cb) {
             if self.pass.is_some_and(|p| p.stats_ok) {
                 self.events.push(Event::PassStatsPart(s));
@@ -325,12 +328,12 @@ impl Recording {
     }
 
     /// After a subpass change: the new subpass's views, and its own pass-statistics query.
-    pub fn after_next_subpass(&mut self, d: &Device, cb: vk::CommandBuffer, secondary_contents: bool) {
+    pub fn after_next_subpass(&mut self, d: &Sampling<'_>, cb: vk::CommandBuffer, secondary_contents: bool) {
         let Some(p) = self.pass.as_mut() else { return };
         p.secondary_contents = secondary_contents;
         p.subpass += 1;
         if p.render_pass != 0 {
-            p.views = super::hooks::subpass_views(d, p.render_pass, p.subpass);
+            p.views = d.state.subpass_views(p.render_pass, p.subpass);
         }
         if p.stats_ok && self.begin_stats(d, cb).is_none() {
             if let Some(p) = self.pass.as_mut() {
@@ -339,13 +342,13 @@ impl Recording {
         }
     }
 
-    pub fn before_pass_end(&mut self, d: &Device, cb: vk::CommandBuffer) -> Option<SlotRef> {
+    pub fn before_pass_end(&mut self, d: &Sampling<'_>, cb: vk::CommandBuffer) -> Option<SlotRef> {
         let stats = self.end_stats(d, cb);
         let ok = self.pass.take().is_some_and(|p| p.stats_ok);
         stats.filter(|_| ok)
     }
 
-    pub fn after_pass_end(&mut self, d: &Device, cb: vk::CommandBuffer, level: Level, stats: Option<SlotRef>) {
+    pub fn after_pass_end(&mut self, d: &Sampling<'_>, cb: vk::CommandBuffer, level: Level, stats: Option<SlotRef>) {
         if level >= Level::RenderPass {
             if let Some(ts) = self.timestamp(d, cb, vk::PipelineStageFlags::BOTTOM_OF_PIPE) {
                 self.events.push(Event::PassEnd { ts, stats });
@@ -353,12 +356,12 @@ impl Recording {
         }
     }
 
-    pub fn label_begin(&mut self, d: &Device, cb: vk::CommandBuffer, name: u32) {
+    pub fn label_begin(&mut self, d: &Sampling<'_>, cb: vk::CommandBuffer, name: u32) {
         let ts = self.timestamp(d, cb, vk::PipelineStageFlags::TOP_OF_PIPE);
         self.events.push(Event::LabelBegin { ts, name });
     }
 
-    pub fn label_end(&mut self, d: &Device, cb: vk::CommandBuffer) {
+    pub fn label_end(&mut self, d: &Sampling<'_>, cb: vk::CommandBuffer) {
         let ts = self.timestamp(d, cb, vk::PipelineStageFlags::BOTTOM_OF_PIPE);
         self.events.push(Event::LabelEnd { ts });
     }
@@ -368,7 +371,7 @@ impl Recording {
     /// Times the draw `forward` records when its position is in the window; whether it did.
     pub fn around_draw(
         &mut self,
-        d: &Device,
+        d: &Sampling<'_>,
         cb: vk::CommandBuffer,
         mut params: DrawParams,
         point: BindPoint,
@@ -393,7 +396,7 @@ impl Recording {
         // into the first draw of each window (on the H100's regions scene, per-draw means off
         // by up to 15 % against timing every draw).
         let begin = shared.or_else(|| self.timestamp(d, cb, vk::PipelineStageFlags::BOTTOM_OF_PIPE));
-        let draw_stats = d.samples.as_ref().is_some_and(|s| s.draw_stats);
+        let draw_stats = d.state.draw_stats;
         let stats = begin.filter(|_| draw_stats).and_then(|_| self.begin_stats(d, cb));
         forward();
         if stats.is_some() {
@@ -414,7 +417,7 @@ impl Recording {
 
     /// The app begins a pipeline-statistics query of its own: ours must not be active, so a
     /// pass-level one ends early and reports no statistics.
-    pub fn app_stats_begin(&mut self, d: &Device, cb: vk::CommandBuffer) {
+    pub fn app_stats_begin(&mut self, d: &Sampling<'_>, cb: vk::CommandBuffer) {
         if self.end_stats(d, cb).is_some() {
             self.skipped += 1;
             if let Some(p) = self.pass.as_mut() {

@@ -5,9 +5,10 @@
 //! `span_reads`) and finished samples go to the dump.
 
 use super::blocks::{Block, BLOCK, STATS_COUNT};
-use super::recording::{Event, Recording, SlotRef};
+use super::recording::{Event, Recording, SharedRecording, SlotRef};
 use super::span_reads::SpanReads;
-use crate::device::{CmdBufState, Device};
+use super::SampleState;
+use crate::device::Device;
 use ash::vk;
 use framescope_core::sample::{DrawParams, LabelPath, PipelineStats, SampleRecord, Scope, MAX_LABEL_DEPTH};
 use std::sync::Arc;
@@ -53,7 +54,7 @@ pub struct PendingSample {
 pub struct OpenLabel {
     name: u32,
     begin: Option<(Arc<Block>, u8)>,
-    rec: Option<(Arc<CmdBufState>, u64, u64)>,
+    rec: Option<(SharedRecording, u64, u64)>,
 }
 
 /// The samples of one submission, kept with its timing slot until it retires.
@@ -67,7 +68,7 @@ pub struct Pending {
     samples: Vec<PendingSample>,
     stats_slots: Vec<StatsSlot>,
     /// (command buffer, generation, submit serial) of each recording read.
-    recs: Vec<(Arc<CmdBufState>, u64, u64)>,
+    recs: Vec<(SharedRecording, u64, u64)>,
     /// Per `recs` entry: submitted while an earlier use of the same slots was still unread, so
     /// two executions shared the slots and neither result can be trusted.
     overlapped: Vec<bool>,
@@ -148,7 +149,7 @@ impl Pending {
         self.overlapped.clear();
     }
 
-    fn push_rec(&mut self, state: &Arc<CmdBufState>, rec: &mut Recording) -> u16 {
+    fn push_rec(&mut self, state: &SharedRecording, rec: &mut Recording) -> u16 {
         self.overlapped.push(rec.submits > rec.read);
         rec.submits += 1;
         self.recs.push((Arc::clone(state), rec.generation, rec.submits));
@@ -157,8 +158,8 @@ impl Pending {
 
     /// Resolves one submitted command buffer (index `cmdbuf` in its frame) into samples, with
     /// the queue's open labels. The recording's submit serial is bumped here.
-    pub fn add_command_buffer(&mut self, state: &Arc<CmdBufState>, cmdbuf: u32, labels: &mut Vec<OpenLabel>) {
-        let mut rec = state.rec.lock();
+    pub fn add_command_buffer(&mut self, state: &SharedRecording, cmdbuf: u32, labels: &mut Vec<OpenLabel>) {
+        let mut rec = state.lock();
         let r = self.push_rec(state, &mut rec);
         self.walk(&rec, r, cmdbuf, labels, 0);
     }
@@ -306,7 +307,7 @@ impl Pending {
                     self.samples.push(s);
                 }
                 Event::Execute(sec) if depth < 4 => {
-                    let mut srec = sec.rec.lock();
+                    let mut srec = sec.lock();
                     let sr = self.push_rec(sec, &mut srec);
                     self.walk(&srec, sr, cmdbuf, labels, depth + 1);
                 }
@@ -315,7 +316,7 @@ impl Pending {
         }
     }
 
-    fn rec_index(&mut self, entry: (Arc<CmdBufState>, u64, u64)) -> u16 {
+    fn rec_index(&mut self, entry: (SharedRecording, u64, u64)) -> u16 {
         match self
             .recs
             .iter()
@@ -331,8 +332,13 @@ impl Pending {
     }
 
     /// The reset command buffers to put first in the submission, for queue family `family`.
-    pub fn reset_buffers<'a>(&'a self, d: &'a Device, family: u32) -> impl Iterator<Item = vk::CommandBuffer> + 'a {
-        let pools = d.samples.as_ref().map(|s| &s.reset_pools);
+    pub fn reset_buffers<'a>(
+        &'a self,
+        d: &'a Device,
+        samples: Option<&'a SampleState>,
+        family: u32,
+    ) -> impl Iterator<Item = vk::CommandBuffer> + 'a {
+        let pools = samples.map(|s| &s.reset_pools);
         self.resets.iter().filter_map(move |b| b.reset_cb(d, family, pools?))
     }
 
@@ -420,7 +426,7 @@ impl Pending {
         // reset and rewritten: its numbers are gone.
         self.overwritten.clear();
         for ((s, g, n), overlapped) in self.recs.iter().zip(&self.overlapped) {
-            let mut rec = s.rec.lock();
+            let mut rec = s.lock();
             let over = rec.generation == *g && {
                 rec.read = rec.read.max(*n);
                 rec.submits != *n

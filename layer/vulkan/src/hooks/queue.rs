@@ -2,13 +2,14 @@
 //! spliced around the app's and the frame's counts are accumulated.
 
 use crate::batches::{AppBatches, Batch, Scratch};
-use crate::device::{self, Device, FrameBoundaryMode, QueueInner, QueueState};
-use crate::frame_boundary;
-use crate::guard::{guarded, Site};
+use crate::device::FrameBoundaryMode;
+use crate::device_state::{self, DeviceState, QueueInner, QueueState};
+use crate::hooks::frame_boundary;
 use crate::timing::QueueTiming;
 use ash::vk::{self, Handle};
 use framescope_core::clock::monotonic_now_ns;
 use framescope_core::frame::{FrameEnd, FrameRecord};
+use framescope_core::guard::{guarded, Site};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -21,7 +22,7 @@ static GET_QUEUE: Site = Site::new("vkGetDeviceQueue");
 static BOUNDARY: Site = Site::new("VkFrameBoundaryEXT");
 
 pub unsafe extern "system" fn get_device_queue(device: vk::Device, family: u32, index: u32, out: *mut vk::Queue) {
-    let Some(d) = device::lookup(device.as_raw()) else {
+    let Some(d) = device_state::lookup(device.as_raw()) else {
         return;
     };
     // SAFETY: forwarding the app's arguments.
@@ -36,7 +37,7 @@ pub unsafe extern "system" fn get_device_queue2(
     info: *const vk::DeviceQueueInfo2<'_>,
     out: *mut vk::Queue,
 ) {
-    let Some(d) = device::lookup(device.as_raw()) else {
+    let Some(d) = device_state::lookup(device.as_raw()) else {
         return;
     };
     // SAFETY: forwarding the app's arguments.
@@ -49,23 +50,23 @@ pub unsafe extern "system" fn get_device_queue2(
 /// Per-submit bookkeeping shared by both submit flavours: counts the command buffers into the
 /// open frame and takes a timestamp slot. Returns the slot's command buffers and frame.
 fn begin_timed_submit(
-    d: &Device,
+    d: &DeviceState,
     q: &QueueState,
     inner: &mut QueueInner,
     cbs: impl Iterator<Item = vk::CommandBuffer>,
     timeable: bool,
 ) -> Option<(vk::CommandBuffer, vk::CommandBuffer, u64, u32)> {
     // gpu_timing=0: no queries of ours; frames close with gpu_missing = disabled.
-    if !inner.timing_tried && crate::settings::get().gpu_timing {
+    if !inner.timing_tried && framescope_core::settings::get().gpu_timing {
         inner.timing_tried = true;
         match QueueTiming::new(d, q.family) {
             Ok(t) => {
                 if t.is_some() {
-                    crate::log::debug(format_args!("GPU timing on a queue of family {}", q.family));
+                    framescope_core::log::debug(format_args!("GPU timing on a queue of family {}", q.family));
                 }
                 inner.timing = t;
             }
-            Err(e) => crate::log::error(format_args!(
+            Err(e) => framescope_core::log::error(format_args!(
                 "cannot set up GPU timing on queue family {}: {e:?}",
                 q.family
             )),
@@ -114,7 +115,7 @@ fn begin_timed_submit(
 /// Frame-boundary handling of one submit call: whether it ends a frame, and (when we emulate
 /// the extension) the app's boundary structs unlinked until the returned guard drops.
 fn boundary_prep<'a, B: Batch + 'a>(
-    d: &Device,
+    d: &DeviceState,
     batches: impl Iterator<Item = &'a B> + Clone,
 ) -> (bool, Option<frame_boundary::StrippedSubmits>) {
     if d.augment.frame_boundary == FrameBoundaryMode::Off {
@@ -133,7 +134,7 @@ fn boundary_prep<'a, B: Batch + 'a>(
 }
 
 /// A `FRAME_END` boundary closes the frame, unless the device presents (presents end frames).
-fn boundary_done(d: &Device, ends: bool) {
+fn boundary_done(d: &DeviceState, ends: bool) {
     if ends && d.stats.presents.load(Ordering::Relaxed) == 0 {
         guarded(&BOUNDARY, || {
             let record = FrameRecord {
@@ -141,7 +142,7 @@ fn boundary_done(d: &Device, ends: bool) {
                 t_ns: monotonic_now_ns(),
                 ..FrameRecord::default()
             };
-            crate::present::end_frame(d, record);
+            crate::hooks::present::end_frame(d, record);
         });
     }
 }
@@ -150,7 +151,7 @@ fn boundary_done(d: &Device, ends: bool) {
 /// previous execution) whose previous results we have not read yet: read them now, before its
 /// query slots are reset and rewritten.
 fn harvest_before_resubmit(
-    d: &Device,
+    d: &DeviceState,
     q: &Arc<QueueState>,
     inner: &mut QueueInner,
     cbs: impl Iterator<Item = vk::CommandBuffer>,
@@ -174,7 +175,12 @@ fn harvest_before_resubmit(
 }
 
 /// Resolves the submission's command buffers into pending samples (with the queue's labels).
-fn resolve_samples(d: &Device, inner: &mut QueueInner, cbs: impl Iterator<Item = vk::CommandBuffer>, cb_base: u32) {
+fn resolve_samples(
+    d: &DeviceState,
+    inner: &mut QueueInner,
+    cbs: impl Iterator<Item = vk::CommandBuffer>,
+    cb_base: u32,
+) {
     if d.samples.is_none() {
         return;
     }
@@ -184,12 +190,12 @@ fn resolve_samples(d: &Device, inner: &mut QueueInner, cbs: impl Iterator<Item =
     };
     for (k, cb) in cbs.enumerate() {
         if let Some(st) = d.command_buffer(cb) {
-            pending.add_command_buffer(&st, cb_base + k as u32, labels);
+            pending.add_command_buffer(&st.rec, cb_base + k as u32, labels);
         }
     }
 }
 
-fn submit_failed(d: &Device, inner: &mut QueueInner, frame: u64) {
+fn submit_failed(d: &DeviceState, inner: &mut QueueInner, frame: u64) {
     if let Some(t) = inner.timing.as_mut() {
         t.cancel_last();
     }
@@ -224,7 +230,7 @@ type Next<B> = unsafe extern "system" fn(vk::Queue, u32, *const B, vk::Fence) ->
 /// spliced around the app's, the frame's counts accumulated, samples resolved; the call goes
 /// down unchanged when any of that is not possible.
 fn submit<B: Flavour>(
-    d: &Device,
+    d: &DeviceState,
     queue: vk::Queue,
     apps: AppBatches<'_, B>,
     fence: vk::Fence,
@@ -248,7 +254,7 @@ fn submit<B: Flavour>(
         let (timing, scratch) = B::parts(&mut inner);
         let pending = timing.as_mut().and_then(|t| t.last_pending());
         match pending {
-            Some(p) => scratch.splice(&apps, p.reset_buffers(d, q.family), begin, end),
+            Some(p) => scratch.splice(&apps, p.reset_buffers(d, d.samples.as_ref(), q.family), begin, end),
             None => scratch.splice(&apps, std::iter::empty(), begin, end),
         }
         Some(frame)
@@ -280,7 +286,7 @@ pub unsafe extern "system" fn queue_submit(
     submits: *const vk::SubmitInfo<'_>,
     fence: vk::Fence,
 ) -> vk::Result {
-    let Some(d) = device::lookup(queue.as_raw()) else {
+    let Some(d) = device_state::lookup(queue.as_raw()) else {
         return vk::Result::ERROR_DEVICE_LOST;
     };
     let next: Next<vk::SubmitInfo<'static>> = d.fns.fp_v1_0().queue_submit;
@@ -297,7 +303,7 @@ unsafe fn submit2_entry(
     fence: vk::Fence,
     khr: bool,
 ) -> vk::Result {
-    let Some(d) = device::lookup(queue.as_raw()) else {
+    let Some(d) = device_state::lookup(queue.as_raw()) else {
         return vk::Result::ERROR_DEVICE_LOST;
     };
     let next: Next<vk::SubmitInfo2<'static>> = if khr {

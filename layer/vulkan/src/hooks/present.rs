@@ -1,12 +1,13 @@
 //! Presentation hooks: swapchain lifetime and vkQueuePresentKHR, where a frame ends.
 
-use crate::device::{self, Device, FrameBoundaryMode};
-use crate::frame_boundary::StrippedSubmits;
-use crate::guard::{guarded, Site};
+use crate::device::FrameBoundaryMode;
+use crate::device_state::{self, DeviceState};
+use crate::hooks::frame_boundary::StrippedSubmits;
 use ash::vk::{self, Handle};
 use framescope_core::clock::monotonic_now_ns;
 use framescope_core::dump::{Api, DeviceInfo, DumpWriter, Header, Unavailable};
 use framescope_core::frame::{FrameEnd, FrameRecord, SwapchainInfo};
+use framescope_core::guard::{guarded, Site};
 use std::ffi::c_void;
 use std::sync::atomic::Ordering;
 
@@ -20,13 +21,13 @@ static DESTROY_SEMAPHORE: Site = Site::new("vkDestroySemaphore");
 const RECALIBRATE_EVERY: u64 = 256;
 
 pub unsafe extern "system" fn queue_present(queue: vk::Queue, info: *const vk::PresentInfoKHR<'_>) -> vk::Result {
-    let Some(d) = device::lookup(queue.as_raw()) else {
+    let Some(d) = device_state::lookup(queue.as_raw()) else {
         return vk::Result::ERROR_DEVICE_LOST;
     };
     guarded(&PRESENT, || {
         let t_ns = monotonic_now_ns();
         d.stats.presents.fetch_add(1, Ordering::Relaxed);
-        crate::guard::maybe_panic("present");
+        framescope_core::guard::maybe_panic("present");
         // SAFETY: the app's present info is valid for this call.
         let swapchain = unsafe { first_swapchain(info) }.and_then(|s| d.swapchain(s));
         end_frame(
@@ -46,14 +47,15 @@ pub unsafe extern "system" fn queue_present(queue: vk::Queue, info: *const vk::P
         .then(|| unsafe {
             StrippedSubmits::new(std::iter::once(std::ptr::addr_of!((*info).p_next) as *mut *mut c_void))
         });
-    // --- HUD (issue 4): draw over the presented images; on success present with our
+    // --- HUD: draw over the presented images; on success present with our
     // semaphores instead of the app's (which our submit waited).
     let mut hud = crate::hud::PresentScratch::default();
-    framescope_overlay::keys::poll_config(crate::settings::get());
+    framescope_overlay::keys::poll_config(framescope_core::settings::get());
     if !info.is_null() {
         // SAFETY: the app's present info, valid for this call.
         guarded(&HUD_PRESENT, || {
-            crate::hud::present(&d, queue, unsafe { &*info }, &mut hud)
+            let frame = d.stats.presents.load(Ordering::Relaxed).saturating_sub(1);
+            crate::hud::present(&d.dev, &d.hud, &*d, frame, queue, unsafe { &*info }, &mut hud)
         });
     }
     let info = if hud.submitted {
@@ -79,7 +81,7 @@ unsafe fn first_swapchain(info: *const vk::PresentInfoKHR<'_>) -> Option<vk::Swa
 }
 
 /// Closes the open frame: reads what retired, emits complete frames to the dump.
-pub fn end_frame(d: &Device, record: FrameRecord) {
+pub fn end_frame(d: &DeviceState, record: FrameRecord) {
     framescope_core::alloc_count::on_frame_end();
     let mut frames = d.frames.lock();
     if frames.session.frames_closed().is_multiple_of(RECALIBRATE_EVERY) {
@@ -98,17 +100,17 @@ pub fn end_frame(d: &Device, record: FrameRecord) {
 
 /// Starts the process's dump for this device if the config asks for one and no other device
 /// has it; called at device creation so the dump's clock origin precedes the first frame.
-pub fn start_dump(d: &Device) {
+pub fn start_dump(d: &DeviceState) {
     let mut frames = d.frames.lock();
     let board = frames.session.counters().cloned();
     frames.session.ensure_dump(|| {
         let mut h = header(d);
         h.counter_board = board;
-        DumpWriter::from_config(crate::settings::get(), h)
+        DumpWriter::from_config(framescope_core::settings::get(), h)
     });
 }
 
-fn header(d: &Device) -> Header {
+fn header(d: &DeviceState) -> Header {
     let p = &d.properties;
     let mut h = Header::new(Api::Vulkan);
     h.command_counts = d.count_commands;
@@ -120,7 +122,7 @@ fn header(d: &Device) -> Header {
         api_version_raw: p.api_version,
         ..DeviceInfo::default()
     };
-    if let Some((name, drv_info)) = driver_properties(d) {
+    if let Some((name, drv_info)) = d.driver_properties() {
         info.driver_name = Some(name);
         info.driver_info = Some(drv_info);
     }
@@ -152,37 +154,23 @@ fn header(d: &Device) -> Header {
     h
 }
 
-/// `VkPhysicalDeviceDriverProperties` (name, info) where the instance may ask for it.
-pub(crate) fn driver_properties(d: &Device) -> Option<(String, String)> {
-    if d.instance.api_version < vk::API_VERSION_1_1 || d.properties.api_version < vk::API_VERSION_1_2 {
-        return None;
-    }
-    let mut drv = vk::PhysicalDeviceDriverProperties::default();
-    let mut p2 = vk::PhysicalDeviceProperties2::default().push_next(&mut drv);
-    // SAFETY: the instance is 1.1+, so vkGetPhysicalDeviceProperties2 exists; the chain is ours.
-    unsafe { d.instance.fns.get_physical_device_properties2(d.physical, &mut p2) };
-    let name = drv.driver_name_as_c_str().ok()?.to_string_lossy().into_owned();
-    let info = drv.driver_info_as_c_str().ok()?.to_string_lossy().into_owned();
-    Some((name, info))
-}
-
 pub unsafe extern "system" fn create_swapchain(
     device: vk::Device,
     ci: *const vk::SwapchainCreateInfoKHR<'_>,
     alloc: *const vk::AllocationCallbacks<'_>,
     out: *mut vk::SwapchainKHR,
 ) -> vk::Result {
-    let Some(d) = device::lookup(device.as_raw()) else {
+    let Some(d) = device_state::lookup(device.as_raw()) else {
         return vk::Result::ERROR_DEVICE_LOST;
     };
-    // --- HUD (issue 4): a copy of the create info with the image usage the HUD needs; if the
+    // --- HUD: a copy of the create info with the image usage the HUD needs; if the
     // driver refuses it, the app's own create info.
     let adjusted = if ci.is_null() {
         None
     } else {
         // SAFETY: the app's valid create info.
         guarded(&CREATE_SWAPCHAIN, || {
-            crate::hud::adjust_create_info(&d, unsafe { &*ci })
+            crate::hud::adjust_create_info(&d, &d.hud, unsafe { &*ci })
         })
         .flatten()
     };
@@ -206,7 +194,7 @@ pub unsafe extern "system" fn create_swapchain(
             // SAFETY: success: *out is the new swapchain and ci the app's valid create info.
             let (handle, ci) = unsafe { (*out, &*ci) };
             // SAFETY: `used` is the create info the swapchain was made from.
-            crate::hud::swapchain_created(&d, handle, unsafe { &*used });
+            crate::hud::swapchain_created(&d, &d.hud, handle, unsafe { &*used });
             d.add_swapchain(
                 handle,
                 SwapchainInfo {
@@ -227,10 +215,12 @@ pub unsafe extern "system" fn destroy_swapchain(
     swapchain: vk::SwapchainKHR,
     alloc: *const vk::AllocationCallbacks<'_>,
 ) {
-    if let Some(d) = device::lookup(device.as_raw()) {
+    if let Some(d) = device_state::lookup(device.as_raw()) {
         d.remove_swapchain(swapchain);
-        // HUD (issue 4): waits for our own work on it, then frees our objects.
-        guarded(&DESTROY_SWAPCHAIN, || crate::hud::swapchain_destroyed(&d, swapchain));
+        // HUD: waits for our own work on it, then frees our objects.
+        guarded(&DESTROY_SWAPCHAIN, || {
+            crate::hud::swapchain_destroyed(&d, &d.hud, swapchain)
+        });
         // SAFETY: forwarding the app's arguments.
         unsafe { (d.swapchain_fns.destroy_swapchain_khr)(device, swapchain, alloc) };
     }
@@ -243,8 +233,10 @@ pub unsafe extern "system" fn destroy_semaphore(
     semaphore: vk::Semaphore,
     alloc: *const vk::AllocationCallbacks<'_>,
 ) {
-    if let Some(d) = device::lookup(device.as_raw()) {
-        guarded(&DESTROY_SEMAPHORE, || crate::hud::semaphore_destroying(&d, semaphore));
+    if let Some(d) = device_state::lookup(device.as_raw()) {
+        guarded(&DESTROY_SEMAPHORE, || {
+            crate::hud::semaphore_destroying(&d, &d.hud, semaphore)
+        });
         // SAFETY: forwarding the app's arguments.
         unsafe { (d.fns.fp_v1_0().destroy_semaphore)(device, semaphore, alloc) };
     }

@@ -1,14 +1,13 @@
 //! Recording hooks that only matter for sampling: pass ends, subpass changes, debug labels,
 //! the app's own queries, and the objects whose properties decide where our queries may go.
 
-use super::recording::PassStart;
-use super::Level;
-use crate::device::{self, CmdBufState, Device};
-use crate::guard::{guarded, Site};
+use crate::device_state::{self, CmdBufState, DeviceState};
+use crate::samples::recording::PassStart;
+use crate::samples::{BindPoint, Level, SampleState, Sampling};
 use ash::vk::{self, Handle};
+use framescope_core::guard::{guarded, Site};
 use framescope_core::sample::DrawParams;
 use std::ffi::CStr;
-use std::sync::Arc;
 
 static SAMPLE: Site = Site::new("sample recording");
 
@@ -26,29 +25,9 @@ pub enum Sampled {
     },
 }
 
-/// Where a draw's pipeline is bound: draws use the graphics pipeline, dispatches the compute
-/// one, trace-rays commands the ray-tracing one.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum BindPoint {
-    Graphics = 0,
-    Compute = 1,
-    RayTracing = 2,
-}
-
-impl BindPoint {
-    fn of(p: vk::PipelineBindPoint) -> Option<BindPoint> {
-        match p {
-            vk::PipelineBindPoint::GRAPHICS => Some(BindPoint::Graphics),
-            vk::PipelineBindPoint::COMPUTE => Some(BindPoint::Compute),
-            vk::PipelineBindPoint::RAY_TRACING_KHR => Some(BindPoint::RayTracing),
-            _ => None,
-        }
-    }
-}
-
 /// What a pipeline bind means for sampling: only where our statistics wait for a bound
 /// graphics pipeline is it anything.
-pub fn pipeline_bind(d: &Device, bind_point: vk::PipelineBindPoint, pipeline: vk::Pipeline) -> Sampled {
+pub fn pipeline_bind(d: &DeviceState, bind_point: vk::PipelineBindPoint, pipeline: vk::Pipeline) -> Sampled {
     let Some(s) = d.samples.as_ref() else {
         return Sampled::None;
     };
@@ -67,18 +46,21 @@ pub fn pipeline_bind(d: &Device, bind_point: vk::PipelineBindPoint, pipeline: vk
 }
 
 /// The state of a command buffer being recorded, when the device samples at all.
-fn sampling(cb: vk::CommandBuffer) -> Option<(Arc<Device>, Arc<CmdBufState>, Level)> {
-    let d = device::lookup(cb.as_raw())?;
-    let level = d.samples.as_ref()?.level;
+/// Runs `f` with the device's sampling view and the state of `cb`; `None` (without calling
+/// `f`) when the device does not sample or does not track `cb`.
+fn with_sampling<R>(cb: vk::CommandBuffer, f: impl FnOnce(&Sampling<'_>, &CmdBufState) -> R) -> Option<R> {
+    let d = device_state::lookup(cb.as_raw())?;
+    let sd = d.sampling()?;
     let st = d.command_buffer(cb)?;
-    Some((d, st, level))
+    Some(f(&sd, &st))
 }
 
 /// Runs `forward` (the app's command) with the sampling work `sampled` asks for around it.
-pub fn around(d: &Device, st: &CmdBufState, cb: vk::CommandBuffer, sampled: Sampled, forward: impl FnOnce()) {
-    let Some(level) = d.samples.as_ref().map(|s| s.level) else {
+pub fn around(d: &DeviceState, st: &CmdBufState, cb: vk::CommandBuffer, sampled: Sampled, forward: impl FnOnce()) {
+    let Some(sd) = d.sampling() else {
         return forward();
     };
+    let (d, level) = (&sd, sd.state.level);
     // Below draw level a draw samples nothing: no lock on the hot path.
     if matches!(sampled, Sampled::Draw(..) | Sampled::None) && level < Level::Draw {
         return forward();
@@ -87,7 +69,7 @@ pub fn around(d: &Device, st: &CmdBufState, cb: vk::CommandBuffer, sampled: Samp
     match sampled {
         Sampled::Draw(params, point) if level >= Level::Draw => {
             if rec.around_draw(d, cb, params, point, forward) {
-                st.counts.bump(crate::commands::Counted::TimedDraw);
+                st.counts.bump(crate::counts::Counted::TimedDraw);
             }
         }
         Sampled::PassBegin(start) => {
@@ -110,40 +92,22 @@ pub fn around(d: &Device, st: &CmdBufState, cb: vk::CommandBuffer, sampled: Samp
     }
 }
 
-/// Views of subpass `subpass` of render pass `rp` (raw handle): a query there takes one slot
-/// per view. 1 outside multiview.
-pub fn subpass_views(d: &Device, rp: u64, subpass: u32) -> u8 {
-    let Some(s) = d.samples.as_ref() else { return 1 };
-    let passes = s.multiview_passes.read();
-    let mask = passes
-        .get(&rp)
-        .and_then(|masks| masks.get(subpass as usize))
-        .copied()
-        .unwrap_or(0);
-    views_of_mask(mask)
-}
-
-/// Views a view mask renders (1 for a mask of 0: no multiview).
-pub fn views_of_mask(mask: u32) -> u8 {
-    mask.count_ones().max(1) as u8
-}
-
 macro_rules! end_pass_hook {
     ($name:ident, $fp:expr, ($($arg:ident : $ty:ty),*)) => {
         pub unsafe extern "system" fn $name(cb: vk::CommandBuffer $(, $arg: $ty)*) {
-            let Some(d) = device::lookup(cb.as_raw()) else { return };
+            let Some(d) = device_state::lookup(cb.as_raw()) else { return };
             let next = $fp(&d);
             let Some(next) = next else { return };
-            match sampling(cb) {
-                Some((d, st, level)) => {
-                    let mut rec = st.rec.lock();
-                    let stats = guarded(&SAMPLE, || rec.before_pass_end(&d, cb)).flatten();
-                    // SAFETY: forwarding the app's arguments.
-                    unsafe { next(cb $(, $arg)*) };
-                    guarded(&SAMPLE, || rec.after_pass_end(&d, cb, level, stats));
-                }
+            let sampled = with_sampling(cb, |sd, st| {
+                let mut rec = st.rec.lock();
+                let stats = guarded(&SAMPLE, || rec.before_pass_end(sd, cb)).flatten();
                 // SAFETY: forwarding the app's arguments.
-                None => unsafe { next(cb $(, $arg)*) },
+                unsafe { next(cb $(, $arg)*) };
+                guarded(&SAMPLE, || rec.after_pass_end(sd, cb, sd.state.level, stats));
+            });
+            if sampled.is_none() {
+                // SAFETY: forwarding the app's arguments.
+                unsafe { next(cb $(, $arg)*) };
             }
         }
     };
@@ -151,32 +115,41 @@ macro_rules! end_pass_hook {
 
 end_pass_hook!(
     cmd_end_render_pass,
-    |d: &Device| Some(d.fns.fp_v1_0().cmd_end_render_pass),
+    |d: &DeviceState| Some(d.fns.fp_v1_0().cmd_end_render_pass),
     ()
 );
-end_pass_hook!(cmd_end_render_pass2, |d: &Device| Some(d.fns.fp_v1_2().cmd_end_render_pass2), (i: *const vk::SubpassEndInfo<'_>));
-end_pass_hook!(cmd_end_render_pass2_khr, |d: &Device| d.sample_fns.end_render_pass2_khr, (i: *const vk::SubpassEndInfo<'_>));
+end_pass_hook!(cmd_end_render_pass2, |d: &DeviceState| Some(d.fns.fp_v1_2().cmd_end_render_pass2), (i: *const vk::SubpassEndInfo<'_>));
+end_pass_hook!(cmd_end_render_pass2_khr, |d: &DeviceState| d.sample_fns.end_render_pass2_khr, (i: *const vk::SubpassEndInfo<'_>));
 end_pass_hook!(
     cmd_end_rendering,
-    |d: &Device| Some(d.fns.fp_v1_3().cmd_end_rendering),
+    |d: &DeviceState| Some(d.fns.fp_v1_3().cmd_end_rendering),
     ()
 );
-end_pass_hook!(cmd_end_rendering_khr, |d: &Device| d.sample_fns.end_rendering_khr, ());
+end_pass_hook!(
+    cmd_end_rendering_khr,
+    |d: &DeviceState| d.sample_fns.end_rendering_khr,
+    ()
+);
 
 fn next_subpass(cb: vk::CommandBuffer, secondary_contents: bool, forward: impl FnOnce()) {
-    match sampling(cb) {
-        Some((d, st, _)) => {
-            let mut rec = st.rec.lock();
-            guarded(&SAMPLE, || rec.before_next_subpass(&d, cb));
-            forward();
-            guarded(&SAMPLE, || rec.after_next_subpass(&d, cb, secondary_contents));
+    let mut forward = Some(forward);
+    with_sampling(cb, |sd, st| {
+        let mut rec = st.rec.lock();
+        guarded(&SAMPLE, || rec.before_next_subpass(sd, cb));
+        if let Some(f) = forward.take() {
+            f();
         }
-        None => forward(),
+        guarded(&SAMPLE, || rec.after_next_subpass(sd, cb, secondary_contents));
+    });
+    if let Some(f) = forward {
+        f();
     }
 }
 
 pub unsafe extern "system" fn cmd_next_subpass(cb: vk::CommandBuffer, contents: vk::SubpassContents) {
-    let Some(d) = device::lookup(cb.as_raw()) else { return };
+    let Some(d) = device_state::lookup(cb.as_raw()) else {
+        return;
+    };
     let f = d.fns.fp_v1_0().cmd_next_subpass;
     // SAFETY: forwarding the app's arguments.
     next_subpass(
@@ -196,7 +169,9 @@ pub unsafe extern "system" fn cmd_next_subpass2(
     b: *const vk::SubpassBeginInfo<'_>,
     e: *const vk::SubpassEndInfo<'_>,
 ) {
-    let Some(d) = device::lookup(cb.as_raw()) else { return };
+    let Some(d) = device_state::lookup(cb.as_raw()) else {
+        return;
+    };
     let f = d.fns.fp_v1_2().cmd_next_subpass2;
     // SAFETY: forwarding the app's arguments.
     next_subpass(cb, subpass2_secondary(b), || unsafe { f(cb, b, e) });
@@ -207,7 +182,9 @@ pub unsafe extern "system" fn cmd_next_subpass2_khr(
     b: *const vk::SubpassBeginInfo<'_>,
     e: *const vk::SubpassEndInfo<'_>,
 ) {
-    let Some(d) = device::lookup(cb.as_raw()) else { return };
+    let Some(d) = device_state::lookup(cb.as_raw()) else {
+        return;
+    };
     let Some(f) = d.sample_fns.next_subpass2_khr else {
         return;
     };
@@ -219,11 +196,16 @@ pub unsafe extern "system" fn cmd_begin_debug_utils_label(
     cb: vk::CommandBuffer,
     info: *const vk::DebugUtilsLabelEXT<'_>,
 ) {
-    let Some(d) = device::lookup(cb.as_raw()) else { return };
+    let Some(d) = device_state::lookup(cb.as_raw()) else {
+        return;
+    };
     let Some(next) = d.sample_fns.begin_label else { return };
     // SAFETY: forwarding the app's arguments.
     unsafe { next(cb, info) };
-    if let Some((d, st, level)) = sampling(cb).filter(|s| s.2 >= Level::Label) {
+    with_sampling(cb, |sd, st| {
+        if sd.state.level < Level::Label {
+            return;
+        }
         guarded(&SAMPLE, || {
             // SAFETY: the app's label info with a NUL-terminated name.
             let name = unsafe {
@@ -232,26 +214,27 @@ pub unsafe extern "system" fn cmd_begin_debug_utils_label(
                     .map(|i| CStr::from_ptr(i.p_label_name))
             };
             let id = framescope_core::labels::intern(name.map_or(&b"?"[..], |n| n.to_bytes()));
-            st.rec.lock().label_begin(&d, cb, id);
+            st.rec.lock().label_begin(sd, cb, id);
         });
-        let _ = level;
-    }
+    });
 }
 
 pub unsafe extern "system" fn cmd_end_debug_utils_label(cb: vk::CommandBuffer) {
-    let Some(d) = device::lookup(cb.as_raw()) else { return };
+    let Some(d) = device_state::lookup(cb.as_raw()) else {
+        return;
+    };
     let Some(next) = d.sample_fns.end_label else { return };
-    if let Some((d, st, _)) = sampling(cb).filter(|s| s.2 >= Level::Label) {
-        guarded(&SAMPLE, || st.rec.lock().label_end(&d, cb));
-    }
+    with_sampling(cb, |sd, st| {
+        if sd.state.level >= Level::Label {
+            guarded(&SAMPLE, || st.rec.lock().label_end(sd, cb));
+        }
+    });
     // SAFETY: forwarding the app's arguments.
     unsafe { next(cb) };
 }
 
-fn is_app_stats_pool(d: &Device, pool: vk::QueryPool) -> bool {
-    d.samples
-        .as_ref()
-        .is_some_and(|s| s.app_stats_pools.read().contains(&pool.as_raw()))
+fn is_app_stats_pool(s: &SampleState, pool: vk::QueryPool) -> bool {
+    s.app_stats_pools.read().contains(&pool.as_raw())
 }
 
 pub unsafe extern "system" fn cmd_begin_query(
@@ -260,21 +243,29 @@ pub unsafe extern "system" fn cmd_begin_query(
     q: u32,
     flags: vk::QueryControlFlags,
 ) {
-    let Some(d) = device::lookup(cb.as_raw()) else { return };
-    if let Some((d, st, _)) = sampling(cb).filter(|s| is_app_stats_pool(&s.0, pool)) {
-        guarded(&SAMPLE, || st.rec.lock().app_stats_begin(&d, cb));
-    }
+    let Some(d) = device_state::lookup(cb.as_raw()) else {
+        return;
+    };
+    with_sampling(cb, |sd, st| {
+        if is_app_stats_pool(sd.state, pool) {
+            guarded(&SAMPLE, || st.rec.lock().app_stats_begin(sd, cb));
+        }
+    });
     // SAFETY: forwarding the app's arguments.
     unsafe { (d.fns.fp_v1_0().cmd_begin_query)(cb, pool, q, flags) };
 }
 
 pub unsafe extern "system" fn cmd_end_query(cb: vk::CommandBuffer, pool: vk::QueryPool, q: u32) {
-    let Some(d) = device::lookup(cb.as_raw()) else { return };
+    let Some(d) = device_state::lookup(cb.as_raw()) else {
+        return;
+    };
     // SAFETY: forwarding the app's arguments.
     unsafe { (d.fns.fp_v1_0().cmd_end_query)(cb, pool, q) };
-    if let Some((_, st, _)) = sampling(cb).filter(|s| is_app_stats_pool(&s.0, pool)) {
-        st.rec.lock().app_stats_end();
-    }
+    with_sampling(cb, |sd, st| {
+        if is_app_stats_pool(sd.state, pool) {
+            st.rec.lock().app_stats_end();
+        }
+    });
 }
 
 pub unsafe extern "system" fn create_query_pool(
@@ -283,7 +274,7 @@ pub unsafe extern "system" fn create_query_pool(
     alloc: *const vk::AllocationCallbacks<'_>,
     out: *mut vk::QueryPool,
 ) -> vk::Result {
-    let Some(d) = device::lookup(device.as_raw()) else {
+    let Some(d) = device_state::lookup(device.as_raw()) else {
         return vk::Result::ERROR_DEVICE_LOST;
     };
     // SAFETY: forwarding the app's arguments.
@@ -303,7 +294,7 @@ pub unsafe extern "system" fn destroy_query_pool(
     pool: vk::QueryPool,
     alloc: *const vk::AllocationCallbacks<'_>,
 ) {
-    let Some(d) = device::lookup(device.as_raw()) else {
+    let Some(d) = device_state::lookup(device.as_raw()) else {
         return;
     };
     if let Some(s) = d.samples.as_ref() {
@@ -314,7 +305,7 @@ pub unsafe extern "system" fn destroy_query_pool(
 }
 
 /// Remembers the per-subpass view masks of a multiview render pass.
-fn note_render_pass(d: &Device, rp: vk::RenderPass, view_masks: impl Iterator<Item = u32> + Clone) {
+fn note_render_pass(d: &DeviceState, rp: vk::RenderPass, view_masks: impl Iterator<Item = u32> + Clone) {
     if let (Some(s), true) = (d.samples.as_ref(), view_masks.clone().any(|m| m != 0)) {
         s.multiview_passes.write().insert(rp.as_raw(), view_masks.collect());
     }
@@ -326,7 +317,7 @@ pub unsafe extern "system" fn create_render_pass(
     alloc: *const vk::AllocationCallbacks<'_>,
     out: *mut vk::RenderPass,
 ) -> vk::Result {
-    let Some(d) = device::lookup(device.as_raw()) else {
+    let Some(d) = device_state::lookup(device.as_raw()) else {
         return vk::Result::ERROR_DEVICE_LOST;
     };
     // SAFETY: forwarding the app's arguments.
@@ -354,7 +345,7 @@ fn create_render_pass2_impl(
     out: *mut vk::RenderPass,
     khr: bool,
 ) -> vk::Result {
-    let Some(d) = device::lookup(device.as_raw()) else {
+    let Some(d) = device_state::lookup(device.as_raw()) else {
         return vk::Result::ERROR_DEVICE_LOST;
     };
     let next = if khr {
@@ -405,7 +396,7 @@ pub unsafe extern "system" fn destroy_render_pass(
     rp: vk::RenderPass,
     alloc: *const vk::AllocationCallbacks<'_>,
 ) {
-    let Some(d) = device::lookup(device.as_raw()) else {
+    let Some(d) = device_state::lookup(device.as_raw()) else {
         return;
     };
     if let Some(s) = d.samples.as_ref() {
@@ -413,34 +404,4 @@ pub unsafe extern "system" fn destroy_render_pass(
     }
     // SAFETY: forwarding the app's arguments.
     unsafe { (d.fns.fp_v1_0().destroy_render_pass)(device, rp, alloc) };
-}
-
-/// Extension entry points sampling forwards to (null when the app did not enable them).
-pub struct SampleFns {
-    pub end_render_pass2_khr: Option<unsafe extern "system" fn(vk::CommandBuffer, *const vk::SubpassEndInfo<'_>)>,
-    pub end_rendering_khr: Option<unsafe extern "system" fn(vk::CommandBuffer)>,
-    pub next_subpass2_khr: Option<vk::PFN_vkCmdNextSubpass2>,
-    pub create_render_pass2_khr: Option<vk::PFN_vkCreateRenderPass2>,
-    pub begin_label: Option<vk::PFN_vkCmdBeginDebugUtilsLabelEXT>,
-    pub end_label: Option<vk::PFN_vkCmdEndDebugUtilsLabelEXT>,
-}
-
-impl SampleFns {
-    pub fn load(mut load: impl FnMut(&CStr) -> vk::PFN_vkVoidFunction) -> Self {
-        macro_rules! get {
-            ($name:literal) => {
-                // SAFETY: the next layer returned this command for this name, so it has the
-                // signature the name implies.
-                load($name).map(|f| unsafe { std::mem::transmute::<unsafe extern "system" fn(), _>(f) })
-            };
-        }
-        SampleFns {
-            end_render_pass2_khr: get!(c"vkCmdEndRenderPass2KHR"),
-            end_rendering_khr: get!(c"vkCmdEndRenderingKHR"),
-            next_subpass2_khr: get!(c"vkCmdNextSubpass2KHR"),
-            create_render_pass2_khr: get!(c"vkCreateRenderPass2KHR"),
-            begin_label: get!(c"vkCmdBeginDebugUtilsLabelEXT"),
-            end_label: get!(c"vkCmdEndDebugUtilsLabelEXT"),
-        }
-    }
 }

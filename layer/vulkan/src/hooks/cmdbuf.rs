@@ -1,8 +1,9 @@
 //! Command-buffer lifetime hooks: our per-command-buffer state follows the app's buffers.
 
-use crate::device;
-use crate::guard::{guarded, Site};
+use crate::device_state::{self, DeviceState};
+use crate::recording_cache;
 use ash::vk::{self, Handle};
+use framescope_core::guard::{guarded, Site};
 use std::sync::atomic::Ordering;
 
 static ALLOCATE: Site = Site::new("vkAllocateCommandBuffers");
@@ -14,7 +15,7 @@ pub unsafe extern "system" fn allocate_command_buffers(
     info: *const vk::CommandBufferAllocateInfo<'_>,
     out: *mut vk::CommandBuffer,
 ) -> vk::Result {
-    let Some(d) = device::lookup(device.as_raw()) else {
+    let Some(d) = device_state::lookup(device.as_raw()) else {
         return vk::Result::ERROR_DEVICE_LOST;
     };
     // SAFETY: forwarding the app's arguments.
@@ -41,7 +42,7 @@ pub unsafe extern "system" fn free_command_buffers(
     count: u32,
     buffers: *const vk::CommandBuffer,
 ) {
-    let Some(d) = device::lookup(device.as_raw()) else {
+    let Some(d) = device_state::lookup(device.as_raw()) else {
         return;
     };
     if !buffers.is_null() {
@@ -49,6 +50,7 @@ pub unsafe extern "system" fn free_command_buffers(
         guarded(&FREE, || {
             d.remove_command_buffers(unsafe { std::slice::from_raw_parts(buffers, count as usize) })
         });
+        recording_cache::invalidate();
     }
     // SAFETY: forwarding the app's arguments.
     unsafe { (d.fns.fp_v1_0().free_command_buffers)(device, pool, count, buffers) };
@@ -59,10 +61,11 @@ pub unsafe extern "system" fn destroy_command_pool(
     pool: vk::CommandPool,
     alloc: *const vk::AllocationCallbacks<'_>,
 ) {
-    let Some(d) = device::lookup(device.as_raw()) else {
+    let Some(d) = device_state::lookup(device.as_raw()) else {
         return;
     };
     guarded(&FREE, || d.remove_pool(pool));
+    recording_cache::invalidate();
     // SAFETY: forwarding the app's arguments.
     unsafe { (d.fns.fp_v1_0().destroy_command_pool)(device, pool, alloc) };
 }
@@ -71,7 +74,7 @@ pub unsafe extern "system" fn begin_command_buffer(
     cb: vk::CommandBuffer,
     info: *const vk::CommandBufferBeginInfo<'_>,
 ) -> vk::Result {
-    let Some(d) = device::lookup(cb.as_raw()) else {
+    let Some(d) = device_state::lookup(cb.as_raw()) else {
         return vk::Result::ERROR_DEVICE_LOST;
     };
     guarded(&BEGIN, || {
@@ -85,17 +88,16 @@ pub unsafe extern "system" fn begin_command_buffer(
     let r = unsafe { (d.fns.fp_v1_0().begin_command_buffer)(cb, info) };
     if r == vk::Result::SUCCESS {
         guarded(&BEGIN, || {
-            let (Some(st), Some(level)) = (d.command_buffer(cb), d.samples.as_ref().map(|s| s.level)) else {
+            let (Some(st), Some(sd)) = (d.command_buffer(cb), d.sampling()) else {
                 return;
             };
             // SAFETY: the app's valid begin info (and inheritance info for secondaries).
             let (simultaneous, inherited) = unsafe { begin_flags(&d, &*info, st.primary) };
-            let (window, quiet, max_draws) = d.samples.as_ref().map_or(((0, u32::MAX), false, 0), |s| {
-                (s.window.current(), s.window.quiet(), s.window.max_draws())
-            });
+            let w = &sd.state.window;
+            let (window, quiet, max_draws) = (w.current(), w.quiet(), w.max_draws());
             let mut rec = st.rec.lock();
             rec.restart(st.primary, simultaneous, inherited, window, quiet, max_draws);
-            rec.on_begin(&d, cb, level);
+            rec.on_begin(&sd, cb, sd.state.level);
         });
     }
     r
@@ -106,7 +108,7 @@ pub unsafe extern "system" fn begin_command_buffer(
 ///
 /// # Safety
 /// `info` must be the app's valid begin info.
-unsafe fn begin_flags(d: &device::Device, info: &vk::CommandBufferBeginInfo<'_>, primary: bool) -> (bool, Option<u8>) {
+unsafe fn begin_flags(d: &DeviceState, info: &vk::CommandBufferBeginInfo<'_>, primary: bool) -> (bool, Option<u8>) {
     let simultaneous = info.flags.contains(vk::CommandBufferUsageFlags::SIMULTANEOUS_USE);
     if primary || !info.flags.contains(vk::CommandBufferUsageFlags::RENDER_PASS_CONTINUE) {
         return (simultaneous, None);
@@ -122,25 +124,25 @@ unsafe fn begin_flags(d: &device::Device, info: &vk::CommandBufferBeginInfo<'_>,
     };
     // The rendering info counts only for dynamic rendering (no render pass object).
     let views = if rendering.is_null() || inh.render_pass != vk::RenderPass::null() {
-        crate::samples::hooks::subpass_views(d, inh.render_pass.as_raw(), inh.subpass)
+        d.samples
+            .as_ref()
+            .map_or(1, |s| s.subpass_views(inh.render_pass.as_raw(), inh.subpass))
     } else {
         // SAFETY: found by its sType.
-        crate::samples::hooks::views_of_mask(unsafe { (*rendering).view_mask })
+        crate::samples::views_of_mask(unsafe { (*rendering).view_mask })
     };
     (simultaneous, Some(views))
 }
 
 pub unsafe extern "system" fn end_command_buffer(cb: vk::CommandBuffer) -> vk::Result {
-    let Some(d) = device::lookup(cb.as_raw()) else {
+    let Some(d) = device_state::lookup(cb.as_raw()) else {
         return vk::Result::ERROR_DEVICE_LOST;
     };
     guarded(&BEGIN, || {
-        if let (Some(st), Some(level)) = (d.command_buffer(cb), d.samples.as_ref().map(|s| s.level)) {
+        if let (Some(st), Some(sd)) = (d.command_buffer(cb), d.sampling()) {
             let mut rec = st.rec.lock();
-            rec.on_end(&d, cb, level);
-            if let Some(s) = d.samples.as_ref() {
-                s.window.note_draws(rec.draws);
-            }
+            rec.on_end(&sd, cb, sd.state.level);
+            sd.state.window.note_draws(rec.draws);
         }
     });
     // SAFETY: forwarding the app's arguments.

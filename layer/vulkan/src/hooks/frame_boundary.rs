@@ -5,9 +5,9 @@
 //! frame, unless the device presents: then presents end frames.
 
 use crate::chain::Unlinked;
-use crate::guard::{guarded, Site};
 use crate::instance;
 use ash::vk::{self, Handle};
+use framescope_core::guard::{guarded, Site};
 use std::ffi::{c_char, c_void, CStr};
 
 pub const NAME: &CStr = ash::ext::frame_boundary::NAME;
@@ -138,7 +138,7 @@ fn features2(phys: vk::PhysicalDevice, f: *mut vk::PhysicalDeviceFeatures2<'_>) 
     if IN_FEATURES2.with(|c| c.replace(true)) {
         // The chain below led back to us: leave the struct as the app filled it.
         REENTERED.call_once(|| {
-            crate::log::error(format_args!(
+            framescope_core::log::error(format_args!(
                 "vkGetPhysicalDeviceFeatures2 below framescope calls back into it; answering without going down again"
             ))
         });

@@ -1,0 +1,448 @@
+//! The hooks that make and end instances and devices: create/destroy instance, create device
+//! (with what the layer adds to the app's create info), and destroy device.
+
+use crate::chain::Unlinked;
+use crate::device::{self, Device, DeviceAugment, FrameBoundaryMode};
+use crate::device_state::{self, DeviceState};
+use crate::hooks::frame_boundary;
+use crate::instance::{self, Instance, INSTANCES};
+use crate::loader_abi::*;
+use crate::registry::dispatch_key;
+use ash::vk::{self, Handle};
+use framescope_core::guard::{guarded, Site};
+use std::ffi::{c_char, c_void, CStr};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+/// Whether `f` is code of the Vulkan loader (`libvulkan.so*`): a terminator or trampoline.
+fn in_loader(f: unsafe extern "system" fn()) -> bool {
+    // SAFETY: dladdr only reads the process's link map; `info` is written on success and its
+    // file name is a NUL-terminated string owned by the loader's link map.
+    unsafe {
+        let mut info: libc::Dl_info = std::mem::zeroed();
+        if libc::dladdr(f as *const c_void, &mut info) == 0 || info.dli_fname.is_null() {
+            return false;
+        }
+        let path = CStr::from_ptr(info.dli_fname).to_bytes();
+        let file = path.rsplit(|&c| c == b'/').next().unwrap_or(path);
+        file.starts_with(b"libvulkan.so")
+    }
+}
+
+static CREATE_INSTANCE: Site = Site::new("vkCreateInstance");
+
+pub unsafe extern "system" fn create_instance(
+    ci: *const vk::InstanceCreateInfo<'_>,
+    alloc: *const vk::AllocationCallbacks<'_>,
+    out: *mut vk::Instance,
+) -> vk::Result {
+    // SAFETY: the loader passes a valid create info whose chain holds our link.
+    let link_info = unsafe { find_instance_link((*ci).p_next, VK_LAYER_LINK_INFO) };
+    if link_info.is_null() {
+        return vk::Result::ERROR_INITIALIZATION_FAILED;
+    }
+    // SAFETY: the loader's link entry holds pLayerInfo; advancing it hands the rest of the
+    // chain to the next layer (loader interface contract).
+    let next_gipa = unsafe {
+        let link = (*link_info).u as *mut VkLayerInstanceLink;
+        (*link_info).u = (*link).p_next as *mut c_void;
+        (*link).pfn_next_get_instance_proc_addr
+    };
+    // SAFETY: a null instance is valid for global commands.
+    let create: vk::PFN_vkCreateInstance =
+        match unsafe { next_gipa(vk::Instance::null(), c"vkCreateInstance".as_ptr()) } {
+            // SAFETY: the loader returned vkCreateInstance for that name.
+            Some(f) => unsafe { std::mem::transmute::<unsafe extern "system" fn(), vk::PFN_vkCreateInstance>(f) },
+            None => return vk::Result::ERROR_INITIALIZATION_FAILED,
+        };
+    // SAFETY: forwarding the app's arguments unchanged.
+    let r = unsafe { create(ci, alloc, out) };
+    if r != vk::Result::SUCCESS {
+        return r;
+    }
+    // SAFETY: success means *out holds the new instance.
+    let handle = unsafe { *out };
+    // SAFETY: ci is valid; a null application info means API 1.0.
+    let api_version = unsafe {
+        let app = (*ci).p_application_info;
+        if app.is_null() {
+            vk::API_VERSION_1_0
+        } else {
+            (*app).api_version.max(vk::API_VERSION_1_0)
+        }
+    };
+    guarded(&CREATE_INSTANCE, || {
+        // SAFETY: next_gipa resolves instance commands of `handle`.
+        let fns = unsafe {
+            ash::Instance::load_with(
+                |name| std::mem::transmute::<vk::PFN_vkVoidFunction, *const c_void>(next_gipa(handle, name.as_ptr())),
+                handle,
+            )
+        };
+        // SAFETY: querying instance commands of `handle` by name.
+        let core = unsafe { next_gipa(handle, c"vkGetPhysicalDeviceFeatures2".as_ptr()) };
+        // SAFETY: as above.
+        let khr = unsafe { next_gipa(handle, c"vkGetPhysicalDeviceFeatures2KHR".as_ptr()) };
+        let next_features2 = if api_version >= vk::API_VERSION_1_1 {
+            core.or(khr)
+        } else {
+            khr.filter(|&f| !in_loader(f)).or(core).or(khr)
+        }
+        // SAFETY: both names have the PFN_vkGetPhysicalDeviceFeatures2 signature (aliases).
+        .map(|f| unsafe {
+            std::mem::transmute::<unsafe extern "system" fn(), vk::PFN_vkGetPhysicalDeviceFeatures2>(f)
+        });
+        let state = Arc::new(Instance {
+            handle,
+            next_gipa,
+            fns,
+            api_version,
+            next_features2,
+            frame_boundary_native: framescope_core::sync::Mutex::new(Vec::new()),
+        });
+        // SAFETY: handle is a live instance created through the loader.
+        INSTANCES.insert(unsafe { dispatch_key(handle.as_raw()) }, state);
+        framescope_core::log::debug(format_args!(
+            "instance created (api {}.{})",
+            vk::api_version_major(api_version),
+            vk::api_version_minor(api_version)
+        ));
+    });
+    r
+}
+
+pub unsafe extern "system" fn destroy_instance(instance: vk::Instance, alloc: *const vk::AllocationCallbacks<'_>) {
+    if instance == vk::Instance::null() {
+        return;
+    }
+    // SAFETY: a non-null instance handle from the app.
+    if let Some(state) = INSTANCES.remove(unsafe { dispatch_key(instance.as_raw()) }) {
+        // SAFETY: forwarding to the next layer's destroy for this instance.
+        unsafe { (state.fns.fp_v1_0().destroy_instance)(instance, alloc) };
+    }
+}
+
+pub unsafe extern "system" fn create_device(
+    phys: vk::PhysicalDevice,
+    ci: *const vk::DeviceCreateInfo<'_>,
+    alloc: *const vk::AllocationCallbacks<'_>,
+    out: *mut vk::Device,
+) -> vk::Result {
+    // SAFETY: the loader passes a valid create info chain.
+    let (link_info, loader_data) = unsafe {
+        (
+            find_device_link((*ci).p_next, VK_LAYER_LINK_INFO),
+            find_device_link((*ci).p_next, VK_LOADER_DATA_CALLBACK),
+        )
+    };
+    if link_info.is_null() {
+        return vk::Result::ERROR_INITIALIZATION_FAILED;
+    }
+    let Some(inst) = instance::lookup(phys.as_raw()) else {
+        return vk::Result::ERROR_INITIALIZATION_FAILED;
+    };
+    // SAFETY: as for the instance link: read our link, then advance the chain.
+    let (next_gipa, next_gdpa) = unsafe {
+        let link = (*link_info).u as *mut VkLayerDeviceLink;
+        (*link_info).u = (*link).p_next as *mut c_void;
+        (
+            (*link).pfn_next_get_instance_proc_addr,
+            (*link).pfn_next_get_device_proc_addr,
+        )
+    };
+    let set_loader_data = if loader_data.is_null() {
+        None
+    } else {
+        // SAFETY: the VK_LOADER_DATA_CALLBACK entry's union holds pfnSetDeviceLoaderData.
+        Some(unsafe { std::mem::transmute::<*mut c_void, PfnSetDeviceLoaderData>((*loader_data).u) })
+    };
+    // vkCreateDevice must come from the instance's dispatch, never gipa(NULL, ...).
+    // SAFETY: querying an instance command of a live instance.
+    let create: vk::PFN_vkCreateDevice = match unsafe { next_gipa(inst.handle, c"vkCreateDevice".as_ptr()) } {
+        // SAFETY: the next layer returned vkCreateDevice for that name.
+        Some(f) => unsafe { std::mem::transmute::<unsafe extern "system" fn(), vk::PFN_vkCreateDevice>(f) },
+        None => return vk::Result::ERROR_INITIALIZATION_FAILED,
+    };
+    // SAFETY: `ci` is the app's create info of this call.
+    let plan = guarded(&device::CREATE_DEVICE, || unsafe { augment_plan(&inst, phys, ci) }).unwrap_or_default();
+    let mut augment = DeviceAugment {
+        unavailable: plan.unavailable.clone(),
+        frame_boundary: plan.frame_boundary,
+        ..DeviceAugment::default()
+    };
+    let emulate_fb = plan.frame_boundary == FrameBoundaryMode::Emulated;
+    // SAFETY: ci is the app's valid create info.
+    let app_names: Vec<*const c_char> = unsafe { app_extension_ptrs(&*ci) };
+    let kept: Vec<*const c_char> = app_names
+        .iter()
+        .copied()
+        // SAFETY: each name is a valid C string of the app's list.
+        .filter(|&n| !(emulate_fb && unsafe { CStr::from_ptr(n) } == frame_boundary::NAME))
+        .collect();
+    // The frame-boundary feature struct is ours to answer; the layers below must not see it.
+    let fb_features = if emulate_fb {
+        // SAFETY: the app's create-info chain is valid and, for this call, ours to relink.
+        unsafe {
+            Unlinked::take(
+                std::ptr::addr_of!((*ci).p_next) as *mut *mut c_void,
+                vk::StructureType::PHYSICAL_DEVICE_FRAME_BOUNDARY_FEATURES_EXT,
+            )
+        }
+    } else {
+        None
+    };
+    // SAFETY: `ci` is the app's create info of this call.
+    let stats = guarded(&device::CREATE_DEVICE, || unsafe { StatsPlan::new(&inst, phys, ci) }).unwrap_or_default();
+    let create_with = |names: &[*const c_char], stats: Option<&StatsPlan>| {
+        // SAFETY: a copy of the app's create info differing only in its extension list, which
+        // holds names the app asked for or the physical device supports, and in the
+        // pipelineStatisticsQuery feature where the device supports it.
+        let mut copy = unsafe { *ci };
+        copy.enabled_extension_count = names.len() as u32;
+        copy.pp_enabled_extension_names = if names.is_empty() {
+            std::ptr::null()
+        } else {
+            names.as_ptr()
+        };
+        // SAFETY: `copy` is of the app's create info of this call; restored right after it.
+        let patched = stats.and_then(|p| unsafe { p.apply(&mut copy) });
+        // SAFETY: forwarding a valid create info.
+        let r = unsafe { create(phys, &copy, alloc, out) };
+        if let Some(restore) = patched {
+            restore();
+        }
+        r
+    };
+    let mut r = vk::Result::ERROR_INITIALIZATION_FAILED;
+    let cfg = framescope_core::settings::get();
+    let want_stats = stats.enable
+        && cfg.samples != framescope_core::config::Samples::Off
+        && cfg.sample_stats != framescope_core::config::SampleStats::Off;
+    if !plan.add.is_empty() || want_stats {
+        let mut names = kept.clone();
+        names.extend(plan.add.iter().map(|n| n.as_ptr()));
+        r = create_with(&names, want_stats.then_some(&stats));
+        if r == vk::Result::SUCCESS {
+            augment.added_extensions = plan.add.clone();
+            augment.pipeline_stats = stats.app_enabled || want_stats;
+        } else {
+            framescope_core::log::error(format_args!(
+                "vkCreateDevice failed with our additions ({r:?}); retrying as the app asked"
+            ));
+            augment.fell_back = true;
+            for n in &plan.add {
+                augment.unavailable.push((
+                    n.to_string_lossy().into_owned(),
+                    format!("device creation with it failed: {r:?}"),
+                ));
+            }
+        }
+    }
+    if r != vk::Result::SUCCESS {
+        r = create_with(&kept, None);
+        augment.pipeline_stats = stats.app_enabled;
+    }
+    if cfg.sample_stats == framescope_core::config::SampleStats::Off {
+        // The app's own feature is no reason for our queries.
+        augment.pipeline_stats = false;
+    }
+    if !augment.pipeline_stats {
+        augment
+            .unavailable
+            .push(("pipeline_statistics".into(), stats.why_not.clone()));
+    }
+    if let Some(t) = fb_features {
+        // SAFETY: restoring the app's chain as it was.
+        unsafe { t.restore() };
+    }
+    if r != vk::Result::SUCCESS {
+        return r;
+    }
+    // SAFETY: success means *out is the new device.
+    let handle = unsafe { *out };
+    guarded(&device::CREATE_DEVICE, || {
+        // SAFETY: ci is the app's valid create info; handle was just created from it.
+        let enabled = unsafe { enabled_extensions(&*ci) };
+        let dev = Device::new(inst.clone(), phys, handle, next_gdpa, set_loader_data, enabled, augment);
+        let state = Arc::new(DeviceState::new(dev));
+        crate::hooks::present::start_dump(&state);
+        // SAFETY: handle is a live device created through the loader.
+        device_state::DEVICES.insert(unsafe { dispatch_key(handle.as_raw()) }, state);
+    });
+    r
+}
+
+/// How to turn on `pipelineStatisticsQuery` in the app's create info, if it is not on.
+#[derive(Default)]
+struct StatsPlan {
+    app_enabled: bool,
+    enable: bool,
+    /// The app chains a `VkPhysicalDeviceFeatures2` (then `pEnabledFeatures` must stay NULL).
+    in_chain: bool,
+    features: vk::PhysicalDeviceFeatures,
+    why_not: String,
+}
+
+impl StatsPlan {
+    /// # Safety
+    /// `ci` is the app's create info of this `vkCreateDevice` call: valid, with a valid chain
+    /// and `pEnabledFeatures`.
+    unsafe fn new(inst: &Instance, phys: vk::PhysicalDevice, ci: *const vk::DeviceCreateInfo<'_>) -> StatsPlan {
+        // SAFETY: a physical device of this instance.
+        let supported = unsafe { inst.fns.get_physical_device_features(phys) }.pipeline_statistics_query == vk::TRUE;
+        // SAFETY: the caller's contract.
+        let ci = unsafe { &*ci };
+        // SAFETY: the app's pEnabledFeatures, when set, is valid.
+        let app_features = unsafe { ci.p_enabled_features.as_ref() }.copied();
+        // SAFETY: the app's chain is valid.
+        let f2 = unsafe { crate::chain::find(ci.p_next, vk::StructureType::PHYSICAL_DEVICE_FEATURES_2) }
+            as *const vk::PhysicalDeviceFeatures2<'static>;
+        // SAFETY: found by its sType.
+        let chained = (!f2.is_null()).then(|| unsafe { (*f2).features });
+        let current = app_features.or(chained).unwrap_or_default();
+        let app_enabled = current.pipeline_statistics_query == vk::TRUE;
+        StatsPlan {
+            app_enabled,
+            enable: supported && !app_enabled,
+            in_chain: chained.is_some(),
+            features: vk::PhysicalDeviceFeatures {
+                pipeline_statistics_query: vk::TRUE,
+                ..current
+            },
+            why_not: if supported {
+                "samples=off or sample_stats=off".into()
+            } else {
+                "pipelineStatisticsQuery not supported by the device".into()
+            },
+        }
+    }
+
+    /// Turns the feature on in `copy`: through our own features struct, or, when the app chains
+    /// `VkPhysicalDeviceFeatures2`, by setting the bit there for the duration of the call (the
+    /// returned closure restores it).
+    ///
+    /// # Safety
+    /// `copy` is a copy of the app's create info of this call, whose chain (the app's own
+    /// structs) is valid and may be written until the closure restores it.
+    unsafe fn apply<'a>(&'a self, copy: &mut vk::DeviceCreateInfo<'a>) -> Option<impl FnOnce() + 'a> {
+        if !self.in_chain {
+            copy.p_enabled_features = &self.features;
+            return None;
+        }
+        // SAFETY: the app's chain is valid; the struct is the app's for this call and is
+        // restored right after it.
+        unsafe {
+            let f2 = crate::chain::find(copy.p_next, vk::StructureType::PHYSICAL_DEVICE_FEATURES_2)
+                as *mut vk::PhysicalDeviceFeatures2<'static>;
+            let old = (*f2).features.pipeline_statistics_query;
+            (*f2).features.pipeline_statistics_query = vk::TRUE;
+            Some(move || (*f2).features.pipeline_statistics_query = old)
+        }
+    }
+}
+
+/// What we would like to add to the app's device: extensions it did not enable that we use.
+#[derive(Default)]
+struct AugmentPlan {
+    add: Vec<&'static CStr>,
+    frame_boundary: FrameBoundaryMode,
+    unavailable: Vec<(String, String)>,
+}
+
+/// # Safety
+/// `ci` is the app's create info of this `vkCreateDevice` call, valid with its arrays.
+unsafe fn augment_plan(inst: &Instance, phys: vk::PhysicalDevice, ci: *const vk::DeviceCreateInfo<'_>) -> AugmentPlan {
+    let mut plan = AugmentPlan::default();
+    // SAFETY: querying a physical device of this instance.
+    let available = unsafe { inst.fns.enumerate_device_extension_properties(phys) }.unwrap_or_default();
+    let supported = |n: &CStr| available.iter().any(|e| e.extension_name_as_c_str() == Ok(n));
+    // SAFETY: the caller's contract.
+    let app = unsafe { enabled_extensions(&*ci) };
+    if app.iter().any(|e| e.as_bytes() == frame_boundary::NAME.to_bytes()) {
+        plan.frame_boundary = if supported(frame_boundary::NAME) {
+            FrameBoundaryMode::Native
+        } else {
+            FrameBoundaryMode::Emulated
+        };
+    }
+    let calibrated = ash::ext::calibrated_timestamps::NAME;
+    if supported(calibrated) {
+        if !app.iter().any(|e| e.as_bytes() == calibrated.to_bytes()) {
+            plan.add.push(calibrated);
+        }
+    } else {
+        plan.unavailable.push((
+            "calibrated_timestamps".into(),
+            "VK_EXT_calibrated_timestamps not supported by the device".into(),
+        ));
+    }
+    plan
+}
+
+/// # Safety
+/// `ci` must be a valid device create info.
+unsafe fn app_extension_ptrs(ci: &vk::DeviceCreateInfo<'_>) -> Vec<*const c_char> {
+    if ci.enabled_extension_count == 0 {
+        return Vec::new();
+    }
+    // SAFETY: the array has enabled_extension_count valid pointers.
+    unsafe { std::slice::from_raw_parts(ci.pp_enabled_extension_names, ci.enabled_extension_count as usize) }.to_vec()
+}
+
+/// # Safety
+/// `ci` must be a valid device create info.
+unsafe fn enabled_extensions(ci: &vk::DeviceCreateInfo<'_>) -> Vec<String> {
+    if ci.enabled_extension_count == 0 || ci.pp_enabled_extension_names.is_null() {
+        return Vec::new();
+    }
+    (0..ci.enabled_extension_count as usize)
+        .map(|i| {
+            // SAFETY: the array has enabled_extension_count valid C strings.
+            unsafe { CStr::from_ptr(*ci.pp_enabled_extension_names.add(i) as *const c_char) }
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect()
+}
+
+pub unsafe extern "system" fn destroy_device(device: vk::Device, alloc: *const vk::AllocationCallbacks<'_>) {
+    if device == vk::Device::null() {
+        return;
+    }
+    // SAFETY: a non-null device handle from the app.
+    let Some(state) = device_state::DEVICES.remove(unsafe { dispatch_key(device.as_raw()) }) else {
+        return;
+    };
+    crate::recording_cache::invalidate();
+    guarded(&DESTROY_DEVICE, || {
+        {
+            // The app made the device idle before destroying it: every result is readable.
+            let mut frames = state.frames.lock();
+            state.poll_retired(&mut frames);
+            frames.poll(framescope_core::clock::monotonic_now_ns());
+            frames.finish();
+        }
+        // The HUD waits for its own fences, then frees its objects.
+        crate::hud::device_destroyed(&state.dev, &state.hud);
+        for q in state.all_queues() {
+            if let Some(t) = q.inner.lock().timing.as_mut() {
+                t.destroy(&state);
+            }
+        }
+        if let Some(s) = state.samples.as_ref() {
+            s.destroy(&state);
+        }
+        let s = &state.stats;
+        framescope_core::log::info(format_args!(
+            "device '{}' destroyed: {} presents, {} submits, {} command buffers begun",
+            state.name(),
+            s.presents.load(Ordering::Relaxed),
+            s.submits.load(Ordering::Relaxed),
+            s.command_buffers_begun.load(Ordering::Relaxed),
+        ));
+    });
+    // SAFETY: forwarding to the next layer's destroy for this device.
+    unsafe { (state.fns.fp_v1_0().destroy_device)(device, alloc) };
+}
+
+static DESTROY_DEVICE: Site = Site::new("vkDestroyDevice");
