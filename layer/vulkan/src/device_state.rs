@@ -86,11 +86,14 @@ pub struct CmdBufState {
 pub static DEVICES: Registry<DeviceState> = Registry::new();
 
 /// State of the device owning `raw` (a device, queue or command buffer handle).
-pub fn lookup(raw: u64) -> Option<Arc<DeviceState>> {
+///
+/// # Safety
+/// `raw` is 0 or a live dispatchable device-level handle (its first word is read).
+pub unsafe fn lookup(raw: u64) -> Option<Arc<DeviceState>> {
     if raw == 0 {
         return None;
     }
-    // SAFETY: callers pass dispatchable device-level handles given to us by the app.
+    // SAFETY: the caller's.
     DEVICES.get(unsafe { dispatch_key(raw) })
 }
 

@@ -26,7 +26,11 @@ pub struct Instance {
 
 pub static INSTANCES: Registry<Instance> = Registry::new();
 
-pub fn lookup(raw: u64) -> Option<Arc<Instance>> {
-    // SAFETY: callers pass instance or physical-device handles given to us by the loader.
+/// The instance owning `raw` (an instance or physical-device handle).
+///
+/// # Safety
+/// `raw` is a live dispatchable instance-level handle (its first word is read).
+pub unsafe fn lookup(raw: u64) -> Option<Arc<Instance>> {
+    // SAFETY: the caller's.
     INSTANCES.get(unsafe { dispatch_key(raw) })
 }

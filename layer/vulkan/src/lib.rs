@@ -4,6 +4,7 @@
 //! forwards to the next layer and runs its own bookkeeping inside `guard::guarded`, so an
 //! internal failure is logged once and the app's call still goes through.
 #![allow(clippy::missing_safety_doc)]
+#![deny(unsafe_op_in_unsafe_fn)]
 
 // Shared with the other layer: panic containment, logging, the process's config.
 use framescope_core::guard;
@@ -68,12 +69,12 @@ pub unsafe extern "system" fn vkGetInstanceProcAddr(
     instance: vk::Instance,
     name: *const c_char,
 ) -> vk::PFN_vkVoidFunction {
-    // SAFETY: Vulkan's contract: null or a NUL-terminated command name.
-    proc_addr::get_instance_proc_addr(instance, unsafe { proc_addr::command_name(name) }?)
+    // SAFETY: Vulkan's contract: null or a live instance, null or a NUL-terminated name.
+    unsafe { proc_addr::get_instance_proc_addr(instance, proc_addr::command_name(name)?) }
 }
 
 #[no_mangle]
 pub unsafe extern "system" fn vkGetDeviceProcAddr(device: vk::Device, name: *const c_char) -> vk::PFN_vkVoidFunction {
-    // SAFETY: Vulkan's contract: null or a NUL-terminated command name.
-    proc_addr::get_device_proc_addr(device, unsafe { proc_addr::command_name(name) }?)
+    // SAFETY: Vulkan's contract: null or a live device, null or a NUL-terminated name.
+    unsafe { proc_addr::get_device_proc_addr(device, proc_addr::command_name(name)?) }
 }

@@ -101,13 +101,15 @@ fn device_hook(name: &[u8]) -> vk::PFN_vkVoidFunction {
 // GOT to the first definition in the process (libvulkan's own vkGetInstanceProcAddr), which sends
 // the chain back into the loader and deadlocks it.
 pub unsafe extern "system" fn gipa_entry(inst: vk::Instance, name: *const c_char) -> vk::PFN_vkVoidFunction {
-    // SAFETY: the caller's: null or a NUL-terminated command name, for the call.
-    get_instance_proc_addr(inst, unsafe { command_name(name) }?)
+    // SAFETY: the caller's: null or a live instance, and null or a NUL-terminated command
+    // name, for the call.
+    unsafe { get_instance_proc_addr(inst, command_name(name)?) }
 }
 
 pub unsafe extern "system" fn gdpa_entry(dev: vk::Device, name: *const c_char) -> vk::PFN_vkVoidFunction {
-    // SAFETY: the caller's: null or a NUL-terminated command name, for the call.
-    get_device_proc_addr(dev, unsafe { command_name(name) }?)
+    // SAFETY: the caller's: null or a live device, and null or a NUL-terminated command name,
+    // for the call.
+    unsafe { get_device_proc_addr(dev, command_name(name)?) }
 }
 
 /// The command name a `vkGet*ProcAddr` caller passed; `None` for null.
@@ -122,7 +124,9 @@ pub unsafe fn command_name<'a>(name: *const c_char) -> Option<&'a CStr> {
 static GIPA: Site = Site::new("vkGetInstanceProcAddr");
 static GDPA: Site = Site::new("vkGetDeviceProcAddr");
 
-pub fn get_instance_proc_addr(inst: vk::Instance, n: &CStr) -> vk::PFN_vkVoidFunction {
+/// # Safety
+/// `inst` is null or a live instance handle.
+pub unsafe fn get_instance_proc_addr(inst: vk::Instance, n: &CStr) -> vk::PFN_vkVoidFunction {
     guarded(&GIPA, || {
         if let Some(f) = instance_hook(n.to_bytes()) {
             return Some(f);
@@ -130,7 +134,8 @@ pub fn get_instance_proc_addr(inst: vk::Instance, n: &CStr) -> vk::PFN_vkVoidFun
         let state = if inst == vk::Instance::null() {
             None
         } else {
-            crate::instance::lookup(inst.as_raw())
+            // SAFETY: the caller's: a live instance.
+            unsafe { crate::instance::lookup(inst.as_raw()) }
         };
         let state = state?;
         // SAFETY: querying a command name of a live instance.
@@ -143,12 +148,15 @@ pub fn get_instance_proc_addr(inst: vk::Instance, n: &CStr) -> vk::PFN_vkVoidFun
     .flatten()
 }
 
-pub fn get_device_proc_addr(dev: vk::Device, n: &CStr) -> vk::PFN_vkVoidFunction {
+/// # Safety
+/// `dev` is null or a live device handle.
+pub unsafe fn get_device_proc_addr(dev: vk::Device, n: &CStr) -> vk::PFN_vkVoidFunction {
     guarded(&GDPA, || {
         if n.to_bytes() == b"vkGetDeviceProcAddr" {
             return device_hook(n.to_bytes());
         }
-        let d = device_state::lookup(dev.as_raw())?;
+        // SAFETY: the caller's: null or a live device.
+        let d = unsafe { device_state::lookup(dev.as_raw()) }?;
         if hidden_from_app(&d, n.to_bytes()) {
             return None;
         }

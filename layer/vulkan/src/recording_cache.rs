@@ -33,8 +33,11 @@ pub fn invalidate() {
 
 /// Runs `f` with the device and state of command buffer `cb` (state `None` for a buffer we do
 /// not track); `None` when the handle's device is unknown.
+///
+/// # Safety
+/// `cb` is a live command buffer handle (its device is looked up through it).
 #[inline]
-pub fn with<R>(cb: u64, f: impl FnOnce(&DeviceState, Option<&Arc<CmdBufState>>) -> R) -> Option<R> {
+pub unsafe fn with<R>(cb: u64, f: impl FnOnce(&DeviceState, Option<&Arc<CmdBufState>>) -> R) -> Option<R> {
     let epoch = EPOCH.load(Ordering::Acquire);
     LAST.try_with(|cell| {
         // A hook that runs inside another (never today) finds the cell borrowed and takes
@@ -44,7 +47,8 @@ pub fn with<R>(cb: u64, f: impl FnOnce(&DeviceState, Option<&Arc<CmdBufState>>) 
                 return Some(f(&e.device, Some(&e.state)));
             }
         }
-        let d = device_state::lookup(cb)?;
+        // SAFETY: the caller's.
+        let d = unsafe { device_state::lookup(cb) }?;
         let st = d.command_buffer(ash::vk::Handle::from_raw(cb));
         if let (Some(st), Ok(mut slot)) = (&st, cell.try_borrow_mut()) {
             *slot = Some(Entry {

@@ -15,7 +15,8 @@ pub unsafe extern "system" fn allocate_command_buffers(
     info: *const vk::CommandBufferAllocateInfo<'_>,
     out: *mut vk::CommandBuffer,
 ) -> vk::Result {
-    let Some(d) = device_state::lookup(device.as_raw()) else {
+    // SAFETY: `device` is a handle the app (or the loader) passed to this command.
+    let Some(d) = (unsafe { device_state::lookup(device.as_raw()) }) else {
         return vk::Result::ERROR_DEVICE_LOST;
     };
     // SAFETY: forwarding the app's arguments.
@@ -42,7 +43,8 @@ pub unsafe extern "system" fn free_command_buffers(
     count: u32,
     buffers: *const vk::CommandBuffer,
 ) {
-    let Some(d) = device_state::lookup(device.as_raw()) else {
+    // SAFETY: `device` is a handle the app (or the loader) passed to this command.
+    let Some(d) = (unsafe { device_state::lookup(device.as_raw()) }) else {
         return;
     };
     if !buffers.is_null() {
@@ -61,7 +63,8 @@ pub unsafe extern "system" fn destroy_command_pool(
     pool: vk::CommandPool,
     alloc: *const vk::AllocationCallbacks<'_>,
 ) {
-    let Some(d) = device_state::lookup(device.as_raw()) else {
+    // SAFETY: `device` is a handle the app (or the loader) passed to this command.
+    let Some(d) = (unsafe { device_state::lookup(device.as_raw()) }) else {
         return;
     };
     guarded(&FREE, || d.remove_pool(pool));
@@ -74,7 +77,8 @@ pub unsafe extern "system" fn begin_command_buffer(
     cb: vk::CommandBuffer,
     info: *const vk::CommandBufferBeginInfo<'_>,
 ) -> vk::Result {
-    let Some(d) = device_state::lookup(cb.as_raw()) else {
+    // SAFETY: `cb` is a handle the app (or the loader) passed to this command.
+    let Some(d) = (unsafe { device_state::lookup(cb.as_raw()) }) else {
         return vk::Result::ERROR_DEVICE_LOST;
     };
     guarded(&BEGIN, || {
@@ -135,7 +139,8 @@ unsafe fn begin_flags(d: &DeviceState, info: &vk::CommandBufferBeginInfo<'_>, pr
 }
 
 pub unsafe extern "system" fn end_command_buffer(cb: vk::CommandBuffer) -> vk::Result {
-    let Some(d) = device_state::lookup(cb.as_raw()) else {
+    // SAFETY: `cb` is a handle the app (or the loader) passed to this command.
+    let Some(d) = (unsafe { device_state::lookup(cb.as_raw()) }) else {
         return vk::Result::ERROR_DEVICE_LOST;
     };
     guarded(&BEGIN, || {

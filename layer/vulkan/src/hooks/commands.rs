@@ -4,7 +4,7 @@
 //! command buffer submitted N times counts N times.
 
 use crate::counts::Counted;
-use crate::device_state::{self, DeviceState};
+use crate::device_state::{self, CmdBufState, DeviceState};
 use crate::hooks::samples::{self as sample_hooks, Sampled};
 use crate::recording_cache;
 use crate::samples::recording::{Event, PassStart};
@@ -78,7 +78,7 @@ macro_rules! counting_hooks {
     ($( $hook:ident, $slot:ident : fn($($arg:ident : $ty:ty),*) => $what:expr, $sampled:expr; )*) => {
         $(
             pub unsafe extern "system" fn $hook(cb: vk::CommandBuffer $(, $arg: $ty)*) {
-                recording_cache::with(cb.as_raw(), |d, st| {
+                let hook = |d: &DeviceState, st: Option<&Arc<CmdBufState>>| {
                     let Some(f) = d.cmd_fns.$slot else { return };
                     if let Some(s) = st {
                         s.counts.bump($what);
@@ -93,7 +93,9 @@ macro_rules! counting_hooks {
                         // SAFETY: forwarding the app's arguments to the next layer.
                         _ => unsafe { f(cb $(, $arg)*) },
                     }
-                });
+                };
+                // SAFETY: the app's command buffer, in the recording state for this call.
+                unsafe { recording_cache::with(cb.as_raw(), hook) };
             }
         )*
 
@@ -150,7 +152,8 @@ pub unsafe extern "system" fn cmd_execute_commands(
     n: u32,
     secondaries: *const vk::CommandBuffer,
 ) {
-    let Some(d) = device_state::lookup(cb.as_raw()) else {
+    // SAFETY: `cb` is a handle the app (or the loader) passed to this command.
+    let Some(d) = (unsafe { device_state::lookup(cb.as_raw()) }) else {
         return;
     };
     if let (Some(primary), false) = (d.command_buffer(cb), secondaries.is_null()) {

@@ -138,7 +138,8 @@ pub unsafe extern "system" fn create_device(
     if link_info.is_null() {
         return vk::Result::ERROR_INITIALIZATION_FAILED;
     }
-    let Some(inst) = instance::lookup(phys.as_raw()) else {
+    // SAFETY: `phys` is a handle the app (or the loader) passed to this command.
+    let Some(inst) = (unsafe { instance::lookup(phys.as_raw()) }) else {
         return vk::Result::ERROR_INITIALIZATION_FAILED;
     };
     // SAFETY: as for the instance link: read our link, then advance the chain.

@@ -47,7 +47,8 @@ pub unsafe extern "system" fn enumerate_device_extension_properties(
     count: *mut u32,
     props: *mut vk::ExtensionProperties,
 ) -> vk::Result {
-    let Some(inst) = instance::lookup(phys.as_raw()) else {
+    // SAFETY: `phys` is a handle the app (or the loader) passed to this command.
+    let Some(inst) = (unsafe { instance::lookup(phys.as_raw()) }) else {
         return vk::Result::ERROR_INITIALIZATION_FAILED;
     };
     let next = inst.fns.fp_v1_0().enumerate_device_extension_properties;
@@ -111,7 +112,8 @@ pub unsafe extern "system" fn get_physical_device_features2(
     phys: vk::PhysicalDevice,
     f: *mut vk::PhysicalDeviceFeatures2<'_>,
 ) {
-    features2(phys, f)
+    // SAFETY: the app's arguments of this call.
+    unsafe { features2(phys, f) }
 }
 
 /// The KHR alias goes down as the core command: see `Instance::next_features2`.
@@ -119,7 +121,8 @@ pub unsafe extern "system" fn get_physical_device_features2_khr(
     phys: vk::PhysicalDevice,
     f: *mut vk::PhysicalDeviceFeatures2<'_>,
 ) {
-    features2(phys, f)
+    // SAFETY: the app's arguments of this call.
+    unsafe { features2(phys, f) }
 }
 
 thread_local! {
@@ -130,8 +133,11 @@ thread_local! {
 
 static REENTERED: std::sync::Once = std::sync::Once::new();
 
-fn features2(phys: vk::PhysicalDevice, f: *mut vk::PhysicalDeviceFeatures2<'_>) {
-    let Some(inst) = instance::lookup(phys.as_raw()) else {
+/// # Safety
+/// The app's arguments of `vkGetPhysicalDeviceFeatures2[KHR]`, valid for the call.
+unsafe fn features2(phys: vk::PhysicalDevice, f: *mut vk::PhysicalDeviceFeatures2<'_>) {
+    // SAFETY: `phys` is a handle the app (or the loader) passed to this command.
+    let Some(inst) = (unsafe { instance::lookup(phys.as_raw()) }) else {
         return;
     };
     let Some(next) = inst.next_features2 else { return };

@@ -21,7 +21,8 @@ static DESTROY_SEMAPHORE: Site = Site::new("vkDestroySemaphore");
 const RECALIBRATE_EVERY: u64 = 256;
 
 pub unsafe extern "system" fn queue_present(queue: vk::Queue, info: *const vk::PresentInfoKHR<'_>) -> vk::Result {
-    let Some(d) = device_state::lookup(queue.as_raw()) else {
+    // SAFETY: `queue` is a handle the app (or the loader) passed to this command.
+    let Some(d) = (unsafe { device_state::lookup(queue.as_raw()) }) else {
         return vk::Result::ERROR_DEVICE_LOST;
     };
     guarded(&PRESENT, || {
@@ -52,10 +53,13 @@ pub unsafe extern "system" fn queue_present(queue: vk::Queue, info: *const vk::P
     let mut hud = crate::hud::PresentScratch::default();
     framescope_overlay::keys::poll_config(framescope_core::settings::get());
     if !info.is_null() {
-        // SAFETY: the app's present info, valid for this call.
         guarded(&HUD_PRESENT, || {
             let frame = d.stats.presents.load(Ordering::Relaxed).saturating_sub(1);
-            crate::hud::present(&d.dev, &d.hud, &*d, frame, queue, unsafe { &*info }, &mut hud)
+            // SAFETY: the app's present info and its arrays, valid for this call.
+            match unsafe { crate::hud::AppPresent::new(&*info) } {
+                Some(app) => crate::hud::present(&d.dev, &d.hud, &*d, frame, queue, &app, &mut hud),
+                None => false,
+            }
         });
     }
     let info = if hud.submitted {
@@ -160,7 +164,8 @@ pub unsafe extern "system" fn create_swapchain(
     alloc: *const vk::AllocationCallbacks<'_>,
     out: *mut vk::SwapchainKHR,
 ) -> vk::Result {
-    let Some(d) = device_state::lookup(device.as_raw()) else {
+    // SAFETY: `device` is a handle the app (or the loader) passed to this command.
+    let Some(d) = (unsafe { device_state::lookup(device.as_raw()) }) else {
         return vk::Result::ERROR_DEVICE_LOST;
     };
     // --- HUD: a copy of the create info with the image usage the HUD needs; if the
@@ -193,8 +198,12 @@ pub unsafe extern "system" fn create_swapchain(
             d.stats.swapchains_created.fetch_add(1, Ordering::Relaxed);
             // SAFETY: success: *out is the new swapchain and ci the app's valid create info.
             let (handle, ci) = unsafe { (*out, &*ci) };
-            // SAFETY: `used` is the create info the swapchain was made from.
-            crate::hud::swapchain_created(&d, &d.hud, handle, unsafe { &*used });
+            // SAFETY: `used` is the create info the swapchain was made from (the app's, or our
+            // copy of it with the same arrays).
+            let used = unsafe { &*used };
+            // SAFETY: as above.
+            let concurrent = unsafe { crate::hud::concurrent_families(used) };
+            crate::hud::swapchain_created(&d.hud, handle, used, concurrent);
             d.add_swapchain(
                 handle,
                 SwapchainInfo {
@@ -215,7 +224,8 @@ pub unsafe extern "system" fn destroy_swapchain(
     swapchain: vk::SwapchainKHR,
     alloc: *const vk::AllocationCallbacks<'_>,
 ) {
-    if let Some(d) = device_state::lookup(device.as_raw()) {
+    // SAFETY: `device` is a handle the app (or the loader) passed to this command.
+    if let Some(d) = unsafe { device_state::lookup(device.as_raw()) } {
         d.remove_swapchain(swapchain);
         // HUD: waits for our own work on it, then frees our objects.
         guarded(&DESTROY_SWAPCHAIN, || {
@@ -233,7 +243,8 @@ pub unsafe extern "system" fn destroy_semaphore(
     semaphore: vk::Semaphore,
     alloc: *const vk::AllocationCallbacks<'_>,
 ) {
-    if let Some(d) = device_state::lookup(device.as_raw()) {
+    // SAFETY: `device` is a handle the app (or the loader) passed to this command.
+    if let Some(d) = unsafe { device_state::lookup(device.as_raw()) } {
         guarded(&DESTROY_SEMAPHORE, || {
             crate::hud::semaphore_destroying(&d, &d.hud, semaphore)
         });

@@ -22,7 +22,8 @@ static GET_QUEUE: Site = Site::new("vkGetDeviceQueue");
 static BOUNDARY: Site = Site::new("VkFrameBoundaryEXT");
 
 pub unsafe extern "system" fn get_device_queue(device: vk::Device, family: u32, index: u32, out: *mut vk::Queue) {
-    let Some(d) = device_state::lookup(device.as_raw()) else {
+    // SAFETY: `device` is a handle the app (or the loader) passed to this command.
+    let Some(d) = (unsafe { device_state::lookup(device.as_raw()) }) else {
         return;
     };
     // SAFETY: forwarding the app's arguments.
@@ -37,7 +38,8 @@ pub unsafe extern "system" fn get_device_queue2(
     info: *const vk::DeviceQueueInfo2<'_>,
     out: *mut vk::Queue,
 ) {
-    let Some(d) = device_state::lookup(device.as_raw()) else {
+    // SAFETY: `device` is a handle the app (or the loader) passed to this command.
+    let Some(d) = (unsafe { device_state::lookup(device.as_raw()) }) else {
         return;
     };
     // SAFETY: forwarding the app's arguments.
@@ -286,7 +288,8 @@ pub unsafe extern "system" fn queue_submit(
     submits: *const vk::SubmitInfo<'_>,
     fence: vk::Fence,
 ) -> vk::Result {
-    let Some(d) = device_state::lookup(queue.as_raw()) else {
+    // SAFETY: `queue` is a handle the app (or the loader) passed to this command.
+    let Some(d) = (unsafe { device_state::lookup(queue.as_raw()) }) else {
         return vk::Result::ERROR_DEVICE_LOST;
     };
     let next: Next<vk::SubmitInfo<'static>> = d.fns.fp_v1_0().queue_submit;
@@ -303,7 +306,8 @@ unsafe fn submit2_entry(
     fence: vk::Fence,
     khr: bool,
 ) -> vk::Result {
-    let Some(d) = device_state::lookup(queue.as_raw()) else {
+    // SAFETY: `queue` is a handle the app (or the loader) passed to this command.
+    let Some(d) = (unsafe { device_state::lookup(queue.as_raw()) }) else {
         return vk::Result::ERROR_DEVICE_LOST;
     };
     let next: Next<vk::SubmitInfo2<'static>> = if khr {

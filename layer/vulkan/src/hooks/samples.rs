@@ -49,7 +49,8 @@ pub fn pipeline_bind(d: &DeviceState, bind_point: vk::PipelineBindPoint, pipelin
 /// Runs `f` with the device's sampling view and the state of `cb`; `None` (without calling
 /// `f`) when the device does not sample or does not track `cb`.
 fn with_sampling<R>(cb: vk::CommandBuffer, f: impl FnOnce(&Sampling<'_>, &CmdBufState) -> R) -> Option<R> {
-    let d = device_state::lookup(cb.as_raw())?;
+    // SAFETY: `cb` is a handle the app (or the loader) passed to this command.
+    let d = unsafe { device_state::lookup(cb.as_raw()) }?;
     let sd = d.sampling()?;
     let st = d.command_buffer(cb)?;
     Some(f(&sd, &st))
@@ -95,7 +96,8 @@ pub fn around(d: &DeviceState, st: &CmdBufState, cb: vk::CommandBuffer, sampled:
 macro_rules! end_pass_hook {
     ($name:ident, $fp:expr, ($($arg:ident : $ty:ty),*)) => {
         pub unsafe extern "system" fn $name(cb: vk::CommandBuffer $(, $arg: $ty)*) {
-            let Some(d) = device_state::lookup(cb.as_raw()) else { return };
+            // SAFETY: `cb` is a handle the app (or the loader) passed to this command.
+            let Some(d) = (unsafe { device_state::lookup(cb.as_raw()) }) else { return };
             let next = $fp(&d);
             let Some(next) = next else { return };
             let sampled = with_sampling(cb, |sd, st| {
@@ -147,7 +149,8 @@ fn next_subpass(cb: vk::CommandBuffer, secondary_contents: bool, forward: impl F
 }
 
 pub unsafe extern "system" fn cmd_next_subpass(cb: vk::CommandBuffer, contents: vk::SubpassContents) {
-    let Some(d) = device_state::lookup(cb.as_raw()) else {
+    // SAFETY: `cb` is a handle the app (or the loader) passed to this command.
+    let Some(d) = (unsafe { device_state::lookup(cb.as_raw()) }) else {
         return;
     };
     let f = d.fns.fp_v1_0().cmd_next_subpass;
@@ -159,9 +162,8 @@ pub unsafe extern "system" fn cmd_next_subpass(cb: vk::CommandBuffer, contents: 
     );
 }
 
-fn subpass2_secondary(info: *const vk::SubpassBeginInfo<'_>) -> bool {
-    // SAFETY: the app's valid struct or null.
-    unsafe { info.as_ref() }.is_some_and(|i| i.contents == vk::SubpassContents::SECONDARY_COMMAND_BUFFERS)
+fn subpass2_secondary(info: Option<&vk::SubpassBeginInfo<'_>>) -> bool {
+    info.is_some_and(|i| i.contents == vk::SubpassContents::SECONDARY_COMMAND_BUFFERS)
 }
 
 pub unsafe extern "system" fn cmd_next_subpass2(
@@ -169,12 +171,15 @@ pub unsafe extern "system" fn cmd_next_subpass2(
     b: *const vk::SubpassBeginInfo<'_>,
     e: *const vk::SubpassEndInfo<'_>,
 ) {
-    let Some(d) = device_state::lookup(cb.as_raw()) else {
+    // SAFETY: `cb` is a handle the app (or the loader) passed to this command.
+    let Some(d) = (unsafe { device_state::lookup(cb.as_raw()) }) else {
         return;
     };
     let f = d.fns.fp_v1_2().cmd_next_subpass2;
+    // SAFETY: the app's begin info, valid or null for this call.
+    let secondary = subpass2_secondary(unsafe { b.as_ref() });
     // SAFETY: forwarding the app's arguments.
-    next_subpass(cb, subpass2_secondary(b), || unsafe { f(cb, b, e) });
+    next_subpass(cb, secondary, || unsafe { f(cb, b, e) });
 }
 
 pub unsafe extern "system" fn cmd_next_subpass2_khr(
@@ -182,21 +187,25 @@ pub unsafe extern "system" fn cmd_next_subpass2_khr(
     b: *const vk::SubpassBeginInfo<'_>,
     e: *const vk::SubpassEndInfo<'_>,
 ) {
-    let Some(d) = device_state::lookup(cb.as_raw()) else {
+    // SAFETY: `cb` is a handle the app (or the loader) passed to this command.
+    let Some(d) = (unsafe { device_state::lookup(cb.as_raw()) }) else {
         return;
     };
     let Some(f) = d.sample_fns.next_subpass2_khr else {
         return;
     };
+    // SAFETY: the app's begin info, valid or null for this call.
+    let secondary = subpass2_secondary(unsafe { b.as_ref() });
     // SAFETY: forwarding the app's arguments.
-    next_subpass(cb, subpass2_secondary(b), || unsafe { f(cb, b, e) });
+    next_subpass(cb, secondary, || unsafe { f(cb, b, e) });
 }
 
 pub unsafe extern "system" fn cmd_begin_debug_utils_label(
     cb: vk::CommandBuffer,
     info: *const vk::DebugUtilsLabelEXT<'_>,
 ) {
-    let Some(d) = device_state::lookup(cb.as_raw()) else {
+    // SAFETY: `cb` is a handle the app (or the loader) passed to this command.
+    let Some(d) = (unsafe { device_state::lookup(cb.as_raw()) }) else {
         return;
     };
     let Some(next) = d.sample_fns.begin_label else { return };
@@ -220,7 +229,8 @@ pub unsafe extern "system" fn cmd_begin_debug_utils_label(
 }
 
 pub unsafe extern "system" fn cmd_end_debug_utils_label(cb: vk::CommandBuffer) {
-    let Some(d) = device_state::lookup(cb.as_raw()) else {
+    // SAFETY: `cb` is a handle the app (or the loader) passed to this command.
+    let Some(d) = (unsafe { device_state::lookup(cb.as_raw()) }) else {
         return;
     };
     let Some(next) = d.sample_fns.end_label else { return };
@@ -243,7 +253,8 @@ pub unsafe extern "system" fn cmd_begin_query(
     q: u32,
     flags: vk::QueryControlFlags,
 ) {
-    let Some(d) = device_state::lookup(cb.as_raw()) else {
+    // SAFETY: `cb` is a handle the app (or the loader) passed to this command.
+    let Some(d) = (unsafe { device_state::lookup(cb.as_raw()) }) else {
         return;
     };
     with_sampling(cb, |sd, st| {
@@ -256,7 +267,8 @@ pub unsafe extern "system" fn cmd_begin_query(
 }
 
 pub unsafe extern "system" fn cmd_end_query(cb: vk::CommandBuffer, pool: vk::QueryPool, q: u32) {
-    let Some(d) = device_state::lookup(cb.as_raw()) else {
+    // SAFETY: `cb` is a handle the app (or the loader) passed to this command.
+    let Some(d) = (unsafe { device_state::lookup(cb.as_raw()) }) else {
         return;
     };
     // SAFETY: forwarding the app's arguments.
@@ -274,7 +286,8 @@ pub unsafe extern "system" fn create_query_pool(
     alloc: *const vk::AllocationCallbacks<'_>,
     out: *mut vk::QueryPool,
 ) -> vk::Result {
-    let Some(d) = device_state::lookup(device.as_raw()) else {
+    // SAFETY: `device` is a handle the app (or the loader) passed to this command.
+    let Some(d) = (unsafe { device_state::lookup(device.as_raw()) }) else {
         return vk::Result::ERROR_DEVICE_LOST;
     };
     // SAFETY: forwarding the app's arguments.
@@ -294,7 +307,8 @@ pub unsafe extern "system" fn destroy_query_pool(
     pool: vk::QueryPool,
     alloc: *const vk::AllocationCallbacks<'_>,
 ) {
-    let Some(d) = device_state::lookup(device.as_raw()) else {
+    // SAFETY: `device` is a handle the app (or the loader) passed to this command.
+    let Some(d) = (unsafe { device_state::lookup(device.as_raw()) }) else {
         return;
     };
     if let Some(s) = d.samples.as_ref() {
@@ -317,7 +331,8 @@ pub unsafe extern "system" fn create_render_pass(
     alloc: *const vk::AllocationCallbacks<'_>,
     out: *mut vk::RenderPass,
 ) -> vk::Result {
-    let Some(d) = device_state::lookup(device.as_raw()) else {
+    // SAFETY: `device` is a handle the app (or the loader) passed to this command.
+    let Some(d) = (unsafe { device_state::lookup(device.as_raw()) }) else {
         return vk::Result::ERROR_DEVICE_LOST;
     };
     // SAFETY: forwarding the app's arguments.
@@ -338,14 +353,17 @@ pub unsafe extern "system" fn create_render_pass(
     r
 }
 
-fn create_render_pass2_impl(
+/// # Safety
+/// The app's arguments of `vkCreateRenderPass2[KHR]`, valid for the call.
+unsafe fn create_render_pass2_impl(
     device: vk::Device,
     ci: *const vk::RenderPassCreateInfo2<'_>,
     alloc: *const vk::AllocationCallbacks<'_>,
     out: *mut vk::RenderPass,
     khr: bool,
 ) -> vk::Result {
-    let Some(d) = device_state::lookup(device.as_raw()) else {
+    // SAFETY: `device` is a handle the app (or the loader) passed to this command.
+    let Some(d) = (unsafe { device_state::lookup(device.as_raw()) }) else {
         return vk::Result::ERROR_DEVICE_LOST;
     };
     let next = if khr {
@@ -379,7 +397,8 @@ pub unsafe extern "system" fn create_render_pass2(
     alloc: *const vk::AllocationCallbacks<'_>,
     out: *mut vk::RenderPass,
 ) -> vk::Result {
-    create_render_pass2_impl(device, ci, alloc, out, false)
+    // SAFETY: the app's arguments of this call.
+    unsafe { create_render_pass2_impl(device, ci, alloc, out, false) }
 }
 
 pub unsafe extern "system" fn create_render_pass2_khr(
@@ -388,7 +407,8 @@ pub unsafe extern "system" fn create_render_pass2_khr(
     alloc: *const vk::AllocationCallbacks<'_>,
     out: *mut vk::RenderPass,
 ) -> vk::Result {
-    create_render_pass2_impl(device, ci, alloc, out, true)
+    // SAFETY: the app's arguments of this call.
+    unsafe { create_render_pass2_impl(device, ci, alloc, out, true) }
 }
 
 pub unsafe extern "system" fn destroy_render_pass(
@@ -396,7 +416,8 @@ pub unsafe extern "system" fn destroy_render_pass(
     rp: vk::RenderPass,
     alloc: *const vk::AllocationCallbacks<'_>,
 ) {
-    let Some(d) = device_state::lookup(device.as_raw()) else {
+    // SAFETY: `device` is a handle the app (or the loader) passed to this command.
+    let Some(d) = (unsafe { device_state::lookup(device.as_raw()) }) else {
         return;
     };
     if let Some(s) = d.samples.as_ref() {

@@ -203,17 +203,29 @@ fn surface_usage(d: &Device, surface: vk::SurfaceKHR) -> vk::ImageUsageFlags {
     }
 }
 
-/// A swapchain was created with `ci` (the create info actually used).
-pub fn swapchain_created(d: &Device, hud: &DeviceHud, handle: vk::SwapchainKHR, ci: &vk::SwapchainCreateInfoKHR<'_>) {
+/// The queue families a create info shares its images with (`CONCURRENT`); `None` otherwise.
+///
+/// # Safety
+/// `ci` is the app's create info, its family array valid with the count it gives.
+pub unsafe fn concurrent_families<'a>(ci: &'a vk::SwapchainCreateInfoKHR<'_>) -> Option<&'a [u32]> {
+    (ci.image_sharing_mode == vk::SharingMode::CONCURRENT && !ci.p_queue_family_indices.is_null()).then(|| {
+        // SAFETY: the caller's: CONCURRENT swapchains list queue_family_index_count families.
+        unsafe { std::slice::from_raw_parts(ci.p_queue_family_indices, ci.queue_family_index_count as usize) }
+    })
+}
+
+/// A swapchain was created with `ci` (the create info actually used), whose images are shared
+/// with `concurrent` families when it names some.
+pub fn swapchain_created(
+    hud: &DeviceHud,
+    handle: vk::SwapchainKHR,
+    ci: &vk::SwapchainCreateInfoKHR<'_>,
+    concurrent: Option<&[u32]>,
+) {
     if !active() {
         return;
     }
-    let concurrent = (ci.image_sharing_mode == vk::SharingMode::CONCURRENT && !ci.p_queue_family_indices.is_null())
-        .then(|| {
-            // SAFETY: CONCURRENT swapchains list queue_family_index_count families.
-            unsafe { std::slice::from_raw_parts(ci.p_queue_family_indices, ci.queue_family_index_count as usize) }
-                .to_vec()
-        });
+    let concurrent = concurrent.map(<[u32]>::to_vec);
     let desc = Desc {
         handle,
         format: ci.image_format,
@@ -224,7 +236,6 @@ pub fn swapchain_created(d: &Device, hud: &DeviceHud, handle: vk::SwapchainKHR, 
         copyable: ci.image_usage.contains(vk::ImageUsageFlags::TRANSFER_SRC),
         copy_target: ci.image_usage.contains(vk::ImageUsageFlags::TRANSFER_DST) && is_bgra(ci.image_format),
     };
-    let _ = d;
     hud.swapchains
         .write()
         .insert(handle.as_raw(), Arc::new(Mutex::new(SwapchainHud::new(desc))));
@@ -297,6 +308,44 @@ impl Default for PresentScratch<'_> {
     }
 }
 
+/// The app's present: its info, to forward a copy of, and its arrays as slices.
+pub struct AppPresent<'a> {
+    pub info: &'a vk::PresentInfoKHR<'a>,
+    pub swapchains: &'a [vk::SwapchainKHR],
+    pub indices: &'a [u32],
+    pub waits: &'a [vk::Semaphore],
+}
+
+impl<'a> AppPresent<'a> {
+    /// `None` when the arrays are missing (no swapchain, or null where a count says some).
+    ///
+    /// # Safety
+    /// `info` is the app's present info, its arrays valid for `'a` with the counts it gives.
+    pub unsafe fn new(info: &'a vk::PresentInfoKHR<'a>) -> Option<AppPresent<'a>> {
+        let n = info.swapchain_count as usize;
+        let waits = info.wait_semaphore_count as usize;
+        if n == 0 || info.p_swapchains.is_null() || info.p_image_indices.is_null() {
+            return None;
+        }
+        if waits > 0 && info.p_wait_semaphores.is_null() {
+            return None;
+        }
+        // SAFETY: the caller's: each non-null array holds its count of items for 'a.
+        unsafe {
+            Some(AppPresent {
+                info,
+                swapchains: std::slice::from_raw_parts(info.p_swapchains, n),
+                indices: std::slice::from_raw_parts(info.p_image_indices, n),
+                waits: if waits == 0 {
+                    &[]
+                } else {
+                    std::slice::from_raw_parts(info.p_wait_semaphores, waits)
+                },
+            })
+        }
+    }
+}
+
 /// Draws the HUD for this present. `true`: our submit went in and `scratch.info` must be
 /// presented instead of the app's info; `false`: present the app's info unchanged.
 pub fn present<'a>(
@@ -305,19 +354,16 @@ pub fn present<'a>(
     host: &dyn HudHost,
     frame: u64,
     queue: vk::Queue,
-    info: &vk::PresentInfoKHR<'a>,
+    app: &AppPresent<'a>,
     scratch: &mut PresentScratch<'a>,
 ) -> bool {
     if !active() {
         return false;
     }
     let c = framescope_core::settings::get();
-    let n = info.swapchain_count as usize;
-    if n == 0 || info.p_swapchains.is_null() || info.p_image_indices.is_null() {
-        return false;
-    }
-    let waits = info.wait_semaphore_count as usize;
-    if waits > MAX_WAITS || (waits > 0 && info.p_wait_semaphores.is_null()) {
+    let (info, swapchains, indices) = (app.info, app.swapchains, app.indices);
+    let waits = app.waits.len();
+    if waits > MAX_WAITS {
         return false;
     }
     let draw_hud = c.hud && keys::visible();
@@ -350,13 +396,6 @@ pub fn present<'a>(
                 return false;
             }
         }
-    };
-    // SAFETY: the app passes swapchain_count swapchains and image indices.
-    let (swapchains, indices) = unsafe {
-        (
-            std::slice::from_raw_parts(info.p_swapchains, n),
-            std::slice::from_raw_parts(info.p_image_indices, n),
-        )
     };
     let mut arcs: [Option<Arc<Mutex<SwapchainHud>>>; MAX_SWAPCHAINS] = Default::default();
     {
@@ -465,13 +504,7 @@ pub fn present<'a>(
     scratch.info.wait_semaphore_count = k as u32;
     scratch.info.p_wait_semaphores = scratch.sems.as_ptr();
     scratch.submitted = true;
-    let waited = if waits == 0 {
-        &[][..]
-    } else {
-        // SAFETY: checked above: the app passes `waits` semaphores at a non-null pointer.
-        unsafe { std::slice::from_raw_parts(info.p_wait_semaphores, waits) }
-    };
-    fences.submitted(ticket, waited);
+    fences.submitted(ticket, app.waits);
     drop(fences);
     for (r, arc) in recs.iter().zip(&arcs) {
         if let (Some(r), Some(arc)) = (r, arc) {
