@@ -1,10 +1,11 @@
 //! framescope's HUD: what it shows ([`model`]), where it goes ([`layout`]), its drawing with
 //! Dear ImGui into plain vertex lists ([`ui`]) that a renderer (the Vulkan layer's and the GL
 //! shim's `hud` modules) draws into a cached image, its show/hide key ([`keys`]), and PNG
-//! screenshots ([`screenshot`]).
+//! screenshots ([`screenshot`]), and the per-frame policy both renderers run ([`controller`]).
 //!
 //! Nothing here touches a graphics API: the renderer owns every GPU object.
 
+pub mod controller;
 pub mod keys;
 pub mod layout;
 pub mod mangohud;

@@ -76,6 +76,66 @@ pub fn join_bounded(handles: Vec<JoinHandle<()>>, limit: Duration) -> usize {
     left.len()
 }
 
+/// Screenshot threads of the process (readers waiting for a GPU copy, PNG writers), joined
+/// within [`JOIN_LIMIT`] by [`join_all`].
+static THREADS: std::sync::Mutex<Vec<JoinHandle<()>>> = std::sync::Mutex::new(Vec::new());
+
+/// Runs `job` on a thread of framescope's named `name`, joined by [`join_all`]; the app's
+/// thread never waits for the encoder or the file.
+pub fn spawn(name: &str, job: impl FnOnce() + Send + 'static) {
+    let job = move || {
+        framescope_core::alloc_count::mark_own_thread();
+        job();
+    };
+    match std::thread::Builder::new().name(name.into()).spawn(job) {
+        Ok(h) => {
+            THREADS.lock().unwrap_or_else(|p| p.into_inner()).push(h);
+            static AT_EXIT: std::sync::Once = std::sync::Once::new();
+            AT_EXIT.call_once(|| {
+                // SAFETY: `exit_join` is an `extern "C" fn()` that never unwinds and only
+                // touches 'static data.
+                if unsafe { libc::atexit(exit_join) } != 0 {
+                    framescope_core::log::error(format_args!(
+                        "cannot register the exit hook; a screenshot may be cut short"
+                    ));
+                }
+            });
+        }
+        Err(e) => framescope_core::log::error(format_args!("screenshot: cannot start a thread: {e}")),
+    }
+}
+
+/// Encodes and writes a screenshot on a thread of its own (see [`write_png`] for the bytes).
+pub fn write_async(path: String, width: u32, height: u32, row_pitch: usize, order: PixelOrder, pixels: Vec<u8>) {
+    spawn("framescope-png", move || {
+        match write_png(Path::new(&path), width, height, row_pitch, order, &pixels) {
+            Ok(written) => framescope_core::log::info(format_args!("screenshot written to {}", written.display())),
+            Err(e) => framescope_core::log::error(format_args!("screenshot {path}: {e}")),
+        }
+    });
+}
+
+/// Joins every screenshot thread, within [`JOIN_LIMIT`] in all; a thread joined here may start
+/// another (a reader its writer), which is joined within the same bound. Called when a device
+/// or context goes, and at process exit.
+pub fn join_all() {
+    let deadline = Instant::now() + JOIN_LIMIT;
+    loop {
+        let handles: Vec<_> = std::mem::take(&mut *THREADS.lock().unwrap_or_else(|p| p.into_inner()));
+        if handles.is_empty() {
+            return;
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if join_bounded(handles, left) > 0 {
+            return;
+        }
+    }
+}
+
+extern "C" fn exit_join() {
+    let _ = std::panic::catch_unwind(join_all);
+}
+
 /// Pixel layout of the image bytes handed to [`write_png`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PixelOrder {

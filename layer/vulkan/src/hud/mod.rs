@@ -14,7 +14,6 @@
 
 mod fences;
 mod gpu;
-mod png_writers;
 mod swapchain;
 
 use crate::device::Device;
@@ -24,7 +23,7 @@ use fences::FencePool;
 use framescope_core::config::HudPosition;
 use framescope_core::dump::Header;
 use framescope_core::sync::{Mutex, RwLock};
-use framescope_overlay::keys;
+use framescope_overlay::controller::{self, FramePlan};
 use framescope_overlay::HudOptions;
 use gpu::Gpu;
 use std::collections::HashMap;
@@ -147,8 +146,7 @@ fn log_once(flag: &AtomicBool, args: std::fmt::Arguments<'_>) {
 
 /// Whether the HUD path runs at all: HUD on, or a screenshot asked for.
 fn active() -> bool {
-    let c = framescope_core::settings::get();
-    c.hud || c.screenshot.is_some()
+    controller::active(framescope_core::settings::get())
 }
 
 /// The app's swapchain create info with the usage we need added (COLOR_ATTACHMENT to draw,
@@ -236,9 +234,10 @@ pub fn swapchain_created(
         copyable: ci.image_usage.contains(vk::ImageUsageFlags::TRANSFER_SRC),
         copy_target: ci.image_usage.contains(vk::ImageUsageFlags::TRANSFER_DST) && is_bgra(ci.image_format),
     };
-    hud.swapchains
-        .write()
-        .insert(handle.as_raw(), Arc::new(Mutex::new(SwapchainHud::new(desc))));
+    hud.swapchains.write().insert(
+        handle.as_raw(),
+        Arc::new(Mutex::new(SwapchainHud::new(desc, &hud.opts))),
+    );
 }
 
 /// The app destroys a swapchain: wait for our work on it (our fences only), free our objects.
@@ -270,7 +269,7 @@ pub fn device_destroyed(d: &Device, hud: &DeviceHud) {
         g.destroy(d);
     }
     drop(fences);
-    png_writers::join_all();
+    framescope_overlay::screenshot::join_all();
 }
 
 /// What the dump header says about the HUD.
@@ -366,11 +365,10 @@ pub fn present<'a>(
     if waits > MAX_WAITS {
         return false;
     }
-    let draw_hud = c.hud && keys::visible();
-    let shot_frame = c.screenshot == Some(frame);
-    if !draw_hud && !shot_frame {
+    let Some(plan) = FramePlan::of(c, frame) else {
         return false;
-    }
+    };
+    let (draw_hud, shot_frame) = (plan.draw, plan.shot);
     let Some(gpu) = hud.gpu(d) else { return false };
     let Some(present_family) = host.family(queue) else {
         return false;
@@ -527,8 +525,7 @@ fn collect_shots_async(d: &Arc<Device>, fences: &Arc<Mutex<FencePool>>, arcs: &[
     let dev = Arc::clone(d);
     let fences = Arc::clone(fences);
     let arcs: Vec<_> = arcs.iter().flatten().cloned().collect();
-    let job = move || {
-        framescope_core::alloc_count::mark_own_thread();
+    framescope_overlay::screenshot::spawn("framescope-shot", move || {
         for _ in 0..SHOT_POLLS {
             let pending = {
                 // Same order as the present path: the fence pool, then the swapchain.
@@ -544,9 +541,5 @@ fn collect_shots_async(d: &Arc<Device>, fences: &Arc<Mutex<FencePool>>, arcs: &[
             }
             std::thread::sleep(std::time::Duration::from_millis(2));
         }
-    };
-    match std::thread::Builder::new().name("framescope-shot".into()).spawn(job) {
-        Ok(h) => png_writers::add(h),
-        Err(e) => framescope_core::log::error(format_args!("screenshot: cannot start its reader thread: {e}")),
-    }
+    });
 }

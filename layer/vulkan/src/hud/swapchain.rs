@@ -12,9 +12,10 @@ use crate::device::Device;
 use crate::frames::SharedFrameState;
 use ash::vk::{self, Handle};
 use framescope_core::frame::SwapchainInfo;
+use framescope_overlay::controller::{FrameInput, FramePlan, HudRenderer, HudSource, SurfaceHud};
 use framescope_overlay::screenshot::PixelOrder;
 use framescope_overlay::{layout, DrawOutput, DrawVert, HudData, HudOptions};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// What the app asked for, and what we added.
 #[derive(Clone, Debug)]
@@ -82,10 +83,6 @@ struct Setup {
     vbuf: Buffer,
     ibuf: Buffer,
     content_ticket: Option<Ticket>,
-    draw: DrawOutput,
-    data: HudData,
-    hud_size: [u32; 2],
-    last_refresh: Option<Instant>,
 }
 
 pub struct SwapchainHud {
@@ -94,6 +91,8 @@ pub struct SwapchainHud {
     /// Setup failed: no HUD on this swapchain (logged once).
     pub failed: bool,
     shots: Vec<Shot>,
+    /// What the HUD shows here and when it was refreshed (the overlay's per-frame policy).
+    surface: SurfaceHud,
 }
 
 /// What the present hands the recording.
@@ -109,28 +108,21 @@ pub struct FrameCtx<'a> {
 }
 
 impl SwapchainHud {
-    pub fn new(desc: Desc) -> Self {
+    pub fn new(desc: Desc, opts: &HudOptions) -> Self {
+        let mut surface = SurfaceHud::new(opts);
+        surface.data.swapchain = Some(info_of(&desc));
         SwapchainHud {
             desc,
             setup: None,
             failed: false,
             shots: Vec::new(),
+            surface,
         }
     }
 
     /// Family the command buffers belong to, once set up.
     pub fn family(&self) -> Option<u32> {
         self.setup.as_ref().map(|s| s.family)
-    }
-
-    pub fn info(&self) -> SwapchainInfo {
-        SwapchainInfo {
-            handle: self.desc.handle.as_raw(),
-            width: self.desc.extent[0],
-            height: self.desc.extent[1],
-            format: self.desc.format.as_raw(),
-            present_mode: self.desc.present_mode.as_raw(),
-        }
     }
 
     /// Creates the per-image objects and (when drawing) the cached image, font and buffers.
@@ -157,10 +149,6 @@ impl SwapchainHud {
             vbuf: Buffer::null(),
             ibuf: Buffer::null(),
             content_ticket: None,
-            draw: DrawOutput::default(),
-            data: HudData::default(),
-            hud_size: [0, 0],
-            last_refresh: None,
         };
         let r = self.build(d, ctx, &mut s);
         if let Err(e) = r {
@@ -297,7 +285,6 @@ impl SwapchainHud {
         ];
         // SAFETY: fresh sets, not in use.
         unsafe { f.update_descriptor_sets(&writes, &[]) };
-        s.data.swapchain = Some(self.info());
         Ok(())
     }
 
@@ -337,42 +324,32 @@ impl SwapchainHud {
             image,
             ..Recorded::default()
         };
-        if drawing {
-            if !s.font_uploaded {
-                record_font_upload(d, s, cb);
-                rec.font = true;
-            }
-            // The first content is rendered before any frame has come out of the assembler
-            // ("FPS -"); at thousands of fps a whole refresh period would pass like that, so
-            // the next refresh is due as soon as the history has numbers.
-            let due = s
-                .last_refresh
-                .is_none_or(|t| ctx.now.duration_since(t) >= Duration::from_millis(ctx.opts.refresh_ms))
-                || (s.data.fps.is_none() && history_has_fps(ctx.frames));
-            let buffers_free = s.content_ticket.is_none_or(|t| fences.is_done(d, t));
-            if due && buffers_free && refresh(d, ctx, s, cb)? {
-                rec.refreshed = true;
-            }
-            if s.hud_size[0] > 0 && s.hud_size[1] > 0 && (s.last_refresh.is_some() || rec.refreshed) {
-                if self.desc.copy_target && ctx.opts.alpha >= 1.0 {
-                    composite_copy(d, ctx, s, &self.desc, cb, target);
-                } else {
-                    composite(d, ctx, s, &self.desc, cb, image);
-                }
-            }
+        if drawing && !s.font_uploaded {
+            record_font_upload(d, s, cb);
+            rec.font = true;
         }
-        if shot {
-            let path = ctx.shot_path.unwrap_or_default();
-            match record_shot(d, ctx.gpu, &self.desc, cb, target, path) {
-                Ok(sh) => {
-                    self.shots.push(sh);
-                    rec.shot = true;
-                }
-                Err(e) => {
-                    framescope_core::log::error(format_args!("screenshot {path}: cannot read back the image: {e:?}"))
-                }
-            }
-        }
+        let input = FrameInput {
+            now: ctx.now,
+            opts: ctx.opts,
+            plan: FramePlan { draw: drawing, shot },
+            shot_path: ctx.shot_path,
+            target: self.desc.extent,
+            canvas: s.canvas,
+            resized: false,
+        };
+        let source = FrameSource { d, frames: ctx.frames };
+        let mut recorder = FrameRecorder {
+            d,
+            ctx,
+            s,
+            desc: &self.desc,
+            fences,
+            shots: &mut self.shots,
+            rec: &mut rec,
+            target,
+        };
+        let done = self.surface.frame(&mut recorder, &input, &source)?;
+        rec.refreshed = done.refreshed;
         // SAFETY: recording state, begun above.
         unsafe { f.end_command_buffer(cb) }?;
         Ok(Some(rec))
@@ -399,12 +376,9 @@ impl SwapchainHud {
 
     /// The submission holding `rec` failed: forget what it would have done.
     pub fn abort(&mut self, d: &Device, rec: &Recorded) {
-        if let Some(s) = self.setup.as_mut() {
-            if rec.refreshed {
-                // Re-render next frame; the content image's state is unknown.
-                s.last_refresh = None;
-                s.hud_size = [0, 0];
-            }
+        if self.setup.is_some() && rec.refreshed {
+            // Re-render next frame; the content image's state is unknown.
+            self.surface.forget_content();
         }
         if rec.shot {
             if let Some(mut sh) = self.shots.pop() {
@@ -441,7 +415,14 @@ impl SwapchainHud {
                 // SAFETY: the copy into the mapped, coherent buffer has completed (ticket done);
                 // it holds width*height*4 bytes.
                 let pixels = unsafe { std::slice::from_raw_parts(sh.buffer.mapped, len) }.to_vec();
-                super::png_writers::write_png_async(sh.path.clone(), sh.width, sh.height, sh.order, pixels);
+                framescope_overlay::screenshot::write_async(
+                    sh.path.clone(),
+                    sh.width,
+                    sh.height,
+                    sh.width as usize * 4,
+                    sh.order,
+                    pixels,
+                );
             }
             sh.buffer.destroy(d);
         }
@@ -568,43 +549,97 @@ fn record_font_upload(d: &Device, s: &Setup, cb: vk::CommandBuffer) {
     );
 }
 
-/// Whether the frame history now has a frame rate to show; never waits for the frame lock.
-fn history_has_fps(frames: &SharedFrameState) -> bool {
-    frames
-        .try_lock()
-        .is_some_and(|f| f.session.history().is_some_and(|h| h.fps(1_000_000_000).is_some()))
+/// The Vulkan HUD's data: the device's frame history, and the device's names.
+struct FrameSource<'a> {
+    d: &'a Device,
+    frames: &'a SharedFrameState,
 }
 
-/// Lays out the HUD and records its rendering into the cached image. `Ok(false)` when the
-/// ImGui context is unusable.
-fn refresh(d: &Device, ctx: &FrameCtx<'_>, s: &mut Setup, cb: vk::CommandBuffer) -> Result<bool, vk::Result> {
-    {
-        let frames = ctx.frames.lock();
-        let session = &frames.session;
-        if let Some(h) = session.history() {
-            s.data
-                .update(h, ctx.opts, session.counters().and_then(|b| b.catalogue()));
+impl HudSource for FrameSource<'_> {
+    fn fill(&self, data: &mut HudData, opts: &HudOptions) {
+        {
+            let frames = self.frames.lock();
+            let session = &frames.session;
+            if let Some(h) = session.history() {
+                data.update(h, opts, session.counters().and_then(|b| b.catalogue()));
+            }
+            if let Some(r) = session.regions() {
+                data.update_regions(r, opts);
+            }
         }
-        if let Some(r) = session.regions() {
-            s.data.update_regions(r, ctx.opts);
+        if data.device.is_empty() {
+            data.device = self.d.name();
+            if let Some((name, info)) = self.d.driver_properties() {
+                data.driver = format!("{name}  {info}");
+            }
         }
     }
-    if s.data.device.is_empty() {
-        s.data.device = d.name();
-        if let Some((name, info)) = d.driver_properties() {
-            s.data.driver = format!("{name}  {info}");
+
+    /// Never waits for the frame lock.
+    fn has_fps(&self) -> bool {
+        self.frames
+            .try_lock()
+            .is_some_and(|f| f.session.history().is_some_and(|h| h.fps(1_000_000_000).is_some()))
+    }
+}
+
+/// One frame of the HUD on one swapchain image, recorded into that image's command buffer.
+struct FrameRecorder<'a> {
+    d: &'a Device,
+    ctx: &'a FrameCtx<'a>,
+    s: &'a mut Setup,
+    desc: &'a Desc,
+    fences: &'a mut FencePool,
+    shots: &'a mut Vec<Shot>,
+    rec: &'a mut Recorded,
+    /// The presented image.
+    target: vk::Image,
+}
+
+impl HudRenderer for FrameRecorder<'_> {
+    type Error = vk::Result;
+
+    fn content_free(&mut self) -> bool {
+        self.s.content_ticket.is_none_or(|t| self.fences.is_done(self.d, t))
+    }
+
+    fn upload(&mut self, draw: &DrawOutput, size: [u32; 2]) -> Result<(), vk::Result> {
+        upload(self.d, self.ctx, self.s, self.rec.cb, draw, size)
+    }
+
+    fn composite(&mut self, origin: [i32; 2], size: [u32; 2]) -> Result<(), vk::Result> {
+        if self.desc.copy_target && self.ctx.opts.alpha >= 1.0 {
+            composite_copy(self, origin, size);
+        } else {
+            composite(self, origin, size);
         }
+        Ok(())
     }
-    if framescope_overlay::ui::render(&s.data, ctx.opts, s.canvas, &mut s.draw).is_err() {
-        return Ok(false);
+
+    fn read_back(&mut self, path: &str) -> Result<(), vk::Result> {
+        match record_shot(self.d, self.ctx.gpu, self.desc, self.rec.cb, self.target, path) {
+            Ok(sh) => {
+                self.shots.push(sh);
+                self.rec.shot = true;
+            }
+            Err(e) => framescope_core::log::error(format_args!("screenshot {path}: cannot read back the image: {e:?}")),
+        }
+        Ok(())
     }
-    s.last_refresh = Some(ctx.now);
-    s.hud_size = s.draw.size;
-    if s.hud_size[0] == 0 || s.hud_size[1] == 0 {
-        return Ok(true);
-    }
-    let vbytes = (s.draw.vertices.len() * std::mem::size_of::<DrawVert>()) as u64;
-    let ibytes = (s.draw.indices.len() * 2) as u64;
+}
+
+/// Records the rendering of the HUD's draw lists (`size` pixels of content) into the cached
+/// image; the buffers are free (the content ticket is done).
+fn upload(
+    d: &Device,
+    ctx: &FrameCtx<'_>,
+    s: &mut Setup,
+    cb: vk::CommandBuffer,
+    draw: &DrawOutput,
+    size: [u32; 2],
+) -> Result<(), vk::Result> {
+    let vbytes = (draw.vertices.len() * std::mem::size_of::<DrawVert>()) as u64;
+    let ibytes = (draw.indices.len() * 2) as u64;
     // The buffers are free (the last refresh's ticket is done): grow by replacing them.
     if vbytes > s.vbuf.size {
         s.vbuf.destroy(d);
@@ -627,11 +662,11 @@ fn refresh(d: &Device, ctx: &FrameCtx<'_>, s: &mut Setup, cb: vk::CommandBuffer)
     // SAFETY: both mappings are at least as large as the bytes copied; no pending work reads
     // them (their last use is done).
     unsafe {
-        std::ptr::copy_nonoverlapping(s.draw.vertices.as_ptr().cast::<u8>(), s.vbuf.mapped, vbytes as usize);
-        std::ptr::copy_nonoverlapping(s.draw.indices.as_ptr().cast::<u8>(), s.ibuf.mapped, ibytes as usize);
+        std::ptr::copy_nonoverlapping(draw.vertices.as_ptr().cast::<u8>(), s.vbuf.mapped, vbytes as usize);
+        std::ptr::copy_nonoverlapping(draw.indices.as_ptr().cast::<u8>(), s.ibuf.mapped, ibytes as usize);
     }
     let f = &d.fns;
-    let [w, h] = s.hud_size;
+    let [w, h] = size;
     let clear = [vk::ClearValue {
         color: vk::ClearColorValue { float32: [0.0; 4] },
     }];
@@ -677,7 +712,7 @@ fn refresh(d: &Device, ctx: &FrameCtx<'_>, s: &mut Setup, cb: vk::CommandBuffer)
         f.cmd_push_constants(cb, ctx.gpu.content_layout, vk::ShaderStageFlags::VERTEX, 0, &push_bytes);
         f.cmd_bind_vertex_buffers(cb, 0, &[s.vbuf.buffer], &[0]);
         f.cmd_bind_index_buffer(cb, s.ibuf.buffer, 0, vk::IndexType::UINT16);
-        for c in &s.draw.cmds {
+        for c in &draw.cmds {
             let x0 = c.clip[0].max(0.0);
             let y0 = c.clip[1].max(0.0);
             let x1 = c.clip[2].min(w as f32);
@@ -703,15 +738,14 @@ fn refresh(d: &Device, ctx: &FrameCtx<'_>, s: &mut Setup, cb: vk::CommandBuffer)
         }
         f.cmd_end_render_pass(cb);
     }
-    Ok(true)
+    Ok(())
 }
 
 /// Draws the cached HUD over swapchain image `image` with one quad.
-fn composite(d: &Device, ctx: &FrameCtx<'_>, s: &Setup, desc: &Desc, cb: vk::CommandBuffer, image: u32) {
+fn composite(r: &FrameRecorder<'_>, origin: [i32; 2], size: [u32; 2]) {
+    let (d, ctx, s, desc, cb, image) = (r.d, r.ctx, &*r.s, r.desc, r.rec.cb, r.rec.image);
     let target = desc.extent;
-    let margin = (layout::MARGIN as f32 * ctx.opts.scale) as u32;
-    let origin = layout::place(ctx.opts.position, s.hud_size, target, margin);
-    let Some((x, y, w, h)) = layout::visible(origin, s.hud_size, target) else {
+    let Some((x, y, w, h)) = layout::visible(origin, size, target) else {
         return;
     };
     let (tw, th) = (target[0] as f32, target[1] as f32);
@@ -720,13 +754,10 @@ fn composite(d: &Device, ctx: &FrameCtx<'_>, s: &Setup, desc: &Desc, cb: vk::Com
         rect: [
             ndc(origin[0], tw),
             ndc(origin[1], th),
-            ndc(origin[0] + s.hud_size[0] as i32, tw),
-            ndc(origin[1] + s.hud_size[1] as i32, th),
+            ndc(origin[0] + size[0] as i32, tw),
+            ndc(origin[1] + size[1] as i32, th),
         ],
-        uv_max: [
-            s.hud_size[0] as f32 / s.canvas[0] as f32,
-            s.hud_size[1] as f32 / s.canvas[1] as f32,
-        ],
+        uv_max: [size[0] as f32 / s.canvas[0] as f32, size[1] as f32 / s.canvas[1] as f32],
         srgb: u32::from(gpu::is_srgb(desc.format)),
         pad: 0,
     };
@@ -793,10 +824,9 @@ fn composite(d: &Device, ctx: &FrameCtx<'_>, s: &Setup, desc: &Desc, cb: vk::Com
 /// llvmpipe ~2M instructions per frame for a 300x200 HUD, more than the app's own frame), and
 /// a DMA on GPUs. The cached image holds sRGB-encoded BGRA values, which is what a B8G8R8A8
 /// image stores whether its view is UNORM or SRGB, so the raw copy is exact for both.
-fn composite_copy(d: &Device, ctx: &FrameCtx<'_>, s: &Setup, desc: &Desc, cb: vk::CommandBuffer, target: vk::Image) {
-    let margin = (layout::MARGIN as f32 * ctx.opts.scale) as u32;
-    let origin = layout::place(ctx.opts.position, s.hud_size, desc.extent, margin);
-    let Some((x, y, w, h)) = layout::visible(origin, s.hud_size, desc.extent) else {
+fn composite_copy(r: &FrameRecorder<'_>, origin: [i32; 2], size: [u32; 2]) {
+    let (d, s, desc, cb, target) = (r.d, &*r.s, r.desc, r.rec.cb, r.target);
+    let Some((x, y, w, h)) = layout::visible(origin, size, desc.extent) else {
         return;
     };
     let image_barrier = |image, (old, new), (src, dst)| {
@@ -984,4 +1014,15 @@ fn record_shot(
         order,
         path: path.to_string(),
     })
+}
+
+/// The swapchain as the dump and the HUD describe it.
+fn info_of(desc: &Desc) -> SwapchainInfo {
+    SwapchainInfo {
+        handle: desc.handle.as_raw(),
+        width: desc.extent[0],
+        height: desc.extent[1],
+        format: desc.format.as_raw(),
+        present_mode: desc.present_mode.as_raw(),
+    }
 }
