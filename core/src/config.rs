@@ -549,11 +549,15 @@ pub fn key(name: &str) -> Option<&'static KeySpec> {
 /// README can be generated from, or checked against, [`KEYS`].
 pub fn markdown_table() -> String {
     let mut s = String::from("| key | values | default | description |\n|---|---|---|---|\n");
+    // GitHub's tables split cells at every unescaped `|`, inside code spans too.
+    let cell = |t: &str| t.replace('|', "\\|");
     for k in KEYS {
-        let values = k.ty.describe().replace('|', "\\|");
         s.push_str(&format!(
             "| `{}` | {} | `{}` | {} |\n",
-            k.name, values, k.default, k.doc
+            k.name,
+            cell(&k.ty.describe()),
+            k.default,
+            cell(k.doc)
         ));
     }
     s
@@ -1310,6 +1314,14 @@ mod tests {
             t.contains("| `samples` | one of off\\|cmdbuf\\|renderpass\\|label\\|draw | `renderpass` |"),
             "{t}"
         );
+        assert!(
+            t.contains("accept `framescope ctl PID start\\|stop\\|mark LABEL\\|status`"),
+            "a | in a doc is escaped too: {t}"
+        );
+        for line in t.lines() {
+            let cells = line.replace("\\|", "").matches('|').count();
+            assert_eq!(cells, 5, "four cells: {line}");
+        }
     }
 }
 
