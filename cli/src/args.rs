@@ -67,7 +67,9 @@ pub enum Command {
     #[command(after_help = counters::EXAMPLES)]
     Counters(counters::Args),
     /// print a shell completion script for framescope
-    #[command(after_help = "examples:\n  framescope completions bash > ~/.local/share/bash-completion/completions/framescope\n  framescope completions zsh > ~/.zfunc/_framescope\n  framescope completions fish > ~/.config/fish/completions/framescope.fish")]
+    #[command(
+        after_help = "examples:\n  framescope completions bash > ~/.local/share/bash-completion/completions/framescope\n  framescope completions zsh > ~/.zfunc/_framescope\n  framescope completions fish > ~/.config/fish/completions/framescope.fish"
+    )]
     Completions(CompletionsArgs),
 }
 

@@ -630,7 +630,10 @@ mod tests {
     fn parse_args(s: &[&str]) -> Result<Options, String> {
         use clap::Parser;
         let argv = ["framescope", "compare"].iter().chain(s);
-        match crate::args::Cli::try_parse_from(argv).map_err(|e| e.to_string())?.command {
+        match crate::args::Cli::try_parse_from(argv)
+            .map_err(|e| e.to_string())?
+            .command
+        {
             crate::args::Command::Compare(a) => options(a),
             other => panic!("{other:?}"),
         }

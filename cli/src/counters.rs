@@ -54,7 +54,11 @@ pub fn main(args: Args) -> i32 {
         Err(e) => {
             let known: Vec<_> = dbs.profiles().iter().map(|p| p.name.as_str()).collect();
             // The message quotes the name given, which may be anything.
-            eprintln!("framescope counters: {} (known: {})", escape(&e.to_string()), known.join(", "));
+            eprintln!(
+                "framescope counters: {} (known: {})",
+                escape(&e.to_string()),
+                known.join(", ")
+            );
             return 1;
         }
     };

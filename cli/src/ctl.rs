@@ -70,7 +70,10 @@ pub fn main(args: Args) -> i32 {
         }
     };
     let Some(pid) = pid.parse::<u32>().ok().filter(|&p| p > 0) else {
-        return usage_error("ctl", &format!("framescope: ctl: '{}' is not a process id", escape(pid)));
+        return usage_error(
+            "ctl",
+            &format!("framescope: ctl: '{}' is not a process id", escape(pid)),
+        );
     };
     if request.contains('\n') || request.len() > 1000 {
         eprintln!("framescope: ctl: the request must be one line of at most 1000 bytes");

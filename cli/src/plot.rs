@@ -466,7 +466,10 @@ mod tests {
         let a = |v: &[&str]| {
             use clap::Parser;
             let argv = ["framescope", "plot"].iter().chain(v);
-            match crate::args::Cli::try_parse_from(argv).map_err(|e| e.to_string())?.command {
+            match crate::args::Cli::try_parse_from(argv)
+                .map_err(|e| e.to_string())?
+                .command
+            {
                 crate::args::Command::Plot(a) => options(a),
                 other => panic!("{other:?}"),
             }

@@ -22,7 +22,16 @@ fn help_lists_every_command_and_option() {
     assert_eq!(out.status.code(), Some(0));
     let help = text(&out.stdout);
     for c in [
-        "run", "install", "uninstall", "report", "compare", "plot", "export", "ctl", "counters", "completions",
+        "run",
+        "install",
+        "uninstall",
+        "report",
+        "compare",
+        "plot",
+        "export",
+        "ctl",
+        "counters",
+        "completions",
     ] {
         assert!(help.contains(&format!("\n  {c} ")), "{c}: {help}");
     }
@@ -33,7 +42,15 @@ fn help_lists_every_command_and_option() {
         assert!(help.contains(o), "{o}: {help}");
     }
     let help = text(&framescope(&["compare", "--help"]).stdout);
-    for o in ["--metric", "--stat", "--threshold", "--confidence", "--skip-frames", "--skip-seconds", "--json"] {
+    for o in [
+        "--metric",
+        "--stat",
+        "--threshold",
+        "--confidence",
+        "--skip-frames",
+        "--skip-seconds",
+        "--json",
+    ] {
         assert!(help.contains(o), "{o}: {help}");
     }
 }
@@ -56,7 +73,10 @@ fn completions_are_printed_for_each_shell() {
         assert_eq!(out.status.code(), Some(0), "{shell}: {}", text(&out.stderr));
         let script = text(&out.stdout);
         assert!(script.len() > 200 && script.contains("framescope"), "{shell}: {script}");
-        assert!(script.contains("parquet"), "{shell}: options of subcommands are completed");
+        assert!(
+            script.contains("parquet"),
+            "{shell}: options of subcommands are completed"
+        );
     }
     assert_eq!(framescope(&["completions", "tcsh"]).status.code(), Some(2));
 }
@@ -72,7 +92,13 @@ fn usage_errors_exit_2_with_a_bounded_first_line() {
         vec![OsStr::new("report"), OsStr::new("--bogus")],
         vec![OsStr::new("report"), bad],
         vec![OsStr::new("export"), OsStr::new("d.jsonl"), OsStr::new("--csv")],
-        vec![OsStr::new("compare"), OsStr::new("--threshold"), OsStr::new("x"), OsStr::new("a"), OsStr::new("b")],
+        vec![
+            OsStr::new("compare"),
+            OsStr::new("--threshold"),
+            OsStr::new("x"),
+            OsStr::new("a"),
+            OsStr::new("b"),
+        ],
         vec![OsStr::new("plot"), OsStr::new("--width"), OsStr::new(&huge)],
         vec![OsStr::new("run")],
     ];
@@ -92,7 +118,19 @@ fn usage_errors_exit_2_with_a_bounded_first_line() {
 fn the_apps_arguments_are_its_own() {
     // `--c 100` and `--dump` after CMD belong to the app, not to `run`.
     let out = Command::new(env!("CARGO_BIN_EXE_framescope"))
-        .args(["run", "sh", "-c", "printf '%s ' \"$@\"", "sh", "--c", "100", "--dump", "x", "--", "-h"])
+        .args([
+            "run",
+            "sh",
+            "-c",
+            "printf '%s ' \"$@\"",
+            "sh",
+            "--c",
+            "100",
+            "--dump",
+            "x",
+            "--",
+            "-h",
+        ])
         .env("FRAMESCOPE_LIB_DIR", "/nonexistent")
         .output()
         .unwrap();

@@ -140,7 +140,6 @@ impl HudPosition {
     }
 }
 
-
 /// The type of a key's value; decides parsing, validation and the "valid values" text.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum ValueType {

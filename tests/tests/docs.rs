@@ -30,7 +30,8 @@ fn first_difference(expected: &str, actual: &str) -> Option<String> {
             (None, None) => return None,
             (x, y) if x == y => continue,
             (x, y) => {
-                let show = |l: Option<&str>| l.map_or("(nothing: the block ends here)".to_string(), |l| format!("{l:?}"));
+                let show =
+                    |l: Option<&str>| l.map_or("(nothing: the block ends here)".to_string(), |l| format!("{l:?}"));
                 return Some(format!(
                     "first difference at line {n} of the block:\n  markdown_table(): {}\n  README.md:        {}",
                     show(x),
@@ -59,7 +60,10 @@ fn readme_config_table_is_markdown_table() {
 fn differences_are_found_and_named() {
     assert_eq!(first_difference("a\nb\n", "a\nb\n"), None);
     let d = first_difference("a\nb\n", "a\nc\n").unwrap();
-    assert!(d.contains("line 2") && d.contains("\"b\"") && d.contains("\"c\""), "{d}");
+    assert!(
+        d.contains("line 2") && d.contains("\"b\"") && d.contains("\"c\""),
+        "{d}"
+    );
     assert!(first_difference("a\n", "a\nextra\n").unwrap().contains("line 2"));
     assert!(first_difference("a\nb\n", "a\n").unwrap().contains("line 2"));
     let readme = format!("x\n{BEGIN}\n| t |\n{END}\ny\n");

@@ -429,7 +429,10 @@ not json
         let a = |v: &[&str]| {
             use clap::Parser;
             let argv = ["framescope", "export"].iter().chain(v);
-            match crate::args::Cli::try_parse_from(argv).map_err(|e| e.to_string())?.command {
+            match crate::args::Cli::try_parse_from(argv)
+                .map_err(|e| e.to_string())?
+                .command
+            {
                 crate::args::Command::Export(a) => job(a),
                 other => panic!("{other:?}"),
             }
@@ -444,7 +447,9 @@ not json
         assert!(a(&["d", "--csv", "a", "--presentmon", "a"])
             .unwrap_err()
             .contains("two outputs"));
-        assert!(a(&["d", "--json"]).unwrap_err().contains("unexpected argument '--json'"));
+        assert!(a(&["d", "--json"])
+            .unwrap_err()
+            .contains("unexpected argument '--json'"));
     }
 
     #[test]
