@@ -15,27 +15,19 @@ use crate::text::{escape, show};
 use std::ffi::{OsStr, OsString};
 use std::fmt::Write;
 
-const USAGE: &str = "\
-usage: framescope compare [OPTIONS] BASE NEW
-       framescope compare [OPTIONS] BASE... -- NEW...
+/// `compare`'s usage lines (clap's own would not show the two forms).
+pub const USAGE: &str = "\
+framescope compare [OPTIONS] BASE NEW
+       framescope compare [OPTIONS] BASE... -- NEW...";
 
+/// `compare --help`'s description.
+pub const ABOUT: &str = "\
 Compares per-frame metrics of two runs (or two sets of runs, whose frames are pooled) and
 exits 0 when nothing regressed, 1 when a metric regressed significantly beyond the threshold,
-2 when an input is unusable (the message names the file and line).
+2 when an input is unusable (the message names the file and line).";
 
-  --metric NAME       frame_time (the CPU frame time, present to present), gpu_busy, a
-                      counter name (see `framescope counters`) or a debug-label region
-                      (its path, e.g. Frame/Shadows, or its last name); repeatable.
-                      Default: frame_time, and gpu_busy where both sides have it
-  --stat S            the statistic of each side's frames: mean (default), median, or a
-                      percentile pNN (p90, p95, p99, p99.9: the frame-time spikes that
-                      1 % lows show); a percentile needs 10/(1-q) frames a side (p99: 1000)
-  --threshold P       the smallest change that counts, in percent (default 5%)
-  --confidence C      the interval's confidence, 80 to 99.9 percent (default 99%)
-  --skip-frames N     leave out each run's first N frames (shader compiles, loading)
-  --skip-seconds S    leave out each run's first S seconds
-  --json              one JSON object instead of the table
-
+/// How the interval and verdict are made, after the options in `compare --help`.
+pub const AFTER_LONG_HELP: &str = "\
 The statistic (the mean over frames unless --stat says otherwise) is computed over each
 side's pooled frames; its change is new/base - 1. The interval (99 % by default: a gate
 that runs on every change should rarely fail on noise) comes from a moving-block bootstrap (2000 resamples, fixed seed, so the same dumps give the same
@@ -58,6 +50,48 @@ examples:
   framescope compare --threshold 3% --skip-seconds 2 --metric gpu_busy a1.jsonl a2.jsonl a3.jsonl -- b1.jsonl b2.jsonl b3.jsonl
   framescope compare --metric Frame/Shadows --metric gpu_util_pct base.jsonl new.jsonl
   framescope compare --stat p99 --skip-frames 100 a1.jsonl a2.jsonl a3.jsonl -- b1.jsonl b2.jsonl b3.jsonl";
+
+pub const EXAMPLES: &str = "\
+examples:
+  framescope compare before.jsonl after.jsonl
+  framescope compare --threshold 3% --skip-seconds 2 --metric gpu_busy a1.jsonl a2.jsonl a3.jsonl -- b1.jsonl b2.jsonl b3.jsonl";
+
+// `compare`'s options (a plain comment: a doc comment would become clap's about text).
+#[derive(clap::Args, Debug)]
+#[command(args_override_self = true)]
+pub struct Args {
+    /// frame_time (the CPU frame time, present to present), gpu_busy, a counter name (see
+    /// `framescope counters`) or a debug-label region (its path, e.g. Frame/Shadows, or its
+    /// last name); repeatable. Default: frame_time, and gpu_busy where both sides have it
+    #[arg(long = "metric", value_name = "NAME", value_parser = crate::args::text())]
+    pub metrics: Vec<String>,
+    /// the statistic of each side's frames: mean (default), median, or a percentile pNN (p90,
+    /// p95, p99, p99.9: the frame-time spikes that 1 % lows show); a percentile needs
+    /// 10/(1-q) frames a side (p99: 1000)
+    #[arg(long, value_name = "S", value_parser = stat_arg)]
+    pub stat: Option<Statistic>,
+    /// the smallest change that counts, in percent (default 5%)
+    #[arg(long, value_name = "P", value_parser = threshold_arg)]
+    pub threshold: Option<f64>,
+    /// the interval's confidence, 80 to 99.9 percent (default 99%)
+    #[arg(long, value_name = "C", value_parser = confidence_arg)]
+    pub confidence: Option<f64>,
+    /// leave out each run's first N frames (shader compiles, loading)
+    #[arg(long, value_name = "N", value_parser = skip_frames_arg, conflicts_with = "skip_seconds")]
+    pub skip_frames: Option<u64>,
+    /// leave out each run's first S seconds
+    #[arg(long, value_name = "S", value_parser = skip_seconds_arg)]
+    pub skip_seconds: Option<f64>,
+    /// one JSON object instead of the table
+    #[arg(long)]
+    pub json: bool,
+    /// BASE and NEW dumps, or the BASE dumps when NEW dumps follow `--`
+    #[arg(value_name = "BASE")]
+    pub dumps: Vec<OsString>,
+    /// the NEW dumps, after `--`
+    #[arg(last = true, value_name = "NEW")]
+    pub new: Vec<OsString>,
+}
 
 /// Values kept per metric and run: past this the rest of the run is left out (and said so).
 const MAX_VALUES: usize = 4 << 20;
@@ -144,101 +178,74 @@ fn min_values(s: Statistic) -> usize {
     }
 }
 
-fn parse_args(args: &[OsString]) -> Result<Options, String> {
-    let mut o = Options {
-        metrics: Vec::new(),
-        explicit: false,
-        threshold: 0.05,
-        confidence: 0.99,
-        stat: Statistic::Mean,
-        skip: None,
-        json: false,
-        base: Vec::new(),
-        new: Vec::new(),
-    };
-    let mut after_dashes = false;
-    let mut it = args.iter();
-    let value = |it: &mut std::slice::Iter<OsString>, opt: &str| -> Result<String, String> {
-        let v = it.next().ok_or_else(|| format!("{opt} needs a value"))?;
-        v.to_str()
-            .map(str::to_owned)
-            .ok_or_else(|| format!("{opt}: '{}' is not text", show(v)))
-    };
-    while let Some(a) = it.next() {
-        if after_dashes {
-            o.new.push(a.clone());
-            continue;
-        }
-        match a.to_str() {
-            Some("--") => after_dashes = true,
-            Some("--json") => o.json = true,
-            Some("--metric") => {
-                let m = value(&mut it, "--metric")?;
-                if m.is_empty() {
-                    return Err("--metric needs a name".into());
-                }
-                if o.metrics.len() == MAX_METRICS {
-                    return Err(format!("at most {MAX_METRICS} metrics"));
-                }
-                o.explicit = true;
-                o.metrics.push(Metric::parse(&m));
-            }
-            Some("--threshold") => {
-                let v = value(&mut it, "--threshold")?;
-                let t = v.strip_suffix('%').unwrap_or(&v).trim().parse::<f64>().ok();
-                o.threshold = match t {
-                    Some(t) if t.is_finite() && (0.0..1000.0).contains(&t) => t / 100.0,
-                    _ => return Err(format!("--threshold: '{}' is not a percentage (e.g. 5%)", escape(&v))),
-                };
-            }
-            Some("--confidence") => {
-                let v = value(&mut it, "--confidence")?;
-                let c = v.strip_suffix('%').unwrap_or(&v).trim().parse::<f64>().ok();
-                o.confidence = match c {
-                    Some(c) if (80.0..=99.9).contains(&c) => c / 100.0,
-                    _ => {
-                        return Err(format!(
-                            "--confidence: '{}' is not a percentage from 80 to 99.9",
-                            escape(&v)
-                        ))
-                    }
-                };
-            }
-            Some("--stat") => {
-                let v = value(&mut it, "--stat")?;
-                o.stat = parse_stat(&v)
-                    .ok_or_else(|| format!("--stat: '{}' is not mean, median or pNN (e.g. p99)", escape(&v)))?;
-            }
-            Some("--skip-frames") => {
-                let v = value(&mut it, "--skip-frames")?;
-                let n = v
-                    .parse::<u64>()
-                    .map_err(|_| format!("--skip-frames: '{}' is not a frame count", escape(&v)))?;
-                o.skip = Some(Skip::Frames(n));
-            }
-            Some("--skip-seconds") => {
-                let v = value(&mut it, "--skip-seconds")?;
-                let s = v.parse::<f64>().ok().filter(|s| s.is_finite() && *s >= 0.0 && *s < 1e9);
-                let s = s.ok_or_else(|| format!("--skip-seconds: '{}' is not a number of seconds", escape(&v)))?;
-                o.skip = Some(Skip::Seconds(s));
-            }
-            Some(s) if s.starts_with("--") => return Err(format!("unknown option '{}'", escape(s))),
-            _ => o.base.push(a.clone()),
-        }
+fn stat_arg(s: &str) -> Result<Statistic, String> {
+    parse_stat(s).ok_or_else(|| format!("'{}' is not mean, median or pNN (e.g. p99)", escape(s)))
+}
+
+fn threshold_arg(v: &str) -> Result<f64, String> {
+    match v.strip_suffix('%').unwrap_or(v).trim().parse::<f64>().ok() {
+        Some(t) if t.is_finite() && (0.0..1000.0).contains(&t) => Ok(t / 100.0),
+        _ => Err(format!("'{}' is not a percentage (e.g. 5%)", escape(v))),
     }
-    if !after_dashes && o.base.len() == 2 {
-        o.new.push(o.base.pop().unwrap());
+}
+
+fn confidence_arg(v: &str) -> Result<f64, String> {
+    match v.strip_suffix('%').unwrap_or(v).trim().parse::<f64>().ok() {
+        Some(c) if (80.0..=99.9).contains(&c) => Ok(c / 100.0),
+        _ => Err(format!("'{}' is not a percentage from 80 to 99.9", escape(v))),
     }
-    if o.base.is_empty() || o.new.is_empty() {
+}
+
+fn skip_frames_arg(v: &str) -> Result<u64, String> {
+    v.parse::<u64>()
+        .map_err(|_| format!("'{}' is not a frame count", escape(v)))
+}
+
+fn skip_seconds_arg(v: &str) -> Result<f64, String> {
+    let s = v.parse::<f64>().ok().filter(|s| s.is_finite() && *s >= 0.0 && *s < 1e9);
+    s.ok_or_else(|| format!("'{}' is not a number of seconds", escape(v)))
+}
+
+/// The parsed options checked together: which dumps are which side, the metrics.
+fn options(a: Args) -> Result<Options, String> {
+    if a.metrics.iter().any(String::is_empty) {
+        return Err("--metric needs a name".into());
+    }
+    if a.metrics.len() > MAX_METRICS {
+        return Err(format!("at most {MAX_METRICS} metrics"));
+    }
+    let explicit = !a.metrics.is_empty();
+    let mut metrics: Vec<Metric> = a.metrics.iter().map(|m| Metric::parse(m)).collect();
+    if metrics.is_empty() {
+        metrics = vec![Metric::FrameTime, Metric::GpuBusy];
+    }
+    let skip = match (a.skip_frames, a.skip_seconds) {
+        (Some(n), _) => Some(Skip::Frames(n)),
+        (None, Some(s)) => Some(Skip::Seconds(s)),
+        (None, None) => None,
+    };
+    let (mut base, mut new) = (a.dumps, a.new);
+    let after_dashes = !new.is_empty();
+    if !after_dashes && base.len() == 2 {
+        new.extend(base.pop());
+    }
+    if base.is_empty() || new.is_empty() {
         return Err("needs BASE and NEW dumps (several per side: BASE... -- NEW...)".into());
     }
-    if !after_dashes && o.base.len() > 1 {
+    if !after_dashes && base.len() > 1 {
         return Err("several dumps per side need '--' between BASE... and NEW...".into());
     }
-    if o.metrics.is_empty() {
-        o.metrics = vec![Metric::FrameTime, Metric::GpuBusy];
-    }
-    Ok(o)
+    Ok(Options {
+        metrics,
+        explicit,
+        threshold: a.threshold.unwrap_or(0.05),
+        confidence: a.confidence.unwrap_or(0.99),
+        stat: a.stat.unwrap_or(Statistic::Mean),
+        skip,
+        json: a.json,
+        base,
+        new,
+    })
 }
 
 /// Whether a label sample's path `path` is the region `name`: the whole path, or its last
@@ -591,17 +598,10 @@ fn to_json(rows: &[Row], o: &Options, failed: bool) -> serde_json::Value {
     })
 }
 
-pub fn main(args: &[OsString]) -> i32 {
-    if args.iter().any(|a| a == "-h" || a == "--help") {
-        println!("{USAGE}");
-        return 0;
-    }
-    let o = match parse_args(args) {
+pub fn main(args: Args) -> i32 {
+    let o = match options(args) {
         Ok(o) => o,
-        Err(e) => {
-            eprintln!("framescope: compare: {e}\n{USAGE}");
-            return 2;
-        }
+        Err(e) => return crate::args::usage_error("compare", &format!("framescope: compare: {e}")),
     };
     let (rows, notes) = match compare(&o) {
         Ok(r) => r,
@@ -626,26 +626,35 @@ pub fn main(args: &[OsString]) -> i32 {
 mod tests {
     use super::*;
 
-    fn args(s: &[&str]) -> Vec<OsString> {
-        s.iter().map(OsString::from).collect()
+    /// `framescope compare s...` through clap, then [`options`].
+    fn parse_args(s: &[&str]) -> Result<Options, String> {
+        use clap::Parser;
+        let argv = ["framescope", "compare"].iter().chain(s);
+        match crate::args::Cli::try_parse_from(argv)
+            .map_err(|e| e.to_string())?
+            .command
+        {
+            crate::args::Command::Compare(a) => options(a),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]
     fn arguments_split_into_sides_and_options() {
-        let o = parse_args(&args(&["--threshold", "3%", "a", "b"])).unwrap();
+        let o = parse_args(&["--threshold", "3%", "a", "b"]).unwrap();
         assert_eq!((o.base.len(), o.new.len(), o.threshold), (1, 1, 0.03));
         assert_eq!(o.metrics, [Metric::FrameTime, Metric::GpuBusy]);
-        let o = parse_args(&args(&["--metric", "Frame/Shadows", "a1", "a2", "--", "b1", "--json"])).unwrap();
+        let o = parse_args(&["--metric", "Frame/Shadows", "a1", "a2", "--", "b1", "--json"]).unwrap();
         assert_eq!((o.base.len(), o.new.len()), (2, 2), "after -- everything is a path");
         assert_eq!(o.metrics, [Metric::Named("Frame/Shadows".into())]);
         assert!(o.explicit);
         assert_eq!(o.stat, Statistic::Mean);
-        let o = parse_args(&args(&["--stat", "p99.9", "a", "b"])).unwrap();
+        let o = parse_args(&["--stat", "p99.9", "a", "b"]).unwrap();
         assert!(matches!(o.stat, Statistic::Quantile(q) if (q - 0.999).abs() < 1e-12));
         assert_eq!(stat_name(o.stat), "p99.9");
         assert_eq!(min_values(o.stat), 10_000);
         assert_eq!(
-            parse_args(&args(&["--stat", "median", "a", "b"])).unwrap().stat,
+            parse_args(&["--stat", "median", "a", "b"]).unwrap().stat,
             Statistic::Quantile(0.5)
         );
         for bad in [
@@ -663,7 +672,7 @@ mod tests {
             &["--bogus", "a", "b"],
             &["a", "--"],
         ] {
-            assert!(parse_args(&args(bad)).is_err(), "{bad:?}");
+            assert!(parse_args(bad).is_err(), "{bad:?}");
         }
     }
 

@@ -1,16 +1,20 @@
 //! `framescope ctl PID start|stop|mark LABEL|status`: one request to a running app's control
 //! socket (see `framescope_core::ctl`), its JSON reply printed.
 
+use crate::args::usage_error;
 use crate::text::{escape, show};
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;
 use std::time::Duration;
 
-const USAGE: &str = "\
-usage: framescope ctl PID start|stop|status
-       framescope ctl PID mark LABEL...
+/// `ctl`'s usage lines (clap's own would not show the requests).
+pub const USAGE: &str = "\
+framescope ctl PID start|stop|status
+       framescope ctl PID mark LABEL...";
 
+/// `ctl --help`'s description.
+pub const ABOUT: &str = "\
 Controls a running app under framescope that writes a dump (config ctl=1, the default),
 through its socket $XDG_RUNTIME_DIR/framescope/PID.sock, which only the same user can reach.
 
@@ -19,20 +23,36 @@ through its socket $XDG_RUNTIME_DIR/framescope/PID.sock, which only the same use
   mark LABEL    a `mark` record at this moment (in the dump, `report` and the Perfetto export)
   status        whether frames are being written, and the marks so far
 
-Prints the app's JSON reply; exit status 0 when it said ok, 1 otherwise, 2 on bad arguments.
+Prints the app's JSON reply; exit status 0 when it said ok, 1 otherwise, 2 on bad arguments.";
 
+pub const EXAMPLES: &str = "\
 examples:
   framescope run --config dump_paused=1 -- ./game &
   framescope ctl $! start; sleep 30; framescope ctl $! mark boss-fight; framescope ctl $! stop";
 
+// `ctl`'s arguments (a plain comment: a doc comment would become clap's about text). They are
+// checked by `main`, which names what is wrong with them.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// the app's process id
+    #[arg(value_name = "PID")]
+    pub pid: OsString,
+    /// start, stop, status, or mark and the label's words
+    #[arg(
+        value_name = "REQUEST",
+        required = true,
+        num_args = 1..,
+        trailing_var_arg = true,
+        allow_hyphen_values = true
+    )]
+    pub request: Vec<OsString>,
+}
+
 /// Longest reply read.
 const MAX_REPLY: u64 = 64 << 10;
 
-pub fn main(args: &[OsString]) -> i32 {
-    if args.iter().any(|a| a == "-h" || a == "--help") {
-        println!("{USAGE}");
-        return 0;
-    }
+pub fn main(args: Args) -> i32 {
+    let args: Vec<OsString> = std::iter::once(args.pid).chain(args.request).collect();
     let text: Option<Vec<&str>> = args.iter().map(|a| a.to_str()).collect();
     let Some(text) = text else {
         let bad = args
@@ -40,20 +60,20 @@ pub fn main(args: &[OsString]) -> i32 {
             .find(|a| a.to_str().is_none())
             .map(|a| show(a))
             .unwrap_or_default();
-        eprintln!("framescope: ctl: '{bad}' is not text\n{USAGE}");
-        return 2;
+        return usage_error("ctl", &format!("framescope: ctl: '{bad}' is not text"));
     };
     let (pid, request) = match text.as_slice() {
         [pid, cmd @ ("start" | "stop" | "status")] => (*pid, cmd.to_string()),
         [pid, "mark", label @ ..] if !label.is_empty() => (*pid, format!("mark {}", label.join(" "))),
         _ => {
-            eprintln!("framescope: ctl: expected PID and a request\n{USAGE}");
-            return 2;
+            return usage_error("ctl", "framescope: ctl: expected PID and a request");
         }
     };
     let Some(pid) = pid.parse::<u32>().ok().filter(|&p| p > 0) else {
-        eprintln!("framescope: ctl: '{}' is not a process id\n{USAGE}", escape(pid));
-        return 2;
+        return usage_error(
+            "ctl",
+            &format!("framescope: ctl: '{}' is not a process id", escape(pid)),
+        );
     };
     if request.contains('\n') || request.len() > 1000 {
         eprintln!("framescope: ctl: the request must be one line of at most 1000 bytes");

@@ -3,7 +3,6 @@
 
 use crate::locate::{self, EXPLICIT_TEMPLATE, IMPLICIT_TEMPLATE, MANIFEST_FILE, VK_LIB};
 use crate::text::show;
-use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 struct Layout {
@@ -12,41 +11,50 @@ struct Layout {
     lib_dir: PathBuf,
 }
 
-/// Usage of `install` / `uninstall`.
-fn usage(verb: &str) -> String {
-    format!(
-        "usage: framescope {verb} [--prefix DIR]
-
-{}: the implicit and explicit Vulkan layer manifests, and a copy of the layer library, under
+/// What `install` puts in place and `uninstall` removes, for both descriptions.
+macro_rules! what {
+    () => {
+        "the implicit and explicit Vulkan layer manifests, and a copy of the layer library, under
 $XDG_DATA_HOME (default ~/.local/share) or DIR/share. Once installed, a Vulkan app loads
 framescope when FRAMESCOPE=1 is set (DISABLE_FRAMESCOPE=1 wins), or when it names
-VK_LAYER_FRAMESCOPE_overlay in VK_INSTANCE_LAYERS.
+VK_LAYER_FRAMESCOPE_overlay in VK_INSTANCE_LAYERS."
+    };
+}
 
+/// `install --help`'s description.
+pub const INSTALL_ABOUT: &str = concat!("Installs ", what!());
+/// `uninstall --help`'s description.
+pub const UNINSTALL_ABOUT: &str = concat!("Removes ", what!());
+
+pub const INSTALL_EXAMPLES: &str = "\
 examples:
-  framescope {verb}
-  framescope {verb} --prefix /opt/framescope
-  FRAMESCOPE=1 vkcube",
-        if verb == "install" { "Installs" } else { "Removes" }
-    )
+  framescope install
+  framescope install --prefix /opt/framescope
+  FRAMESCOPE=1 vkcube";
+
+pub const UNINSTALL_EXAMPLES: &str = "\
+examples:
+  framescope uninstall
+  framescope uninstall --prefix /opt/framescope";
+
+// The options of `install` and `uninstall` (a plain comment: a doc comment would become
+// clap's about text).
+#[derive(clap::Args, Debug)]
+#[command(args_override_self = true)]
+pub struct Args {
+    /// use DIR/share instead of $XDG_DATA_HOME
+    #[arg(long, value_name = "DIR")]
+    pub prefix: Option<PathBuf>,
 }
 
-/// `Some(exit status)` when the arguments asked for help.
-fn help(args: &[OsString], verb: &str) -> Option<i32> {
-    args.iter().any(|a| a == "-h" || a == "--help").then(|| {
-        println!("{}", usage(verb));
-        0
-    })
-}
-
-fn layout(args: &[OsString], verb: &str) -> Result<Layout, String> {
-    let data = match args {
-        [] => locate::data_home()?,
+fn layout(prefix: Option<&Path>) -> Result<Layout, String> {
+    let data = match prefix {
+        None => locate::data_home()?,
         // Absolute, because the manifest's `library_path` is read by the loader in every app,
         // each in a directory of its own: a relative one would name a file that is not there.
-        [flag, dir] if flag == "--prefix" => std::path::absolute(Path::new(dir))
-            .map_err(|e| format!("--prefix {}: {e}", show(dir)))?
+        Some(dir) => std::path::absolute(dir)
+            .map_err(|e| format!("--prefix {}: {e}", show(dir.as_os_str())))?
             .join("share"),
-        _ => return Err(usage(verb)),
     };
     Ok(Layout {
         implicit_dir: data.join("vulkan/implicit_layer.d"),
@@ -55,11 +63,8 @@ fn layout(args: &[OsString], verb: &str) -> Result<Layout, String> {
     })
 }
 
-pub fn install_main(args: &[OsString]) -> i32 {
-    if let Some(code) = help(args, "install") {
-        return code;
-    }
-    match install(args) {
+pub fn install_main(args: Args) -> i32 {
+    match install(args.prefix.as_deref()) {
         Ok(()) => 0,
         Err(e) => {
             eprintln!("framescope install: {e}");
@@ -68,8 +73,8 @@ pub fn install_main(args: &[OsString]) -> i32 {
     }
 }
 
-fn install(args: &[OsString]) -> Result<(), String> {
-    let l = layout(args, "install")?;
+fn install(prefix: Option<&Path>) -> Result<(), String> {
+    let l = layout(prefix)?;
     let built = locate::find_library(VK_LIB)?;
     let lib = l.lib_dir.join(VK_LIB);
     // Rendered first: a path a manifest cannot name fails before anything is written.
@@ -101,11 +106,8 @@ fn install(args: &[OsString]) -> Result<(), String> {
     Ok(())
 }
 
-pub fn uninstall_main(args: &[OsString]) -> i32 {
-    if let Some(code) = help(args, "uninstall") {
-        return code;
-    }
-    let l = match layout(args, "uninstall") {
+pub fn uninstall_main(args: Args) -> i32 {
+    let l = match layout(args.prefix.as_deref()) {
         Ok(l) => l,
         Err(e) => {
             eprintln!("framescope uninstall: {e}");

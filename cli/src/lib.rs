@@ -1,7 +1,8 @@
-//! The `framescope` command's commands and what they share, as a library: the binary
-//! (`main.rs`) dispatches to them, and the fuzz targets (`fuzz/`) reach the dump readers
-//! through [`fuzzing`].
+//! The `framescope` command's commands and what they share, as a library: [`args`] parses the
+//! command line (clap) and dispatches to the commands, the binary (`main.rs`) only hands it
+//! the arguments, and the fuzz targets (`fuzz/`) reach the dump readers through [`fuzzing`].
 
+pub mod args;
 pub mod bootstrap;
 pub mod compare;
 pub mod counters;

@@ -18,26 +18,41 @@ use std::ffi::{OsStr, OsString};
 use std::io::Write;
 use std::path::Path;
 
-const USAGE: &str = "\
-usage: framescope plot DUMP... -o FILE.svg|FILE.png [--counter NAME]... [--skip-frames N]
-                       [--width PIXELS]
-
+/// `plot --help`'s description.
+pub const ABOUT: &str = "\
 Draws, one panel each: frame time over the run, GPU time over the run (where the dumps have
 it), the frame-time percentile curve (frame time against the share of frames at or below it)
 and every --counter over the run. Several dumps are overlaid, one colour each, named in the
 legend. Each panel's y axis is labelled with its scale.
 
-  -o FILE          output; the format follows the extension (.svg or .png)
-  --counter NAME   a counter of the dumps (see `framescope counters`); repeatable
-  --skip-frames N  leave out each dump's first N frames
-  --width PIXELS   image width (default 1200; 320 to 8000)
-
 Text in PNG files needs a TrueType font: FRAMESCOPE_FONT=FILE, else DejaVu Sans (Debian:
-fonts-dejavu-core) or another common face is looked for.
+fonts-dejavu-core) or another common face is looked for.";
 
+pub const EXAMPLES: &str = "\
 examples:
   framescope plot run.jsonl -o run.svg
   framescope plot before.jsonl after.jsonl --counter gpu_util_pct -o compare.png";
+
+// `plot`'s options (a plain comment: a doc comment would become clap's about text).
+#[derive(clap::Args, Debug)]
+#[command(args_override_self = true)]
+pub struct Args {
+    /// JSON Lines dumps, overlaid
+    #[arg(value_name = "DUMP")]
+    pub dumps: Vec<OsString>,
+    /// output; the format follows the extension (.svg or .png)
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub out: Option<OsString>,
+    /// a counter of the dumps (see `framescope counters`); repeatable
+    #[arg(long = "counter", value_name = "NAME", value_parser = crate::args::text())]
+    pub counters: Vec<String>,
+    /// leave out each dump's first N frames
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub skip_frames: u64,
+    /// image width (320 to 8000)
+    #[arg(long, value_name = "PIXELS", default_value_t = 1200, value_parser = clap::value_parser!(u32).range(320..=8000))]
+    pub width: u32,
+}
 
 /// Frames kept per dump.
 const MAX_FRAMES: usize = 2 << 20;
@@ -87,45 +102,17 @@ struct Options {
     width: u32,
 }
 
-fn parse_args(args: &[OsString]) -> Result<Options, String> {
-    let mut dumps = Vec::new();
-    let (mut out, mut counters, mut skip_frames, mut width) = (None, Vec::new(), 0, 1200);
-    let mut it = args.iter();
-    let text = |v: Option<&OsString>, opt: &str| -> Result<String, String> {
-        let v = v.ok_or_else(|| format!("{opt} needs a value"))?;
-        v.to_str()
-            .map(str::to_owned)
-            .ok_or_else(|| format!("{opt}: '{}' is not text", show(v)))
-    };
-    let mut only_paths = false;
-    while let Some(a) = it.next() {
-        match a.to_str() {
-            _ if only_paths => dumps.push(a.clone()),
-            Some("--") => only_paths = true,
-            Some("-o" | "--output") => out = Some(it.next().ok_or("-o needs a FILE")?.clone()),
-            Some("--counter") => {
-                if counters.len() == MAX_COUNTERS {
-                    return Err(format!("at most {MAX_COUNTERS} counters"));
-                }
-                counters.push(text(it.next(), "--counter")?);
-            }
-            Some("--skip-frames") => {
-                let v = text(it.next(), "--skip-frames")?;
-                skip_frames = v
-                    .parse()
-                    .map_err(|_| format!("--skip-frames: '{}' is not a frame count", escape(&v)))?;
-            }
-            Some("--width") => {
-                let v = text(it.next(), "--width")?;
-                width = v
-                    .parse()
-                    .ok()
-                    .filter(|w| (320..=8000).contains(w))
-                    .ok_or_else(|| format!("--width: '{}' is not a width from 320 to 8000", escape(&v)))?;
-            }
-            Some(s) if s.starts_with('-') && s.len() > 1 => return Err(format!("unknown option '{}'", escape(s))),
-            _ => dumps.push(a.clone()),
-        }
+/// The parsed options checked together.
+fn options(a: Args) -> Result<Options, String> {
+    let Args {
+        dumps,
+        out,
+        counters,
+        skip_frames,
+        width,
+    } = a;
+    if counters.len() > MAX_COUNTERS {
+        return Err(format!("at most {MAX_COUNTERS} counters"));
     }
     let out = out.ok_or("no output: -o FILE.svg or -o FILE.png")?;
     let format = match Path::new(&out).extension().and_then(OsStr::to_str) {
@@ -398,17 +385,10 @@ fn render(o: &Options, runs: &[Run]) -> Result<Vec<u8>, String> {
     }
 }
 
-pub fn main(args: &[OsString]) -> i32 {
-    if args.iter().any(|a| a == "-h" || a == "--help") {
-        println!("{USAGE}");
-        return 0;
-    }
-    let o = match parse_args(args) {
+pub fn main(args: Args) -> i32 {
+    let o = match options(args) {
         Ok(o) => o,
-        Err(e) => {
-            eprintln!("framescope: plot: {e}\n{USAGE}");
-            return 2;
-        }
+        Err(e) => return crate::args::usage_error("plot", &format!("framescope: plot: {e}")),
     };
     // Checked before the dumps are read (which can take a while) and again where the output
     // is opened, which alone is free of races.
@@ -483,7 +463,17 @@ mod tests {
 
     #[test]
     fn arguments_name_the_output_format() {
-        let a = |v: &[&str]| parse_args(&v.iter().map(OsString::from).collect::<Vec<_>>());
+        let a = |v: &[&str]| {
+            use clap::Parser;
+            let argv = ["framescope", "plot"].iter().chain(v);
+            match crate::args::Cli::try_parse_from(argv)
+                .map_err(|e| e.to_string())?
+                .command
+            {
+                crate::args::Command::Plot(a) => options(a),
+                other => panic!("{other:?}"),
+            }
+        };
         assert_eq!(a(&["d", "-o", "x.SVG"]).unwrap().format, Format::Svg);
         assert_eq!(a(&["d", "e", "-o", "x.png"]).unwrap().dumps.len(), 2);
         assert!(a(&["d", "-o", "x.jpg"]).unwrap_err().contains(".svg or .png"));

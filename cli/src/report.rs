@@ -21,9 +21,8 @@ use serde::Deserialize;
 use std::ffi::{OsStr, OsString};
 use std::io::Read;
 
-const USAGE: &str = "\
-usage: framescope report [--json] DUMP...
-
+/// `report --help`'s description.
+pub const ABOUT: &str = "\
 One table per dump: frames, fps and lows, frame-time and GPU-time percentiles, counter means,
 the regions (render passes, debug labels) and draws with the most GPU time. The summary is
 recomputed from the frame records; a dump whose frame records disagree with its own summary,
@@ -31,11 +30,24 @@ or that has none (the app was killed), says so. With --json, one JSON line per d
 summary record, with `dump` (the path) and `regions_top` added.
 
 Exit status: 0 when every dump was read, 1 when any could not be (the others are still
-reported), 2 on bad arguments.
+reported), 2 on bad arguments.";
 
+pub const EXAMPLES: &str = "\
 examples:
   framescope report run.jsonl
   framescope report --json runs/*.jsonl";
+
+// `report`'s options (a plain comment: a doc comment would become clap's about text).
+#[derive(clap::Args, Debug)]
+#[command(args_override_self = true)]
+pub struct Args {
+    /// one JSON line per dump instead of the tables
+    #[arg(long)]
+    pub json: bool,
+    /// JSON Lines dumps written by framescope
+    #[arg(value_name = "DUMP")]
+    pub dumps: Vec<OsString>,
+}
 
 /// Marks listed; the rest are counted.
 const MARKS_SHOWN: usize = 20;
@@ -696,29 +708,11 @@ fn notes_about(d: &Dump) -> Vec<String> {
     notes
 }
 
-pub fn main(args: &[OsString]) -> i32 {
-    let mut json = false;
-    let mut paths = Vec::new();
-    let mut only_paths = false;
-    for a in args {
-        match a.to_str() {
-            _ if only_paths => paths.push(a.clone()),
-            Some("--") => only_paths = true,
-            Some("--json") => json = true,
-            Some("-h" | "--help") => {
-                println!("{USAGE}");
-                return 0;
-            }
-            Some(s) if s.starts_with("--") => {
-                eprintln!("framescope: report: unexpected argument '{}'\n{USAGE}", show(a));
-                return 2;
-            }
-            _ => paths.push(a.clone()),
-        }
-    }
+pub fn main(args: Args) -> i32 {
+    let Args { json, dumps: paths } = args;
+    // Not required in clap, so that the message keeps framescope's own lower-case usage line.
     if paths.is_empty() {
-        eprintln!("{USAGE}");
-        return 2;
+        return crate::args::usage_error("report", "framescope: report: no DUMP given");
     }
     let several = paths.len() > 1;
     let mut code = 0;

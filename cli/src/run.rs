@@ -25,7 +25,7 @@
 //! measured too when they use GL (the shim does nothing in a process that does not).
 
 use crate::locate::{self, IMPLICIT_TEMPLATE, MANIFEST_FILE, VK_LIB};
-use crate::text::{show, utf8};
+use crate::text::show;
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt};
@@ -36,59 +36,55 @@ use std::process::Command;
 /// The GL shim, found next to the executable like the Vulkan layer.
 const GL_LIB: &str = "libframescope_gl.so";
 
-const USAGE: &str = "\
-usage: framescope run [--dump PATH] [--config KEY=VALUE,...] [--] CMD ARGS...
-
+/// `run --help`'s description.
+pub const ABOUT: &str = "\
 Runs CMD with framescope enabled, installing nothing: the Vulkan layer through a private
 implicit manifest, the GL shim through LD_PRELOAD. --dump sets the dump path template
-(%p pid, %n exe name, %t start time); --config takes the keys of FRAMESCOPE_CONFIG (the README
-lists them). The exit status is the app's.
+(%p pid, %n exe name, %t start time); --config takes the keys of FRAMESCOPE_CONFIG (listed
+below with --help). The exit status is the app's.";
 
+pub const EXAMPLES: &str = "\
 examples:
   framescope run vkcube
   framescope run --dump /tmp/%n-%p.jsonl -- glmark2 -b build
   framescope run --config hud=0,samples=draw --dump run.jsonl -- ./game --benchmark";
 
-pub fn main(args: &[OsString]) -> i32 {
-    let mut dump = None;
-    let mut config = None;
-    let mut i = 0;
-    while i < args.len() {
-        // Only options must be text; the command and its arguments are passed on as bytes.
-        let Some(a) = args[i].to_str() else { break };
-        match a {
-            "--" => {
-                i += 1;
-                break;
-            }
-            "--dump" if i + 1 < args.len() => {
-                dump = Some(args[i + 1].clone());
-                i += 2;
-            }
-            "--config" if i + 1 < args.len() => {
-                match utf8(&args[i + 1], "--config") {
-                    Ok(c) => config = Some(c.to_string()),
-                    Err(e) => {
-                        eprintln!("framescope run: {e}");
-                        return 2;
-                    }
-                }
-                i += 2;
-            }
-            "-h" | "--help" => {
-                println!("{USAGE}");
-                return 0;
-            }
-            s if s.starts_with("--") => {
-                eprintln!("framescope run: unknown option '{}'\n{USAGE}", show(&args[i]));
-                return 2;
-            }
-            _ => break,
-        }
+// `run`'s options (a plain comment: a doc comment here would become clap's about text). The
+// app's command line is passed on byte for byte: everything from CMD on is the app's, options
+// included.
+#[derive(clap::Args, Debug)]
+#[command(args_override_self = true)]
+pub struct Args {
+    /// the dump path template (%p pid, %n exe name, %t start time); any bytes a path may hold
+    #[arg(long, value_name = "PATH")]
+    pub dump: Option<OsString>,
+    /// config keys as in FRAMESCOPE_CONFIG, after its own (text)
+    #[arg(long, value_name = "KEY=VALUE,...", value_parser = crate::args::text())]
+    pub config: Option<String>,
+    /// the app and its arguments
+    #[arg(
+        value_name = "CMD",
+        required = true,
+        num_args = 1..,
+        trailing_var_arg = true,
+    )]
+    pub command: Vec<OsString>,
+}
+
+/// `run --help`'s examples, then every config key with its default and doc, from
+/// `framescope_core::config::KEYS` (so the key reference is written once).
+pub fn after_long_help() -> String {
+    let mut s = format!("{EXAMPLES}\n\nconfig keys (--config KEY=VALUE,...; also FRAMESCOPE_CONFIG):\n");
+    for k in framescope_core::config::KEYS {
+        s.push_str(&format!("  {} (default {}): {}\n", k.name, k.default, k.doc));
     }
-    let Some((cmd, cmd_args)) = args[i..].split_first() else {
-        eprintln!("{USAGE}");
-        return 2;
+    s
+}
+
+pub fn main(args: Args) -> i32 {
+    let Args { dump, config, command } = args;
+    let Some((cmd, cmd_args)) = command.split_first() else {
+        return crate::args::usage_error("run", "framescope run: no CMD given");
     };
     let mut c = Command::new(cmd);
     c.args(cmd_args);

@@ -1,7 +1,7 @@
-//! Printing text that came from outside (dumps, paths, arguments) and reading arguments that
-//! must be text.
+//! Printing text that came from outside (dumps, paths, arguments). Arguments that must be text
+//! are checked where they are parsed (`crate::args::text`).
 
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsStr;
 use std::fmt::Write;
 
 /// Longest piece of outside text printed whole; the rest is counted, not printed, so a forged
@@ -34,18 +34,6 @@ pub fn show(s: &OsStr) -> String {
     escape(&s.to_string_lossy())
 }
 
-/// An argument that must be text (an option name, a config string, a GPU name), or one clear
-/// error naming `what`.
-pub fn utf8<'a>(s: &'a OsStr, what: &str) -> Result<&'a str, String> {
-    s.to_str()
-        .ok_or_else(|| format!("{what} is not valid UTF-8: '{}'", show(s)))
-}
-
-/// Converts every argument to text, or says which one is not.
-pub fn all_utf8(args: &[OsString], what: &str) -> Result<Vec<String>, String> {
-    args.iter().map(|a| utf8(a, what).map(str::to_string)).collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -66,10 +54,8 @@ mod tests {
     }
 
     #[test]
-    fn non_utf8_is_shown_and_refused_where_text_is_needed() {
+    fn non_utf8_is_shown_lossily() {
         let bad = OsStr::from_bytes(b"caf\xe9");
         assert_eq!(show(bad), "caf\u{fffd}");
-        let e = utf8(bad, "--config").unwrap_err();
-        assert_eq!(e, "--config is not valid UTF-8: 'caf\u{fffd}'");
     }
 }

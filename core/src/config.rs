@@ -12,14 +12,18 @@
 //! without blocking, so a FIFO or `/dev/zero` named as config costs one line, not a hang or
 //! the app's memory.
 //!
-//! Every key is one row of [`KEYS`]: its type, default and one-line doc live there, so adding
-//! a key is one row (plus its field in [`Config`]) and the README table can be generated from
-//! or checked against [`markdown_table`]. Bad input never stops the app: each problem becomes a
+//! Every key is declared once, in one row of the `config_keys!` invocation below: its field,
+//! type, default and one-line doc, from which the [`Config`] field, `Config::default()` and
+//! the [`KEYS`] entry are generated, so adding a key is one row and the README table is
+//! checked against [`markdown_table`]. Bad input never stops the app: each problem becomes a
 //! [`ConfigError`] whose `Display` is one line, and the key keeps its default. No key runs a
 //! command; values are only ever parsed as numbers, names or a path template.
 
+mod declare;
+
 use crate::shown::shown;
-use serde_json::{json, Value as Json};
+use declare::config_keys;
+use serde_json::Value as Json;
 use std::ffi::OsString;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -134,75 +138,6 @@ impl HudPosition {
             corner => Self::NAMES[Self::CORNERS.iter().position(|c| *c == corner).unwrap_or(0)].to_string(),
         }
     }
-}
-
-/// The configuration in effect. `Default` is built from the defaults in [`KEYS`].
-#[derive(Clone, Debug, PartialEq)]
-pub struct Config {
-    /// Dump path template (`%p`, `%n`, `%t`, `%%`); `None`: no dump. Bytes, as paths are.
-    pub dump: Option<OsString>,
-    /// Seconds after start before frames are written to the dump.
-    pub dump_start: f64,
-    /// Seconds of frames to write after `dump_start`; `None`: until the end.
-    pub dump_duration: Option<f64>,
-    /// Start with capture off: frames are written only between a `framescope ctl` start (or
-    /// the `dump_toggle_key`) and a stop.
-    pub dump_paused: bool,
-    /// Key combination that starts/stops writing frames; empty: none.
-    pub dump_toggle_key: String,
-    /// Accept `framescope ctl` commands on a user-only Unix socket while dumping.
-    pub ctl: bool,
-    /// Show the HUD.
-    pub hud: bool,
-    // --- HUD options (issue 4) ---
-    /// Milliseconds between re-renders of the HUD's content (it is composited every frame).
-    pub hud_refresh_ms: u64,
-    pub hud_position: HudPosition,
-    /// Size multiplier for everything in the HUD.
-    pub hud_scale: f64,
-    /// Font height in pixels before `hud_scale`.
-    pub hud_font_size: f64,
-    /// Opacity of the HUD's background, 0 to 1.
-    pub hud_alpha: f64,
-    /// Frames shown in the HUD's graphs.
-    pub hud_history: u64,
-    /// Key combination that shows/hides the HUD (X11 keysym names joined by `+`).
-    pub hud_toggle_key: String,
-    pub hud_fps: bool,
-    pub hud_frame_time: bool,
-    pub hud_frame_graph: bool,
-    pub hud_gpu: bool,
-    pub hud_gpu_graph: bool,
-    pub hud_counts: bool,
-    pub hud_device: bool,
-    pub hud_swapchain: bool,
-    /// Normalised list of counter names and presets (see [`Config::hud_counter_names`]).
-    pub hud_counters: String,
-    pub hud_regions: u64,
-    pub hud_draws: u64,
-    /// Save the presented image (with the HUD) of this frame index as PNG.
-    pub screenshot: Option<u64>,
-    /// Path template of that PNG.
-    pub screenshot_path: String,
-    // --- end HUD options ---
-    /// GPU timestamp queries around every submission (GPU busy time). Off injects no GPU
-    /// work for measuring and turns samples off with it.
-    pub gpu_timing: bool,
-    /// Per-draw GPU sample granularity (used by a later issue).
-    pub samples: Samples,
-    pub sample_stats: SampleStats,
-    /// `samples=draw`: percent of GPU busy time the timed draws may add (100: every draw).
-    pub sample_budget: u64,
-    /// Vulkan: count every recorded draw, dispatch, trace-rays, pipeline bind and barrier
-    /// (an intercept on each); see [`Config::counts_commands`].
-    pub command_counts: bool,
-    /// Counter sources on framescope's collector thread (NVML/GPM, amdgpu, hwmon, fdinfo,
-    /// CPU/RAM/process).
-    pub counters: bool,
-    /// How often the collector reads its sources.
-    pub counter_interval_ms: u64,
-    /// framescope's own stderr verbosity.
-    pub log: LogLevel,
 }
 
 /// The type of a key's value; decides parsing, validation and the "valid values" text.
@@ -409,291 +344,200 @@ pub struct KeySpec {
     get: fn(&Config) -> Json,
 }
 
-/// Every configuration key. Adding a key: one row here plus its field in [`Config`].
-pub static KEYS: &[KeySpec] = &[
-    KeySpec {
-        name: "dump",
+// Every configuration key. Adding a key is one row here.
+config_keys! {
+    ///
+    /// `None`: no dump. Bytes, as paths are: `FRAMESCOPE_DUMP` may name any file.
+    dump: Option<OsString> {
         ty: ValueType::PathTemplate,
         default: "none",
         doc: "write a JSON Lines per-frame dump to this path template (%p pid, %n exe, %t UTC start time YYYYmmdd-HHMMSS); an existing file is never overwritten (a numbered sibling is written instead, so use %p), symbolic links are refused, a FIFO or /dev/stdout gets the dump as a stream",
-        set: |c, v| if let Value::Path(p) = v { c.dump = p.map(OsString::from) },
-        get: |c| json!(c.dump.as_ref().map(|d| d.to_string_lossy())),
     },
-    KeySpec {
-        name: "dump_start",
+    dump_start: f64 {
         ty: ValueType::SecondsNonNegative,
         default: "0",
         doc: "seconds after start before frames are written to the dump",
-        set: |c, v| if let Value::Seconds(Some(s)) = v { c.dump_start = s },
-        get: |c| json!(c.dump_start),
     },
-    KeySpec {
-        name: "dump_duration",
+    ///
+    /// `None`: until the end.
+    dump_duration: Option<f64> {
         ty: ValueType::SecondsPositiveOrUnlimited,
         default: "unlimited",
         doc: "seconds of frames to dump after dump_start; then the summary is written and dumping stops",
-        set: |c, v| if let Value::Seconds(s) = v { c.dump_duration = s },
-        get: |c| json!(c.dump_duration),
     },
-    KeySpec {
-        name: "dump_paused",
+    dump_paused: bool {
         ty: ValueType::Bool,
         default: "0",
         doc: "start with capture off: the dump gets its header, and frames only between `framescope ctl PID start` (or dump_toggle_key) and `stop`",
-        set: |c, v| if let Value::Bool(b) = v { c.dump_paused = b },
-        get: |c| json!(c.dump_paused),
     },
-    KeySpec {
-        name: "dump_toggle_key",
+    ///
+    /// Empty: no key.
+    dump_toggle_key: String {
         ty: ValueType::KeyCombo,
         default: "none",
         doc: "keys that start/stop writing frames to the dump, read from X11 like hud_toggle_key; none: no key",
-        set: |c, v| if let Value::Text(t) = v { c.dump_toggle_key = t },
-        get: |c| json!(c.dump_toggle_key),
     },
-    KeySpec {
-        name: "ctl",
+    ctl: bool {
         ty: ValueType::Bool,
         default: "1",
         doc: "while dumping, accept `framescope ctl PID start|stop|mark LABEL|status` on a Unix socket in $XDG_RUNTIME_DIR/framescope that only this user can reach (nothing on the network)",
-        set: |c, v| if let Value::Bool(b) = v { c.ctl = b },
-        get: |c| json!(c.ctl),
     },
-    KeySpec {
-        name: "hud",
+    hud: bool {
         ty: ValueType::Bool,
         default: "1",
         doc: "show the on-screen HUD",
-        set: |c, v| if let Value::Bool(b) = v { c.hud = b },
-        get: |c| json!(c.hud),
     },
-    // --- HUD keys (issue 4) ---
-    KeySpec {
-        name: "hud_refresh_ms",
+    // --- HUD keys ---
+    hud_refresh_ms: u64 {
         ty: ValueType::UInt { min: 10, max: 10_000 },
         default: "250",
         doc: "milliseconds between re-renders of the HUD's content; it is composited every frame from a cached image",
-        set: |c, v| if let Value::UInt(n) = v { c.hud_refresh_ms = n },
-        get: |c| json!(c.hud_refresh_ms),
     },
-    KeySpec {
-        name: "hud_position",
+    hud_position: HudPosition {
         ty: ValueType::Position,
         default: "top-left",
         doc: "HUD corner, or the pixel offset of its top-left corner",
-        set: |c, v| if let Value::Position(p) = v { c.hud_position = p },
-        get: |c| json!(c.hud_position.to_config_string()),
     },
-    KeySpec {
-        name: "hud_scale",
+    hud_scale: f64 {
         ty: ValueType::Float { min: 0.25, max: 8.0 },
         default: "1",
         doc: "size multiplier for the whole HUD (font, spacing, graphs)",
-        set: |c, v| if let Value::Float(f) = v { c.hud_scale = f },
-        get: |c| json!(c.hud_scale),
     },
-    KeySpec {
-        name: "hud_font_size",
+    hud_font_size: f64 {
         ty: ValueType::Float { min: 6.0, max: 64.0 },
         default: "13",
         doc: "font height in pixels before hud_scale (13 is the built-in font's native size)",
-        set: |c, v| if let Value::Float(f) = v { c.hud_font_size = f },
-        get: |c| json!(c.hud_font_size),
     },
-    KeySpec {
-        name: "hud_alpha",
+    hud_alpha: f64 {
         ty: ValueType::Float { min: 0.0, max: 1.0 },
         default: "1",
         doc: "opacity of the HUD's background (text and graphs stay opaque); 1 composites the HUD with a copy, below 1 blends every HUD pixel each frame (costlier on software drivers)",
-        set: |c, v| if let Value::Float(f) = v { c.hud_alpha = f },
-        get: |c| json!(c.hud_alpha),
     },
-    KeySpec {
-        name: "hud_history",
+    hud_history: u64 {
         ty: ValueType::UInt { min: 2, max: 256 },
         default: "120",
         doc: "frames shown in the HUD's frame-time and GPU graphs",
-        set: |c, v| if let Value::UInt(n) = v { c.hud_history = n },
-        get: |c| json!(c.hud_history),
     },
-    KeySpec {
-        name: "hud_toggle_key",
+    ///
+    /// Empty: no key.
+    hud_toggle_key: String {
         ty: ValueType::KeyCombo,
         default: "Shift_R+F12",
         doc: "keys that show/hide the HUD, read from X11 (XQueryKeymap) without taking input from the app",
-        set: |c, v| if let Value::Text(t) = v { c.hud_toggle_key = t },
-        get: |c| json!(c.hud_toggle_key),
     },
-    KeySpec {
-        name: "hud_fps",
+    hud_fps: bool {
         ty: ValueType::Bool,
         default: "1",
         doc: "HUD line: frames per second over the last second",
-        set: |c, v| if let Value::Bool(b) = v { c.hud_fps = b },
-        get: |c| json!(c.hud_fps),
     },
-    KeySpec {
-        name: "hud_frame_time",
+    hud_frame_time: bool {
         ty: ValueType::Bool,
         default: "1",
         doc: "HUD line: mean present-to-present time (ms)",
-        set: |c, v| if let Value::Bool(b) = v { c.hud_frame_time = b },
-        get: |c| json!(c.hud_frame_time),
     },
-    KeySpec {
-        name: "hud_frame_graph",
+    hud_frame_graph: bool {
         ty: ValueType::Bool,
         default: "1",
         doc: "HUD graph: present-to-present time of the last hud_history frames",
-        set: |c, v| if let Value::Bool(b) = v { c.hud_frame_graph = b },
-        get: |c| json!(c.hud_frame_graph),
     },
-    KeySpec {
-        name: "hud_gpu",
+    hud_gpu: bool {
         ty: ValueType::Bool,
         default: "1",
         doc: "HUD line: GPU busy time per frame (ms)",
-        set: |c, v| if let Value::Bool(b) = v { c.hud_gpu = b },
-        get: |c| json!(c.hud_gpu),
     },
-    KeySpec {
-        name: "hud_gpu_graph",
+    hud_gpu_graph: bool {
         ty: ValueType::Bool,
         default: "1",
         doc: "HUD graph: GPU busy time of the last hud_history frames",
-        set: |c, v| if let Value::Bool(b) = v { c.hud_gpu_graph = b },
-        get: |c| json!(c.hud_gpu_graph),
     },
-    KeySpec {
-        name: "hud_counts",
+    hud_counts: bool {
         ty: ValueType::Bool,
         default: "1",
         doc: "HUD line: submits, draws and dispatches per frame (Vulkan: draws and dispatches with `command_counts` or `samples=draw`, else submits and render passes)",
-        set: |c, v| if let Value::Bool(b) = v { c.hud_counts = b },
-        get: |c| json!(c.hud_counts),
     },
-    KeySpec {
-        name: "hud_device",
+    hud_device: bool {
         ty: ValueType::Bool,
         default: "1",
         doc: "HUD line: device and driver name",
-        set: |c, v| if let Value::Bool(b) = v { c.hud_device = b },
-        get: |c| json!(c.hud_device),
     },
-    KeySpec {
-        name: "hud_swapchain",
+    hud_swapchain: bool {
         ty: ValueType::Bool,
         default: "1",
         doc: "HUD line: resolution, format and present mode of the swapchain (GL: size of the swapped drawable)",
-        set: |c, v| if let Value::Bool(b) = v { c.hud_swapchain = b },
-        get: |c| json!(c.hud_swapchain),
     },
-    KeySpec {
-        name: "hud_counters",
+    ///
+    /// Normalised to names and presets joined by `,` (see [`Config::hud_counter_names`]).
+    hud_counters: String {
         ty: ValueType::NameList,
         default: "basic",
         doc: "HUD lines, one per counter: names from the dump header's catalogue (the same names on every vendor where the meaning is the same) or presets: `basic` (GPU %, temperature, clock, power, VRAM, CPU %, RAM), `gpm` (NVIDIA GPM activity), `all`; `none` (or 0) for no counter lines; a counter this machine does not have shows no line",
-        set: |c, v| if let Value::Text(t) = v { c.hud_counters = t },
-        get: |c| json!(c.hud_counters),
     },
-    KeySpec {
-        name: "hud_regions",
+    hud_regions: u64 {
         ty: ValueType::UInt { min: 0, max: 16 },
         default: "5",
         doc: "HUD table: the N most expensive debug-label regions and render passes (GPU ms, smoothed; needs samples=renderpass or finer); 0 hides it",
-        set: |c, v| if let Value::UInt(n) = v { c.hud_regions = n },
-        get: |c| json!(c.hud_regions),
     },
-    KeySpec {
-        name: "hud_draws",
+    hud_draws: u64 {
         ty: ValueType::UInt { min: 0, max: 16 },
         default: "5",
         doc: "HUD table under the regions: the N most expensive draws, each named by its position (`draw 12 @ Frame/Main`) with its GPU ms when timed (needs samples=draw; with a draw budget a draw is timed only when the window covers it); 0 hides it",
-        set: |c, v| if let Value::UInt(n) = v { c.hud_draws = n },
-        get: |c| json!(c.hud_draws),
     },
-    KeySpec {
-        name: "screenshot",
+    screenshot: Option<u64> {
         ty: ValueType::FrameOrNone,
         default: "none",
         doc: "save the presented image (with the HUD) of this frame as PNG (Vulkan swapchains and GL/GLES windows)",
-        set: |c, v| if let Value::Frame(f) = v { c.screenshot = f },
-        get: |c| json!(c.screenshot),
     },
-    KeySpec {
-        name: "screenshot_path",
+    screenshot_path: String {
         ty: ValueType::ImagePath,
         default: "framescope-%p-frame%N.png",
         doc: "where screenshot= writes; relative paths are relative to the app's working directory; a second swapchain presented in the same frame gets `-1`, `-2`, ... before the extension; an existing file is never overwritten (a numbered sibling such as `shot.1.png` is written instead), symbolic links, FIFOs and devices are refused",
-        set: |c, v| if let Value::Text(t) = v { c.screenshot_path = t },
-        get: |c| json!(c.screenshot_path),
     },
     // --- end HUD keys ---
-    KeySpec {
-        name: "gpu_timing",
+    ///
+    /// See [`Config::effective_samples`].
+    gpu_timing: bool {
         ty: ValueType::Bool,
         default: "1",
         doc: "GPU timestamp queries around every submission, for GPU busy time (Vulkan: two per submission; GL: two per frame); 0 adds no GPU work of ours for measuring: gpu_busy_ns is null with gpu_missing \"disabled\", the HUD hides its GPU line and graph, and samples are off whatever `samples` says",
-        set: |c, v| if let Value::Bool(b) = v { c.gpu_timing = b },
-        get: |c| json!(c.gpu_timing),
     },
-    KeySpec {
-        name: "samples",
+    samples: Samples {
         ty: ValueType::Choice(Samples::NAMES),
         default: "renderpass",
         doc: "granularity of GPU time samples inside a frame",
-        set: |c, v| if let Value::Choice(i) = v { c.samples = Samples::ALL[i] },
-        get: |c| json!(c.samples.as_str()),
     },
-    KeySpec {
-        name: "sample_stats",
+    sample_stats: SampleStats {
         ty: ValueType::Choice(SampleStats::NAMES),
         default: "pass",
         doc: "where samples carry pipeline statistics: render passes, every draw (samples=draw only; two more query commands per draw), or nowhere",
-        set: |c, v| if let Value::Choice(i) = v { c.sample_stats = SampleStats::ALL[i] },
-        get: |c| json!(c.sample_stats.as_str()),
     },
-    KeySpec {
-        name: "sample_budget",
+    sample_budget: u64 {
         ty: ValueType::UInt { min: 1, max: 100 },
         default: "3",
         doc: "samples=draw on Vulkan: the share of GPU busy time (percent) that timing draws may add; each frame times a window of consecutive draw positions per command buffer, sized from framescope's own measurement of that cost (every 16th frame times none, as the baseline) and held once settled, and the window moves on every frame so that every draw of a steady workload is timed within `ceil(draws / window)` frames; 100 times every draw of every frame; the GL shim times every draw",
-        set: |c, v| if let Value::UInt(n) = v { c.sample_budget = n },
-        get: |c| json!(c.sample_budget),
     },
-    KeySpec {
-        name: "command_counts",
+    ///
+    /// See [`Config::counts_commands`].
+    command_counts: bool {
         ty: ValueType::Bool,
         default: "0",
         doc: "Vulkan: count every recorded draw, dispatch, trace-rays command, pipeline bind and barrier per frame (frames' `draws`, `dispatches`, `pipeline_binds`, `barriers`, `trace_rays` and the by-kind counts; the header's `command_counts` says whether they were counted). Each is then intercepted: about 12 ns a draw on the H100, a third of the CPU time of an app that only records 10 000 draws a frame, so it is off by default: those fields are then 0 and the HUD's counts line shows submissions and render passes. On with `samples=draw` whatever this says. Submissions, command buffers and render passes are always counted; the GL shim always counts",
-        set: |c, v| if let Value::Bool(b) = v { c.command_counts = b },
-        get: |c| json!(c.command_counts),
     },
-    KeySpec {
-        name: "counters",
+    counters: bool {
         ty: ValueType::Bool,
         default: "1",
         doc: "counter sources read on framescope's own collector thread: NVIDIA NVML and GPM, amdgpu sysfs, hwmon, DRM fdinfo, CPU, RAM and process values; frames carry the newest values and the window each source's values cover; sources that cannot run are listed in the dump header's `unavailable`",
-        set: |c, v| if let Value::Bool(b) = v { c.counters = b },
-        get: |c| json!(c.counters),
     },
-    KeySpec {
-        name: "counter_interval_ms",
+    counter_interval_ms: u64 {
         ty: ValueType::UInt { min: 10, max: 10000 },
         default: "100",
         doc: "how often the collector reads its sources, in ms (GPM never more often than every 100 ms, its refresh period); reads pause while the app renders no frames",
-        set: |c, v| if let Value::UInt(n) = v { c.counter_interval_ms = n },
-        get: |c| json!(c.counter_interval_ms),
     },
-    KeySpec {
-        name: "log",
+    log: LogLevel {
         ty: ValueType::Choice(LogLevel::NAMES),
         default: "info",
         doc: "framescope's own stderr messages (config errors are always printed)",
-        set: |c, v| if let Value::Choice(i) = v { c.log = LogLevel::ALL[i] },
-        get: |c| json!(c.log.as_str()),
     },
-];
+}
 
 /// Looks up a key by name.
 pub fn key(name: &str) -> Option<&'static KeySpec> {
@@ -704,11 +548,15 @@ pub fn key(name: &str) -> Option<&'static KeySpec> {
 /// README can be generated from, or checked against, [`KEYS`].
 pub fn markdown_table() -> String {
     let mut s = String::from("| key | values | default | description |\n|---|---|---|---|\n");
+    // GitHub's tables split cells at every unescaped `|`, inside code spans too.
+    let cell = |t: &str| t.replace('|', "\\|");
     for k in KEYS {
-        let values = k.ty.describe().replace('|', "\\|");
         s.push_str(&format!(
             "| `{}` | {} | `{}` | {} |\n",
-            k.name, values, k.default, k.doc
+            k.name,
+            cell(&k.ty.describe()),
+            k.default,
+            cell(k.doc)
         ));
     }
     s
@@ -817,54 +665,6 @@ impl fmt::Display for ConfigError {
 }
 
 impl std::error::Error for ConfigError {}
-
-impl Default for Config {
-    fn default() -> Self {
-        // Placeholder values, every one overwritten from the KEYS defaults just below.
-        let mut c = Config {
-            dump: None,
-            dump_start: 0.0,
-            dump_duration: None,
-            dump_paused: false,
-            dump_toggle_key: String::new(),
-            ctl: false,
-            hud: false,
-            hud_refresh_ms: 0,
-            hud_position: HudPosition::TopLeft,
-            hud_scale: 0.0,
-            hud_font_size: 0.0,
-            hud_alpha: 0.0,
-            hud_history: 0,
-            hud_toggle_key: String::new(),
-            hud_fps: false,
-            hud_frame_time: false,
-            hud_frame_graph: false,
-            hud_gpu: false,
-            hud_gpu_graph: false,
-            hud_counts: false,
-            hud_device: false,
-            hud_swapchain: false,
-            hud_counters: String::new(),
-            hud_regions: 0,
-            hud_draws: 0,
-            screenshot: None,
-            screenshot_path: String::new(),
-            gpu_timing: false,
-            samples: Samples::Off,
-            sample_stats: SampleStats::Off,
-            sample_budget: 0,
-            command_counts: false,
-            counters: false,
-            counter_interval_ms: 0,
-            log: LogLevel::Quiet,
-        };
-        for k in KEYS {
-            let v = k.ty.parse(k.default).expect("every default in KEYS is valid");
-            (k.set)(&mut c, v);
-        }
-        c
-    }
-}
 
 /// Parses a `FRAMESCOPE_CONFIG`-style string (`key=value,key,...`) on top of the defaults.
 pub fn parse(s: &str) -> (Config, Vec<ConfigError>) {
@@ -1513,6 +1313,14 @@ mod tests {
             t.contains("| `samples` | one of off\\|cmdbuf\\|renderpass\\|label\\|draw | `renderpass` |"),
             "{t}"
         );
+        assert!(
+            t.contains("accept `framescope ctl PID start\\|stop\\|mark LABEL\\|status`"),
+            "a | in a doc is escaped too: {t}"
+        );
+        for line in t.lines() {
+            let cells = line.replace("\\|", "").matches('|').count();
+            assert_eq!(cells, 5, "four cells: {line}");
+        }
     }
 }
 

@@ -1,5 +1,5 @@
-//! `framescope export DUMP (--perfetto FILE | --csv FILE | --presentmon FILE)...`: a dump
-//! converted for other tools, all formats in one pass over the dump.
+//! `framescope export DUMP (--perfetto FILE | --csv FILE | --presentmon FILE | --parquet
+//! FILE)...`: a dump converted for other tools, all formats in one pass over the dump.
 //!
 //! The dump is streamed with [`Lines`], one record at a time, so memory stays bounded by one
 //! line whatever the dump holds; nothing in it is trusted. Unreadable lines, frames out of
@@ -26,27 +26,42 @@ use std::fs::File;
 use std::io::{self, BufWriter};
 use std::path::Path;
 
-const USAGE: &str = "\
-usage: framescope export DUMP (--perfetto FILE | --csv FILE | --presentmon FILE | --parquet FILE)...
+/// `export --help`'s description.
+pub const ABOUT: &str = "\
+Converts a dump in one streamed pass, to every format asked for. Output files are created or
+truncated (mode 0644); a symbolic link is refused.";
 
-  --perfetto FILE    Perfetto trace (open in ui.perfetto.dev): one slice per frame on a CPU
-                     track; the frame's GPU samples as GPU render stage events (nested, one
-                     hardware-queue track per command buffer); gpu_busy_ns and the GPU
-                     counters as GPU counter events; system counters as counter tracks; the
-                     dump's marks as instant events
-  --csv FILE         MangoHud log layout (system info lines, then one row per frame)
-  --presentmon FILE  PresentMon CSV columns, one row per frame (columns framescope has no
-                     value for are NA)
-  --parquet FILE     Parquet, one row per frame with the run's metadata in every row (dump,
-                     exe, pid, api, device, driver, start_unix_ns), frame times, counts and a
-                     counter_<name> column per counter: load many runs into DuckDB or Spark
-
-Output files are created or truncated (mode 0644); a symbolic link is refused.
-
+pub const EXAMPLES: &str = "\
 examples:
   framescope export run.jsonl --perfetto run.perfetto-trace
   framescope export run.jsonl --csv run-mangohud.csv --presentmon run-presentmon.csv
   framescope export run.jsonl --parquet run.parquet";
+
+// `export`'s options (a plain comment: a doc comment would become clap's about text). Each
+// format at most once: a second `--csv` is an error, not a replacement.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// the JSON Lines dump to convert
+    #[arg(value_name = "DUMP")]
+    pub dump: OsString,
+    /// Perfetto trace (open in ui.perfetto.dev): one slice per frame on a CPU track; the
+    /// frame's GPU samples as GPU render stage events (nested, one hardware-queue track per
+    /// command buffer); gpu_busy_ns and the GPU counters as GPU counter events; system
+    /// counters as counter tracks; the dump's marks as instant events
+    #[arg(long, value_name = "FILE")]
+    pub perfetto: Option<OsString>,
+    /// MangoHud log layout (system info lines, then one row per frame)
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<OsString>,
+    /// PresentMon CSV columns, one row per frame (columns framescope has no value for are NA)
+    #[arg(long, value_name = "FILE")]
+    pub presentmon: Option<OsString>,
+    /// Parquet, one row per frame with the run's metadata in every row (dump, exe, pid, api,
+    /// device, driver, start_unix_ns), frame times, counts and a counter_<name> column per
+    /// counter: load many runs into DuckDB or Spark
+    #[arg(long, value_name = "FILE")]
+    pub parquet: Option<OsString>,
+}
 
 /// Problems listed one per line; the rest are counted.
 const WARNINGS_SHOWN: u64 = 10;
@@ -58,60 +73,39 @@ struct Kind {
 }
 
 #[derive(Debug)]
-struct Args {
+struct Job {
     dump: OsString,
     outputs: Vec<(&'static str, OsString)>,
 }
 
-fn parse_args(args: &[OsString]) -> Result<Option<Args>, String> {
-    let mut dump = None;
-    let mut outputs: Vec<(&'static str, OsString)> = Vec::new();
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        let format = match a.to_str() {
-            Some("-h" | "--help") => return Ok(None),
-            Some("--perfetto") => "perfetto",
-            Some("--csv") => "csv",
-            Some("--presentmon") => "presentmon",
-            Some("--parquet") => "parquet",
-            Some(s) if s.starts_with('-') => return Err(format!("unknown option '{}'", escape(s))),
-            _ if dump.is_none() => {
-                dump = Some(a.clone());
-                continue;
-            }
-            _ => return Err(format!("unexpected argument '{}'", show(a))),
-        };
-        let Some(file) = it.next() else {
-            return Err(format!("--{format} needs a FILE"));
-        };
-        if outputs.iter().any(|(f, _)| *f == format) {
-            return Err(format!("--{format} given twice"));
-        }
-        if outputs.iter().any(|(_, p)| p == file) {
-            return Err(format!("'{}' is named as two outputs", show(file)));
-        }
-        outputs.push((format, file.clone()));
-    }
-    let dump = dump.ok_or("no DUMP given")?;
+/// The outputs asked for, checked together.
+fn job(a: Args) -> Result<Job, String> {
+    let outputs: Vec<(&'static str, OsString)> = [
+        ("perfetto", a.perfetto),
+        ("csv", a.csv),
+        ("presentmon", a.presentmon),
+        ("parquet", a.parquet),
+    ]
+    .into_iter()
+    .filter_map(|(format, file)| Some((format, file?)))
+    .collect();
     if outputs.is_empty() {
         return Err("no output: give --perfetto, --csv, --presentmon or --parquet".into());
     }
-    Ok(Some(Args { dump, outputs }))
+    for (k, (_, file)) in outputs.iter().enumerate() {
+        if outputs[..k].iter().any(|(_, p)| p == file) {
+            return Err(format!("'{}' is named as two outputs", show(file)));
+        }
+    }
+    Ok(Job { dump: a.dump, outputs })
 }
 
-pub fn main(args: &[OsString]) -> i32 {
-    let args = match parse_args(args) {
-        Ok(Some(a)) => a,
-        Ok(None) => {
-            println!("{USAGE}");
-            return 0;
-        }
-        Err(e) => {
-            eprintln!("framescope export: {e}\n{USAGE}");
-            return 2;
-        }
+pub fn main(args: Args) -> i32 {
+    let job = match job(args) {
+        Ok(j) => j,
+        Err(e) => return crate::args::usage_error("export", &format!("framescope export: {e}")),
     };
-    match export(&args) {
+    match export(&job) {
         Ok(()) => 0,
         Err(e) => {
             eprintln!("framescope export: {e}");
@@ -120,7 +114,7 @@ pub fn main(args: &[OsString]) -> i32 {
     }
 }
 
-fn export(args: &Args) -> Result<(), String> {
+fn export(args: &Job) -> Result<(), String> {
     let input = File::open(&args.dump).map_err(|e| format!("cannot read '{}': {e}", show(&args.dump)))?;
     let in_meta = input
         .metadata()
@@ -432,17 +426,30 @@ not json
 
     #[test]
     fn arguments() {
-        let a = |v: &[&str]| parse_args(&v.iter().map(OsString::from).collect::<Vec<_>>());
-        let ok = a(&["d", "--csv", "a", "--perfetto", "b"]).unwrap().unwrap();
+        let a = |v: &[&str]| {
+            use clap::Parser;
+            let argv = ["framescope", "export"].iter().chain(v);
+            match crate::args::Cli::try_parse_from(argv)
+                .map_err(|e| e.to_string())?
+                .command
+            {
+                crate::args::Command::Export(a) => job(a),
+                other => panic!("{other:?}"),
+            }
+        };
+        let ok = a(&["d", "--csv", "a", "--perfetto", "b"]).unwrap();
         assert_eq!(ok.outputs.len(), 2);
-        assert!(a(&["--help"]).unwrap().is_none());
         assert!(a(&["d"]).unwrap_err().contains("no output"));
-        assert!(a(&["d", "--csv"]).unwrap_err().contains("needs a FILE"));
-        assert!(a(&["d", "--csv", "a", "--csv", "b"]).unwrap_err().contains("twice"));
+        assert!(a(&["d", "--csv"]).unwrap_err().contains("a value is required"));
+        assert!(a(&["d", "--csv", "a", "--csv", "b"])
+            .unwrap_err()
+            .contains("cannot be used multiple times"));
         assert!(a(&["d", "--csv", "a", "--presentmon", "a"])
             .unwrap_err()
             .contains("two outputs"));
-        assert!(a(&["d", "--json"]).unwrap_err().contains("unknown option"));
+        assert!(a(&["d", "--json"])
+            .unwrap_err()
+            .contains("unexpected argument '--json'"));
     }
 
     #[test]

@@ -1,0 +1,170 @@
+//! The command line, declared with clap: the commands, their options and help text, and how
+//! a usage error is printed. Each command's options are its module's `Args`; parsing ends here,
+//! so a command's `main` gets typed values.
+//!
+//! Paths and the app's command line stay `OsString`/`PathBuf` (bytes: a file name need not be
+//! UTF-8); values that must be text go through [`text`]. Usage errors exit 2 and `--help`
+//! exits 0, as before clap; every line of a usage error is escaped and cut ([`escape`]), since
+//! it can quote an argument: a hostile one is one bounded line, never a terminal escape.
+
+use crate::text::{escape, show};
+use crate::{compare, counters, ctl, export, install, plot, report, run};
+use clap::builder::{OsStringValueParser, TypedValueParser};
+use clap::error::ErrorKind;
+use clap::{CommandFactory, Parser, Subcommand};
+use std::ffi::OsString;
+
+/// Exit status of a usage error (what clap uses too).
+pub const USAGE_EXIT: i32 = 2;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "framescope",
+    bin_name = "framescope",
+    version,
+    about = "GPU profiling overlay: run apps under the layer, install it, and read dumps",
+    subcommand_required = true,
+    arg_required_else_help = true
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// run CMD with framescope enabled (nothing installed)
+    #[command(long_about = run::ABOUT, after_help = run::EXAMPLES, after_long_help = run::after_long_help())]
+    Run(run::Args),
+    /// install the Vulkan layer manifests (implicit + explicit)
+    #[command(long_about = install::INSTALL_ABOUT, after_help = install::INSTALL_EXAMPLES)]
+    Install(install::Args),
+    /// remove the installed Vulkan layer manifests and library
+    #[command(long_about = install::UNINSTALL_ABOUT, after_help = install::UNINSTALL_EXAMPLES)]
+    Uninstall(install::Args),
+    /// print the summary of JSON Lines dumps (one table each)
+    #[command(long_about = report::ABOUT, after_help = report::EXAMPLES)]
+    Report(report::Args),
+    /// a regression gate: per-metric change with a bootstrap interval; exit 0 no regression,
+    /// 1 regression, 2 unusable input
+    #[command(
+        override_usage = compare::USAGE,
+        long_about = compare::ABOUT,
+        after_help = compare::EXAMPLES,
+        after_long_help = compare::AFTER_LONG_HELP
+    )]
+    Compare(compare::Args),
+    /// frame time, GPU time, percentiles and counters, dumps overlaid
+    #[command(long_about = plot::ABOUT, after_help = plot::EXAMPLES)]
+    Plot(plot::Args),
+    /// convert a dump: Perfetto trace, MangoHud CSV, PresentMon CSV, Parquet
+    #[command(long_about = export::ABOUT, after_help = export::EXAMPLES)]
+    Export(export::Args),
+    /// control a running app's dump (capture on/off, marks)
+    #[command(override_usage = ctl::USAGE, long_about = ctl::ABOUT, after_help = ctl::EXAMPLES)]
+    Ctl(ctl::Args),
+    /// list known counters
+    #[command(after_help = counters::EXAMPLES)]
+    Counters(counters::Args),
+    /// print a shell completion script for framescope
+    #[command(
+        after_help = "examples:\n  framescope completions bash > ~/.local/share/bash-completion/completions/framescope\n  framescope completions zsh > ~/.zfunc/_framescope\n  framescope completions fish > ~/.config/fish/completions/framescope.fish"
+    )]
+    Completions(CompletionsArgs),
+}
+
+#[derive(clap::Args, Debug)]
+pub struct CompletionsArgs {
+    /// the shell to complete in
+    #[arg(value_name = "SHELL")]
+    pub shell: clap_complete::Shell,
+}
+
+/// Parses `args` (the first one is the program's name) and runs the command; returns the
+/// exit status.
+pub fn main(args: impl IntoIterator<Item = OsString>) -> i32 {
+    let cli = match Cli::try_parse_from(args) {
+        Ok(c) => c,
+        Err(e) => return clap_error(&e),
+    };
+    match cli.command {
+        Command::Run(a) => run::main(a),
+        Command::Install(a) => install::install_main(a),
+        Command::Uninstall(a) => install::uninstall_main(a),
+        Command::Report(a) => report::main(a),
+        Command::Compare(a) => compare::main(a),
+        Command::Plot(a) => plot::main(a),
+        Command::Export(a) => export::main(a),
+        Command::Ctl(a) => ctl::main(a),
+        Command::Counters(a) => counters::main(a),
+        Command::Completions(a) => {
+            clap_complete::generate(a.shell, &mut Cli::command(), "framescope", &mut std::io::stdout());
+            0
+        }
+    }
+}
+
+/// Prints what clap stopped at; returns its exit status (0 for `--help` and `--version`).
+fn clap_error(e: &clap::Error) -> i32 {
+    if matches!(
+        e.kind(),
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        // Our own text only; a write error (a closed pipe) changes nothing.
+        let _ = e.print();
+        return e.exit_code();
+    }
+    // Plain text (no colour), so escaping cannot mangle clap's own styling.
+    let rendered = e.render().to_string();
+    for (n, line) in rendered.lines().enumerate() {
+        let line = if n == 0 {
+            format!("framescope: {}", line.strip_prefix("error: ").unwrap_or(line))
+        } else {
+            line.to_string()
+        };
+        eprintln!("{}", escape(&line));
+    }
+    USAGE_EXIT
+}
+
+/// A usage error a command finds itself (clap cannot say it): `message`, the command's usage
+/// line and where to read more, on stderr. Returns [`USAGE_EXIT`].
+pub fn usage_error(command: &str, message: &str) -> i32 {
+    let mut cli = Cli::command();
+    cli.build();
+    let usage = cli
+        .find_subcommand_mut(command)
+        .map(|c| c.render_usage().to_string())
+        .unwrap_or_default();
+    // Lower case, as framescope's messages were before clap (scripts grep for it).
+    let usage = usage.replacen("Usage:", "usage:", 1);
+    eprintln!("{message}\n{usage}\n\nFor more information, try 'framescope {command} --help'.");
+    USAGE_EXIT
+}
+
+/// A value that must be text (a name, a config string): a value that is not UTF-8 is a usage
+/// error that shows it (lossily), not clap's error that names no value.
+pub fn text() -> impl TypedValueParser<Value = String> {
+    OsStringValueParser::new().try_map(|s: OsString| {
+        s.into_string()
+            .map_err(|s| format!("'{}' is not valid UTF-8 (it must be text)", show(&s)))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn usage_lines_name_the_command() {
+        let mut cli = Cli::command();
+        cli.build();
+        let usage = cli.find_subcommand_mut("report").unwrap().render_usage().to_string();
+        assert!(usage.starts_with("Usage: framescope report"), "{usage}");
+    }
+}
