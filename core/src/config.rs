@@ -368,19 +368,19 @@ config_keys! {
     dump_paused: bool {
         ty: ValueType::Bool,
         default: "0",
-        doc: "start with capture off: the dump gets its header, and frames only between `framescope ctl PID start` (or dump_toggle_key) and `stop`",
+        doc: "start with capture off: the dump gets its header, and frames only between `framescope ctl PID start` (or `dump_toggle_key`) and `stop`; marks are written either way",
     },
     ///
     /// Empty: no key.
     dump_toggle_key: String {
         ty: ValueType::KeyCombo,
         default: "none",
-        doc: "keys that start/stop writing frames to the dump, read from X11 like hud_toggle_key; none: no key",
+        doc: "keys that start/stop writing frames to the dump, read from X11 like `hud_toggle_key` (also with `hud=0`); none: no key",
     },
     ctl: bool {
         ty: ValueType::Bool,
         default: "1",
-        doc: "while dumping, accept `framescope ctl PID start|stop|mark LABEL|status` on a Unix socket in $XDG_RUNTIME_DIR/framescope that only this user can reach (nothing on the network)",
+        doc: "while dumping, accept `framescope ctl PID start|stop|mark LABEL|status` on the Unix socket `$XDG_RUNTIME_DIR/framescope/PID.sock` (directory mode 0700, owner and peer uid checked; nothing on the network)",
     },
     hud: bool {
         ty: ValueType::Bool,
@@ -396,7 +396,7 @@ config_keys! {
     hud_position: HudPosition {
         ty: ValueType::Position,
         default: "top-left",
-        doc: "HUD corner, or the pixel offset of its top-left corner",
+        doc: "HUD corner, or the pixel offset of its top-left corner; `top-left` becomes the corner opposite MangoHud's HUD (bottom-right for MangoHud's default top-left; its `position` read from its config files and `MANGOHUD_CONFIG`; one log line) when MangoHud's layer is loaded",
     },
     hud_scale: f64 {
         ty: ValueType::Float { min: 0.25, max: 8.0 },
@@ -423,7 +423,7 @@ config_keys! {
     hud_toggle_key: String {
         ty: ValueType::KeyCombo,
         default: "Shift_R+F12",
-        doc: "keys that show/hide the HUD, read from X11 (XQueryKeymap) without taking input from the app",
+        doc: "keys that show/hide the HUD, read from X11 (XQueryKeymap) without taking input from the app, on a thread of framescope's own (a slow X server never delays a frame)",
     },
     hud_fps: bool {
         ty: ValueType::Bool,
@@ -443,7 +443,7 @@ config_keys! {
     hud_gpu: bool {
         ty: ValueType::Bool,
         default: "1",
-        doc: "HUD line: GPU busy time per frame (ms)",
+        doc: "HUD line: GPU busy time per frame (ms); on GL `GPU span`, the time between the frame's two timestamps",
     },
     hud_gpu_graph: bool {
         ty: ValueType::Bool,
@@ -503,7 +503,7 @@ config_keys! {
     samples: Samples {
         ty: ValueType::Choice(Samples::NAMES),
         default: "renderpass",
-        doc: "granularity of GPU time samples inside a frame",
+        doc: "granularity of GPU time samples inside a frame (Vulkan; levels are inclusive, see [samples](docs/dump-schema.md#samples-inside-frame))",
     },
     sample_stats: SampleStats {
         ty: ValueType::Choice(SampleStats::NAMES),
@@ -513,7 +513,7 @@ config_keys! {
     sample_budget: u64 {
         ty: ValueType::UInt { min: 1, max: 100 },
         default: "3",
-        doc: "samples=draw on Vulkan: the share of GPU busy time (percent) that timing draws may add; each frame times a window of consecutive draw positions per command buffer, sized from framescope's own measurement of that cost (every 16th frame times none, as the baseline) and held once settled, and the window moves on every frame so that every draw of a steady workload is timed within `ceil(draws / window)` frames; 100 times every draw of every frame; the GL shim times every draw",
+        doc: "`samples=draw` on Vulkan: the share of GPU busy time (percent) that the whole mode may add against `samples=off`. Each frame times a window of consecutive draw positions per command buffer, sized from framescope's own measurement against quiet baseline frames (every 16th frame takes no sample of framescope's at all); the count settles over 48 frames, then moves only when the measured cost misses the budget by more than the noise; the window moves on every frame, so every draw of a steady workload is timed within `ceil(draws / window)` frames; frames carry `draws_timed` and `draw_window`. 100 times every draw of every frame. The GL shim times every draw",
     },
     ///
     /// See [`Config::counts_commands`].
@@ -525,7 +525,7 @@ config_keys! {
     counters: bool {
         ty: ValueType::Bool,
         default: "1",
-        doc: "counter sources read on framescope's own collector thread: NVIDIA NVML and GPM, amdgpu sysfs, hwmon, DRM fdinfo, CPU, RAM and process values; frames carry the newest values and the window each source's values cover; sources that cannot run are listed in the dump header's `unavailable`",
+        doc: "counter sources read on framescope's own collector thread (one per process): NVIDIA NVML and GPM, amdgpu sysfs, hwmon, DRM fdinfo, CPU, RAM and process values; frames carry the newest values and the window each source's values cover; sources that cannot run are listed in the dump header's `unavailable`",
     },
     counter_interval_ms: u64 {
         ty: ValueType::UInt { min: 10, max: 10000 },

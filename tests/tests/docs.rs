@@ -51,7 +51,7 @@ fn readme_config_table_is_markdown_table() {
     if let Some(diff) = first_difference(&table, block) {
         panic!(
             "README.md's config key table (between {BEGIN} and {END}) is not what \
-             framescope_core::config::markdown_table() produces; paste that output there.\n{diff}"
+             framescope_core::config::markdown_table() produces; `cargo xtask readme-keys` writes it.\n{diff}"
         );
     }
 }

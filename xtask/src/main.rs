@@ -28,6 +28,7 @@ const USAGE: &str = "usage: cargo xtask <demo|test|bench|soak|deps|fuzz|install-
   soak          long runs of vkcube and glxgears with the HUD and samples=draw (not in `test`):
                 RSS, threads, fds and dump size sampled, results into docs/reliability.md;
                 --minutes N (30), --app vkcube|glxgears, --bare, --asan, --malloc-check
+  readme-keys   rewrite README's config key table from the code (core's KEYS)
   deps          import cycles between the modules (files) of each crate, printed as chains
   fuzz [SECS]   build the fuzz targets (nightly) and run each SECS seconds (60); `test` runs it
   install-deps  install the Debian packages the tests and demo need (root), else print the apt-get line";
@@ -38,6 +39,7 @@ fn main() -> ExitCode {
         Some("install-deps") => deps::install(),
         Some("test") => test(),
         Some("deps") => modgraph::check(modgraph::ALL),
+        Some("readme-keys") => readme_keys(),
         Some("fuzz") => match args.get(1).map(|s| s.parse::<u32>()) {
             None => fuzz::fuzz(fuzz::CI_SECONDS),
             Some(Ok(s)) if s > 0 => fuzz::fuzz(s),
@@ -110,6 +112,28 @@ const DRIVER_LANE_TESTS: &[&str] = &[
     "zink",
     "lifecycle",
 ];
+
+/// Replaces the README's config key table (between its `config-keys` markers) with the one the
+/// code generates; `tests/tests/docs.rs` fails while the two differ.
+fn readme_keys() -> Result<(), String> {
+    const BEGIN: &str = "<!-- config-keys:begin -->\n";
+    const END: &str = "<!-- config-keys:end -->";
+    let path = root().join("README.md");
+    let readme = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let begin = readme.find(BEGIN).ok_or("README.md has no config-keys:begin marker")? + BEGIN.len();
+    let end = begin
+        + readme[begin..]
+            .find(END)
+            .ok_or("README.md has no config-keys:end marker")?;
+    let table = framescope_core::config::markdown_table();
+    let out = format!("{}{}{}", &readme[..begin], table, &readme[end..]);
+    std::fs::write(&path, out).map_err(|e| format!("{}: {e}", path.display()))?;
+    println!(
+        "README.md: config key table written ({} keys)",
+        framescope_core::config::KEYS.len()
+    );
+    Ok(())
+}
 
 fn demo() -> Result<(), String> {
     deps::install()?;
