@@ -581,6 +581,30 @@ pub fn bench_vkcube_only() -> Result<(), String> {
     Ok(())
 }
 
+/// `cargo xtask bench callgrind`: only the instructions per vkcube frame of every
+/// configuration, printed (nothing written): the stable before/after comparison of a change,
+/// run on both commits of the same machine.
+pub fn bench_callgrind_only() -> Result<(), String> {
+    let rows = with_setup(|framescope, runtime| {
+        let mut rows = Vec::new();
+        for c in CONFIGS {
+            let mut env: Vec<(&str, String)> = c.env.iter().map(|&(k, v)| (k, v.to_string())).collect();
+            if c.framescope {
+                match env.iter_mut().find(|(k, _)| *k == "FRAMESCOPE_CONFIG") {
+                    Some((_, v)) => v.push_str(",hud_refresh_ms=10000"),
+                    None => env.push(("FRAMESCOPE_CONFIG", "hud_refresh_ms=10000".into())),
+                }
+            }
+            let v = super::bench_cg::per_frame(c.framescope.then_some(framescope), &env, runtime)?;
+            rows.push(format!("| {} | {:.4}M |", c.name, v / 1e6));
+        }
+        Ok(rows)
+    })?;
+    println!("| configuration | instructions per vkcube frame (callgrind) |\n|---|---|");
+    println!("{}", rows.join("\n"));
+    Ok(())
+}
+
 pub fn bench() -> Result<(), String> {
     let (vkcube, verdict, gl, glmark) = with_setup(|framescope, runtime| {
         let (vkcube, verdict) = vkcube_section(framescope, runtime)?;
