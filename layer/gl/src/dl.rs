@@ -295,7 +295,7 @@ unsafe extern "C" fn phdr_callback(info: *mut libc::dl_phdr_info, _size: usize, 
 /// `info` must describe a loaded ELF object whose dynamic section is mapped.
 unsafe fn lookup_in_object(info: &libc::dl_phdr_info, want: &[u8]) -> usize {
     let base = info.dlpi_addr as usize;
-    // SAFETY (whole body): every pointer is derived from the loader's own tables for a mapped
+    // SAFETY: (the whole body) every pointer is derived from the loader's own tables for a mapped
     // object, following the ELF and GNU hash layouts.
     unsafe {
         let phdrs = std::slice::from_raw_parts(info.dlpi_phdr, info.dlpi_phnum as usize);

@@ -10,6 +10,7 @@
 
 pub use crate::gl::GlFns as Fns;
 use std::ffi::{c_char, c_void, CStr};
+use std::num::NonZeroUsize;
 
 // ---- enums ----------------------------------------------------------------------------------
 
@@ -231,6 +232,10 @@ value_calls! {
     draw_buffer(buf: E);
     read_buffer(buf: E);
 }
+
+/// A sync object of ours from [`Fns::fence`], alive until [`Fns::delete_fence`] consumes it.
+#[derive(Debug)]
+pub struct Fence(NonZeroUsize);
 
 /// Room for any query's values (the largest we make returns 4).
 const QUERY: usize = 16;
@@ -528,36 +533,36 @@ impl Fns {
         }
     }
 
-    /// `glFenceSync` after the commands so far, as a number (0: none).
-    pub fn fence(&self) -> usize {
+    /// `glFenceSync` after the commands so far (`None`: no fence).
+    pub fn fence(&self) -> Option<Fence> {
         const SYNC_GPU_COMMANDS_COMPLETE: E = 0x9117;
-        match self.fence_sync {
-            // SAFETY: valid condition and flags; returns a sync object or null.
-            Some(f) => unsafe { f(SYNC_GPU_COMMANDS_COMPLETE, 0) as usize },
-            None => 0,
-        }
+        let f = self.fence_sync?;
+        // SAFETY: valid condition and flags; returns a sync object or null.
+        let sync = unsafe { f(SYNC_GPU_COMMANDS_COMPLETE, 0) };
+        NonZeroUsize::new(sync as usize).map(Fence)
     }
 
-    /// Whether `sync` (from [`Fns::fence`]) has signalled, waiting at most `timeout_ns` (0: a
-    /// poll that never waits); `None` if the wait failed.
-    pub fn signalled(&self, sync: usize, timeout_ns: u64) -> Option<bool> {
+    /// Whether `sync` has signalled, waiting at most `timeout_ns` (0: a poll that never
+    /// waits); `None` if the wait failed.
+    pub fn signalled(&self, sync: &Fence, timeout_ns: u64) -> Option<bool> {
         const SYNC_FLUSH_COMMANDS_BIT: U = 1;
         const ALREADY_SIGNALED: E = 0x911A;
         const TIMEOUT_EXPIRED: E = 0x911B;
         const CONDITION_SATISFIED: E = 0x911C;
         let f = self.client_wait_sync?;
-        // SAFETY: `sync` is a live sync object of ours; the flush bit makes a poll progress.
-        match unsafe { f(sync as *const c_void, SYNC_FLUSH_COMMANDS_BIT, timeout_ns) } {
+        // SAFETY: `sync` is a live sync object of ours (a `Fence` is only made by `fence` and
+        // deleted by value); the flush bit makes a poll progress.
+        match unsafe { f(sync.0.get() as *const c_void, SYNC_FLUSH_COMMANDS_BIT, timeout_ns) } {
             ALREADY_SIGNALED | CONDITION_SATISFIED => Some(true),
             TIMEOUT_EXPIRED => Some(false),
             _ => None,
         }
     }
 
-    pub fn delete_fence(&self, sync: usize) {
-        if let (Some(f), true) = (self.delete_sync, sync != 0) {
-            // SAFETY: a sync object of ours, deleted once.
-            unsafe { f(sync as *const c_void) };
+    pub fn delete_fence(&self, sync: Fence) {
+        if let Some(f) = self.delete_sync {
+            // SAFETY: a live sync object of ours, deleted once (the `Fence` is consumed).
+            unsafe { f(sync.0.get() as *const c_void) };
         }
     }
 

@@ -121,7 +121,7 @@ enum Shot {
 /// A screenshot read back into a pixel pack buffer, waiting for its fence.
 struct PendingShot {
     pbo: u32,
-    sync: usize,
+    sync: fns::Fence,
     size: [u32; 2],
     frame: u64,
 }
@@ -505,9 +505,9 @@ impl ContextHud {
     /// Fetches the pending screenshot once its fence has signalled (waiting at most
     /// `timeout_ns`) and hands it to a writer thread. The context is current.
     fn poll_shot(&mut self, timeout_ns: u64) {
-        let Some(p) = &self.pending_shot else { return };
-        match self.fns.signalled(p.sync, timeout_ns) {
-            Some(false) => return,
+        let Some(p) = self.pending_shot.take() else { return };
+        match self.fns.signalled(&p.sync, timeout_ns) {
+            Some(false) => self.pending_shot = Some(p),
             Some(true) => {
                 let len = p.size[0] as usize * p.size[1] as usize * 4;
                 match renderer::fetch(&self.fns, p.pbo, p.sync, len) {
@@ -530,7 +530,6 @@ impl ContextHud {
                 self.fns.delete_fence(p.sync);
             }
         }
-        self.pending_shot = None;
     }
 
     /// The self-check: the state after the HUD equals the state before, and GL raised no error.
