@@ -1,29 +1,31 @@
-//! The dynamic linker's own `dlsym`/`dlvsym`, found without calling either by name, and the
-//! interposed `dlsym`/`dlvsym` themselves.
+//! The dynamic linker, seen from an `LD_PRELOAD` object: glibc's own `dlsym`/`dlvsym`, found
+//! without calling either by name; the definition of a name that the app would reach without
+//! us ([`next`]); and the slots of the real functions behind our hooks ([`Real`]).
 //!
-//! Why not `libc::dlsym`: this library exports `dlsym` and `dlvsym`, and as an `LD_PRELOAD`
-//! object it comes first in the global scope, so every call to those names made from this
-//! library (and from the Rust std linked into it) binds to our own hooks. The real `dlvsym` is
-//! therefore looked up in glibc's dynamic symbol table directly (`dl_iterate_phdr` plus the GNU
-//! hash table), and the real `dlsym` is `dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34")` (then
-//! `GLIBC_2.2.5`, the version of older glibc).
+//! Why not `libc::dlsym`: this library exports `dlsym` and `dlvsym` (the trampolines in
+//! `hooks`), and as an `LD_PRELOAD` object it comes first in the global scope, so every call to
+//! those names made from this library (and from the Rust std linked into it) binds to our own
+//! hooks. The real `dlvsym` is therefore looked up in glibc's dynamic symbol table directly
+//! (`dl_iterate_phdr` plus the GNU hash table), and the real `dlsym` is
+//! `dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34")` (then `GLIBC_2.2.5`, the version of older glibc).
 //!
-//! The interposed functions are naked trampolines: they ask a Rust filter whether the name is
-//! one we hook; if not they *jump* (not call) to the real function, so glibc sees the app's
-//! return address and `RTLD_NEXT`/`RTLD_DEFAULT` keep their caller-relative meaning.
+//! The bottom of the module tree: it imports only `loader`.
 
 use libc::{c_char, c_int, c_void};
 use std::ffi::CStr;
+use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 
-type DlsymFn = unsafe extern "C" fn(*mut c_void, *const c_char) -> *mut c_void;
-type DlvsymFn = unsafe extern "C" fn(*mut c_void, *const c_char, *const c_char) -> *mut c_void;
+use crate::loader::{fn_at, FnPtr};
+
+pub type DlsymFn = unsafe extern "C" fn(*mut c_void, *const c_char) -> *mut c_void;
+pub type DlvsymFn = unsafe extern "C" fn(*mut c_void, *const c_char, *const c_char) -> *mut c_void;
 
 /// Address of glibc's `dlsym` (0 until [`init`] ran, or if it could not be found). Read by the
-/// `dlsym` trampoline.
-static REAL_DLSYM: AtomicUsize = AtomicUsize::new(0);
-/// Address of glibc's `dlvsym`; read by the `dlvsym` trampoline.
-static REAL_DLVSYM: AtomicUsize = AtomicUsize::new(0);
+/// `dlsym` trampoline in `hooks`.
+pub static REAL_DLSYM: AtomicUsize = AtomicUsize::new(0);
+/// Address of glibc's `dlvsym`; read by the `dlvsym` trampoline in `hooks`.
+pub static REAL_DLVSYM: AtomicUsize = AtomicUsize::new(0);
 /// 0 = not started, 1 = running, 2 = done.
 static INIT: AtomicU8 = AtomicU8::new(0);
 
@@ -36,11 +38,10 @@ pub fn init() {
     if INIT.compare_exchange(0, 1, Ordering::AcqRel, Ordering::Acquire).is_ok() {
         let dlvsym = find_libc_dlvsym();
         REAL_DLVSYM.store(dlvsym, Ordering::Release);
-        if dlvsym != 0 {
-            // SAFETY: `dlvsym` is glibc's dlvsym (ELF lookup above); names are NUL-terminated literals.
-            let f: DlvsymFn = unsafe { std::mem::transmute::<usize, DlvsymFn>(dlvsym) };
+        if let Some(f) = fn_at::<DlvsymFn>(dlvsym) {
             for version in [c"GLIBC_2.34", c"GLIBC_2.2.5"] {
-                // SAFETY: see above; RTLD_NEXT is relative to this library, the caller.
+                // SAFETY: `f` is glibc's dlvsym (ELF lookup above); the names are
+                // NUL-terminated literals; RTLD_NEXT is relative to this library, the caller.
                 let p = unsafe { f(libc::RTLD_NEXT, c"dlsym".as_ptr(), version.as_ptr()) };
                 if !p.is_null() {
                     REAL_DLSYM.store(p as usize, Ordering::Release);
@@ -57,26 +58,26 @@ pub fn init() {
     }
 }
 
-/// The real `dlsym`, if found.
+/// The real `dlsym`, if found (a non-zero value is glibc's dlsym).
 pub fn real_dlsym() -> Option<DlsymFn> {
     init();
-    let p = REAL_DLSYM.load(Ordering::Acquire);
-    // SAFETY: a non-zero value is glibc's dlsym, which has this signature.
-    (p != 0).then(|| unsafe { std::mem::transmute::<usize, DlsymFn>(p) })
+    fn_at(REAL_DLSYM.load(Ordering::Acquire))
 }
 
-/// The real `dlvsym`, if found.
+/// The real `dlvsym`, if found (a non-zero value is glibc's dlvsym).
 pub fn real_dlvsym() -> Option<DlvsymFn> {
     init();
-    let p = REAL_DLVSYM.load(Ordering::Acquire);
-    // SAFETY: a non-zero value is glibc's dlvsym, which has this signature.
-    (p != 0).then(|| unsafe { std::mem::transmute::<usize, DlvsymFn>(p) })
+    fn_at(REAL_DLVSYM.load(Ordering::Acquire))
 }
 
-/// `dlsym(handle, name)` through the real dlsym; null when absent or when dlsym is unknown.
-pub fn sym(handle: *mut c_void, name: &CStr) -> usize {
+/// `dlsym(handle, name)` through the real dlsym; 0 when absent or when dlsym is unknown.
+///
+/// # Safety
+/// `handle` is a pseudo-handle (`RTLD_NEXT`, `RTLD_DEFAULT`) or a handle from `dlopen` that
+/// is still open.
+pub unsafe fn sym(handle: *mut c_void, name: &CStr) -> usize {
     match real_dlsym() {
-        // SAFETY: real dlsym with a handle given by the app or a pseudo-handle, and a C string.
+        // SAFETY: real dlsym with a valid handle (the caller's contract) and a C string.
         Some(f) => unsafe { f(handle, name.as_ptr()) as usize },
         None => 0,
     }
@@ -86,7 +87,8 @@ pub fn sym(handle: *mut c_void, name: &CStr) -> usize {
 /// one after us in the global scope, else the one in an already loaded `libs` entry (apps that
 /// `dlopen` libGL with `RTLD_LOCAL`). Never one of our own functions.
 pub fn next(name: &CStr, libs: &[&CStr]) -> usize {
-    let p = sym(libc::RTLD_NEXT, name);
+    // SAFETY: RTLD_NEXT is a pseudo-handle.
+    let p = unsafe { sym(libc::RTLD_NEXT, name) };
     if p != 0 && !is_ours(p) {
         return p;
     }
@@ -96,7 +98,8 @@ pub fn next(name: &CStr, libs: &[&CStr]) -> usize {
         if h.is_null() {
             continue;
         }
-        let p = sym(h, name);
+        // SAFETY: h is the open handle dlopen just returned.
+        let p = unsafe { sym(h, name) };
         // SAFETY: h came from dlopen above; this drops the reference RTLD_NOLOAD added.
         unsafe { libc::dlclose(h) };
         if p != 0 && !is_ours(p) {
@@ -138,6 +141,93 @@ fn object_base(addr: usize) -> usize {
 pub fn is_ours(addr: usize) -> bool {
     let own = own_base();
     own != 0 && object_base(addr) == own
+}
+
+// ---- the real functions behind our hooks --------------------------------------------------
+
+/// Where a real function may live when it is not next in the global scope.
+#[derive(Clone, Copy)]
+pub enum Family {
+    Glx,
+    Egl,
+    Gl,
+    X11,
+}
+
+impl Family {
+    fn libs(self) -> &'static [&'static CStr] {
+        match self {
+            Family::Glx => &[c"libGL.so.1", c"libGLX.so.0", c"libGL.so"],
+            Family::Egl => &[c"libEGL.so.1", c"libEGL.so"],
+            Family::Gl => &[c"libGL.so.1", c"libOpenGL.so.0", c"libGLESv2.so.2", c"libGLESv2.so"],
+            Family::X11 => &[c"libX11.so.6", c"libX11.so"],
+        }
+    }
+}
+
+/// Where the real definition of one hooked name is kept: resolved lazily (or learnt from the
+/// app's own `dlsym`/`GetProcAddress` lookups) and never pointing into this library. Untyped,
+/// so the tables of hooked names can list slots of every signature; [`Real`] is its typed
+/// face.
+pub struct Slot {
+    pub name: &'static CStr,
+    family: Family,
+    ptr: AtomicUsize,
+}
+
+impl Slot {
+    /// The real function's address, or 0 when it cannot be found.
+    pub fn addr(&self) -> usize {
+        let p = self.ptr.load(Ordering::Acquire);
+        if p != 0 {
+            return p;
+        }
+        let found = next(self.name, self.family.libs());
+        if found != 0 {
+            let _ = self.ptr.compare_exchange(0, found, Ordering::AcqRel, Ordering::Acquire);
+        }
+        self.ptr.load(Ordering::Acquire)
+    }
+
+    /// Records a real address the app looked up itself (first one wins; ours are refused).
+    pub fn offer(&self, p: usize) {
+        if p != 0 && self.ptr.load(Ordering::Acquire) == 0 && !is_ours(p) {
+            let _ = self.ptr.compare_exchange(0, p, Ordering::AcqRel, Ordering::Acquire);
+        }
+    }
+}
+
+/// The real function of one name with its signature `F`, declared together once.
+pub struct Real<F> {
+    slot: Slot,
+    _signature: PhantomData<F>,
+}
+
+impl<F: FnPtr> Real<F> {
+    /// `F` must be the signature of `name` (the GL/GLX/EGL/Xlib headers').
+    pub const fn new(name: &'static CStr, family: Family) -> Self {
+        Real {
+            slot: Slot {
+                name,
+                family,
+                ptr: AtomicUsize::new(0),
+            },
+            _signature: PhantomData,
+        }
+    }
+
+    /// The real function, or `None` when it cannot be found.
+    pub fn get(&self) -> Option<F> {
+        fn_at(self.slot.addr())
+    }
+
+    pub fn slot(&self) -> &Slot {
+        &self.slot
+    }
+
+    pub fn name(&self) -> &'static CStr {
+        self.slot.name
+    }
 }
 
 // ---- ELF lookup of glibc's dlvsym ---------------------------------------------------------
@@ -205,7 +295,7 @@ unsafe extern "C" fn phdr_callback(info: *mut libc::dl_phdr_info, _size: usize, 
 /// `info` must describe a loaded ELF object whose dynamic section is mapped.
 unsafe fn lookup_in_object(info: &libc::dl_phdr_info, want: &[u8]) -> usize {
     let base = info.dlpi_addr as usize;
-    // SAFETY (whole body): every pointer is derived from the loader's own tables for a mapped
+    // SAFETY: (the whole body) every pointer is derived from the loader's own tables for a mapped
     // object, following the ELF and GNU hash layouts.
     unsafe {
         let phdrs = std::slice::from_raw_parts(info.dlpi_phdr, info.dlpi_phnum as usize);
@@ -277,93 +367,3 @@ fn find_libc_dlvsym() -> usize {
     unsafe { libc::dl_iterate_phdr(Some(phdr_callback), &mut s as *mut Search as *mut c_void) };
     s.found
 }
-
-// ---- the interposed dlsym / dlvsym ---------------------------------------------------------
-
-/// Decides for `dlsym`: a replacement to return, or 0 to let the real `dlsym` answer.
-extern "C" fn dlsym_filter(handle: *mut c_void, name: *const c_char) -> *mut c_void {
-    init();
-    if name.is_null() {
-        return std::ptr::null_mut();
-    }
-    // SAFETY: the app passes a NUL-terminated symbol name to dlsym.
-    let n = unsafe { CStr::from_ptr(name) };
-    crate::hooks::filter_dlsym(handle, n, None) as *mut c_void
-}
-
-/// Decides for `dlvsym`, as [`dlsym_filter`].
-extern "C" fn dlvsym_filter(handle: *mut c_void, name: *const c_char, version: *const c_char) -> *mut c_void {
-    init();
-    if name.is_null() || version.is_null() {
-        return std::ptr::null_mut();
-    }
-    // SAFETY: the app passes NUL-terminated strings to dlvsym.
-    let (n, v) = unsafe { (CStr::from_ptr(name), CStr::from_ptr(version)) };
-    crate::hooks::filter_dlsym(handle, n, Some(v)) as *mut c_void
-}
-
-/// `dlsym` as seen by the process: our replacement for hooked GL/EGL names, otherwise a tail
-/// jump into glibc's `dlsym` with the caller's registers and return address intact.
-///
-/// # Safety
-/// As glibc's `dlsym`.
-#[cfg(target_arch = "x86_64")]
-#[unsafe(naked)]
-#[unsafe(export_name = "dlsym")]
-pub unsafe extern "C" fn dlsym_trampoline(handle: *mut c_void, name: *const c_char) -> *mut c_void {
-    core::arch::naked_asm!(
-        "push rdi",
-        "push rsi",
-        "sub rsp, 8", // 16-byte alignment for the call
-        "call {filter}",
-        "add rsp, 8",
-        "pop rsi",
-        "pop rdi",
-        "test rax, rax",
-        "jnz 2f",
-        "mov rax, qword ptr [rip + {real}]",
-        "test rax, rax",
-        "jz 2f",
-        "jmp rax",
-        "2:",
-        "ret",
-        filter = sym dlsym_filter,
-        real = sym REAL_DLSYM,
-    )
-}
-
-/// `dlvsym` as seen by the process; see [`dlsym_trampoline`].
-///
-/// # Safety
-/// As glibc's `dlvsym`.
-#[cfg(target_arch = "x86_64")]
-#[unsafe(naked)]
-#[unsafe(export_name = "dlvsym")]
-pub unsafe extern "C" fn dlvsym_trampoline(
-    handle: *mut c_void,
-    name: *const c_char,
-    version: *const c_char,
-) -> *mut c_void {
-    core::arch::naked_asm!(
-        "push rdi",
-        "push rsi",
-        "push rdx", // three pushes keep the 16-byte alignment for the call
-        "call {filter}",
-        "pop rdx",
-        "pop rsi",
-        "pop rdi",
-        "test rax, rax",
-        "jnz 2f",
-        "mov rax, qword ptr [rip + {real}]",
-        "test rax, rax",
-        "jz 2f",
-        "jmp rax",
-        "2:",
-        "ret",
-        filter = sym dlvsym_filter,
-        real = sym REAL_DLVSYM,
-    )
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-compile_error!("framescope-gl's dlsym trampolines are written for x86_64");

@@ -14,7 +14,7 @@
 //! multi draws (their counts are in GPU or array memory), as the Vulkan layer reports them.
 //! Below `draw` level a wrapper reads one thread-local flag and takes no lock.
 
-use crate::hooks::{Family, Real};
+use crate::dl::{Family, Real, Slot};
 use crate::samples;
 use framescope_core::frame::{DrawCounts, DrawKind};
 use libc::c_void;
@@ -64,17 +64,17 @@ macro_rules! draw_wrappers {
     ($( $name:literal => $slot:ident, $wrapper:ident, $kind:ident, ( $($arg:ident : $ty:ty),* )
         [$v:expr, $ix:expr, $inst:expr, $ind:expr]; )*) => {
         $(
-            static $slot: Real = Real::new($name, Family::Gl);
+            static $slot: Real<unsafe extern "C" fn($($ty),*)> = Real::new($name, Family::Gl);
 
             unsafe extern "C" fn $wrapper($($arg: $ty),*) {
                 count(DrawKind::$kind);
-                let p = $slot.get();
-                if p == 0 {
+                let Some(f) = $slot.get() else {
                     return;
-                }
-                // SAFETY: p is the real GL function of this name (never one of ours, see
-                // `Real::offer`), with the signature from the GL registry.
-                let real = || unsafe { std::mem::transmute::<usize, unsafe extern "C" fn($($ty),*)>(p)($($arg),*) };
+                };
+                // SAFETY: f is the real GL function of this name (never one of ours, see
+                // `Slot::offer`), with the signature from the GL registry; the arguments are
+                // the app's own.
+                let real = || unsafe { f($($arg),*) };
                 if samples::draws_sampled() {
                     samples::around_draw(DrawKind::$kind, || params($v, $ix, $inst, $ind), real);
                 } else {
@@ -84,10 +84,10 @@ macro_rules! draw_wrappers {
         )*
 
         /// For a draw entry point we wrap: the slot of the real function and our wrapper.
-        pub fn intercept(name: &[u8]) -> Option<(&'static Real, usize)> {
+        pub fn intercept(name: &[u8]) -> Option<(&'static Slot, usize)> {
             $(
                 if name == $name.to_bytes() {
-                    return Some((&$slot, $wrapper as *const () as usize));
+                    return Some(($slot.slot(), $wrapper as *const () as usize));
                 }
             )*
             None
@@ -178,54 +178,49 @@ fn in_begin() -> bool {
     IN_BEGIN.try_with(Cell::get).unwrap_or(false)
 }
 
-static BEGIN: Real = Real::new(c"glBegin", Family::Gl);
+static BEGIN: Real<unsafe extern "C" fn(E)> = Real::new(c"glBegin", Family::Gl);
+static END: Real<unsafe extern "C" fn()> = Real::new(c"glEnd", Family::Gl);
+static CALL_LIST: Real<unsafe extern "C" fn(U)> = Real::new(c"glCallList", Family::Gl);
+static CALL_LISTS: Real<unsafe extern "C" fn(I, E, P)> = Real::new(c"glCallLists", Family::Gl);
+static NEW_LIST: Real<unsafe extern "C" fn(U, E)> = Real::new(c"glNewList", Family::Gl);
+static END_LIST: Real<unsafe extern "C" fn()> = Real::new(c"glEndList", Family::Gl);
 
 pub unsafe extern "C" fn begin(mode: E) {
-    let p = BEGIN.get();
-    if p == 0 {
+    let Some(f) = BEGIN.get() else {
         return;
-    }
+    };
     let _ = IN_BEGIN.try_with(|c| c.set(true));
-    // SAFETY: p is the real glBegin; the argument is the app's.
-    unsafe { std::mem::transmute::<usize, unsafe extern "C" fn(E)>(p)(mode) }
+    // SAFETY: f is the real glBegin; the argument is the app's.
+    unsafe { f(mode) }
 }
 
-static END: Real = Real::new(c"glEnd", Family::Gl);
-static CALL_LIST: Real = Real::new(c"glCallList", Family::Gl);
-static CALL_LISTS: Real = Real::new(c"glCallLists", Family::Gl);
-static NEW_LIST: Real = Real::new(c"glNewList", Family::Gl);
-static END_LIST: Real = Real::new(c"glEndList", Family::Gl);
-
 pub unsafe extern "C" fn end() {
-    let p = END.get();
-    if p == 0 {
+    let Some(f) = END.get() else {
         return;
-    }
+    };
     let _ = IN_BEGIN.try_with(|c| c.set(false));
     if !compiling() {
         count(DrawKind::DrawImmediate);
     }
-    // SAFETY: p is the real glEnd (never ours, see `Real::offer`).
-    unsafe { std::mem::transmute::<usize, unsafe extern "C" fn()>(p)() }
+    // SAFETY: f is the real glEnd (never ours, see `Slot::offer`).
+    unsafe { f() }
 }
 
 pub unsafe extern "C" fn call_list(list: U) {
-    let p = CALL_LIST.get();
-    if p == 0 {
+    let Some(f) = CALL_LIST.get() else {
         return;
-    }
+    };
     if !compiling() && !in_begin() {
         count(DrawKind::DrawCallList);
     }
-    // SAFETY: p is the real glCallList; the argument is the app's.
-    unsafe { std::mem::transmute::<usize, unsafe extern "C" fn(U)>(p)(list) }
+    // SAFETY: f is the real glCallList; the argument is the app's.
+    unsafe { f(list) }
 }
 
 pub unsafe extern "C" fn call_lists(n: I, kind: E, lists: P) {
-    let p = CALL_LISTS.get();
-    if p == 0 {
+    let Some(f) = CALL_LISTS.get() else {
         return;
-    }
+    };
     if !compiling() && !in_begin() {
         // One per list called; a negative n is an error that calls none.
         let _ = COUNTS.try_with(|c| {
@@ -233,41 +228,39 @@ pub unsafe extern "C" fn call_lists(n: I, kind: E, lists: P) {
             cell.set(cell.get().wrapping_add(n.max(0) as u32));
         });
     }
-    // SAFETY: p is the real glCallLists; the arguments are the app's.
-    unsafe { std::mem::transmute::<usize, unsafe extern "C" fn(I, E, P)>(p)(n, kind, lists) }
+    // SAFETY: f is the real glCallLists; the arguments are the app's.
+    unsafe { f(n, kind, lists) }
 }
 
 pub unsafe extern "C" fn new_list(list: U, mode: E) {
-    let p = NEW_LIST.get();
-    if p == 0 {
+    let Some(f) = NEW_LIST.get() else {
         return;
-    }
-    // SAFETY: p is the real glNewList; the arguments are the app's.
-    unsafe { std::mem::transmute::<usize, unsafe extern "C" fn(U, E)>(p)(list, mode) };
+    };
+    // SAFETY: f is the real glNewList; the arguments are the app's.
+    unsafe { f(list, mode) };
     // An invalid mode or a nested glNewList is an error that starts no list; GL_COMPILE is the
     // one mode that draws nothing (GL_COMPILE_AND_EXECUTE draws as it compiles).
     let _ = COMPILING.try_with(|c| c.set(mode == GL_COMPILE));
 }
 
 pub unsafe extern "C" fn end_list() {
-    let p = END_LIST.get();
-    if p == 0 {
+    let Some(f) = END_LIST.get() else {
         return;
-    }
+    };
     let _ = COMPILING.try_with(|c| c.set(false));
-    // SAFETY: p is the real glEndList.
-    unsafe { std::mem::transmute::<usize, unsafe extern "C" fn()>(p)() }
+    // SAFETY: f is the real glEndList.
+    unsafe { f() }
 }
 
 /// For a legacy entry point we wrap: the slot of the real function and our wrapper.
-pub fn intercept_legacy(name: &[u8]) -> Option<(&'static Real, usize)> {
+pub fn intercept_legacy(name: &[u8]) -> Option<(&'static Slot, usize)> {
     Some(match name {
-        b"glBegin" => (&BEGIN, begin as *const () as usize),
-        b"glEnd" => (&END, end as *const () as usize),
-        b"glCallList" => (&CALL_LIST, call_list as *const () as usize),
-        b"glCallLists" => (&CALL_LISTS, call_lists as *const () as usize),
-        b"glNewList" => (&NEW_LIST, new_list as *const () as usize),
-        b"glEndList" => (&END_LIST, end_list as *const () as usize),
+        b"glBegin" => (BEGIN.slot(), begin as *const () as usize),
+        b"glEnd" => (END.slot(), end as *const () as usize),
+        b"glCallList" => (CALL_LIST.slot(), call_list as *const () as usize),
+        b"glCallLists" => (CALL_LISTS.slot(), call_lists as *const () as usize),
+        b"glNewList" => (NEW_LIST.slot(), new_list as *const () as usize),
+        b"glEndList" => (END_LIST.slot(), end_list as *const () as usize),
         _ => return None,
     })
 }

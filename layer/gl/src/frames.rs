@@ -21,31 +21,18 @@
 //! is keyed by (window system, context handle) and freed at context destruction.
 
 use crate::gl::{GlFns, GlInfo};
-use crate::{draws, hooks, hud, log, samples, settings};
+use crate::winsys::{self, WinSys};
+use crate::{draws, samples};
 use framescope_core::assembly::{AssemblerOptions, FrameAssembler};
 use framescope_core::clock::monotonic_now_ns;
 use framescope_core::dump::{Api, DeviceInfo, DumpWriter, Header, Unavailable};
 use framescope_core::frame::{FrameCounts, FrameEnd, FrameRecord, GpuMissing};
 use framescope_core::session::{FrameSession, SessionOptions};
 use framescope_core::sync::Mutex;
+use framescope_core::{guard, log, settings};
 use framescope_overlay::{HudData, HudOptions};
+use std::sync::Arc;
 use std::time::Duration;
-
-/// Window-system API a context belongs to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum WinSys {
-    Glx,
-    Egl,
-}
-
-impl WinSys {
-    fn name(self) -> &'static str {
-        match self {
-            WinSys::Glx => "glx",
-            WinSys::Egl => "egl",
-        }
-    }
-}
 
 /// Timestamp pairs in flight per context. Equal to the assembler's frame timeout, so a slot is
 /// only reused for a frame the assembler has already given up on.
@@ -67,7 +54,8 @@ struct Ctx {
     key: usize,
     /// Not measured (Zink, or GL could not be loaded): swaps pass through untouched.
     skip: bool,
-    gl: Option<GlFns>,
+    /// The context's entry points, shared with its samples and its HUD.
+    gl: Option<Arc<GlFns>>,
     info: GlInfo,
     timing: bool,
     query_buffer: bool,
@@ -102,8 +90,18 @@ static STATE: Mutex<State> = Mutex::new(State {
 
 /// What `before_swap` hands to `after_swap`.
 pub struct SwapToken {
-    ws: WinSys,
-    key: usize,
+    pub ws: WinSys,
+    /// The context's handle.
+    pub key: usize,
+}
+
+/// A frame closed by [`before_swap`], for what runs before the real swap (the HUD).
+pub struct Closed {
+    pub token: SwapToken,
+    /// Index of the frame that this swap ends (the dump's `frame`).
+    pub frame: u64,
+    /// The context's entry points.
+    pub gl: Arc<GlFns>,
 }
 
 /// The session, created on first use (`first`: the first measured context).
@@ -162,14 +160,14 @@ impl Ctx {
             frames: 0,
             samples: None,
         };
-        let Some(mut gl) = GlFns::load_basic(ws) else {
+        let Some((gl, info)) = GlFns::load(ws) else {
             log::error(format_args!(
                 "cannot load glGetString for a {} context; not measuring it",
                 ws.name()
             ));
             return c;
         };
-        c.info = gl.info();
+        c.info = info;
         if c.info.is_zink() {
             log::debug(format_args!(
                 "{} context on '{}' is Zink: left to the Vulkan layer",
@@ -178,7 +176,7 @@ impl Ctx {
             ));
             return c;
         }
-        gl.load_rest(ws, &c.info);
+        let gl = Arc::new(gl);
         // gpu_timing=0: no timer queries of ours; frames close with gpu_missing = disabled.
         c.timing = cfg.gpu_timing && gl.supports_timestamps(&c.info);
         c.query_buffer = c.timing && gl.has_query_buffer(&c.info);
@@ -195,7 +193,7 @@ impl Ctx {
             }
         }
         if c.timing {
-            c.samples = samples::create(ws, &c.info, cfg.samples);
+            c.samples = samples::create(&gl, &c.info, cfg.samples);
         }
         c.skip = false;
         c.gl = Some(gl);
@@ -366,13 +364,11 @@ fn find_current(st: &mut State, ws: WinSys, key: usize) -> usize {
     i
 }
 
-static HUD: crate::guard::Site = crate::guard::Site::new("GL HUD");
-
-/// Before the real swap of `target`: ends the open frame of the current context, then draws the
-/// HUD into it.
-pub fn before_swap(ws: WinSys, target: hud::Target) -> Option<SwapToken> {
-    crate::guard::maybe_panic("gl_swap");
-    let key = hooks::current_context(ws);
+/// Before the real swap: ends the open frame of the current context. `None` when no measured
+/// context is current.
+pub fn before_swap(ws: WinSys) -> Option<Closed> {
+    guard::maybe_panic("gl_swap");
+    let key = winsys::current_context(ws);
     if key == 0 {
         return None;
     }
@@ -380,31 +376,21 @@ pub fn before_swap(ws: WinSys, target: hud::Target) -> Option<SwapToken> {
         draws: draws::take(),
         ..FrameCounts::default()
     };
-    let frame = close_frame(ws, key, counts)?;
-    let cfg = settings::get();
-    framescope_overlay::keys::poll_config(cfg);
-    if cfg.hud || cfg.screenshot.is_some() {
-        // Outside the frame lock: the HUD takes it itself when it refreshes.
-        crate::guard::guarded(&HUD, || {
-            hud::before_swap(&hud::SwapInfo {
-                ws,
-                context: key,
-                frame,
-                target,
-            })
-        });
-    }
-    Some(SwapToken { ws, key })
+    let (frame, gl) = close_frame(ws, key, counts)?;
+    Some(Closed {
+        token: SwapToken { ws, key },
+        frame,
+        gl,
+    })
 }
 
-/// Closes the open frame of context `key`; its index, or `None` for a context not measured.
-fn close_frame(ws: WinSys, key: usize, counts: FrameCounts) -> Option<u64> {
+/// Closes the open frame of context `key`; its index and the context's entry points, or `None`
+/// for a context not measured.
+fn close_frame(ws: WinSys, key: usize, counts: FrameCounts) -> Option<(u64, Arc<GlFns>)> {
     let mut guard = STATE.lock();
     let st = &mut *guard;
     let i = find_current(st, ws, key);
-    if st.contexts[i].skip {
-        return None;
-    }
+    let gl = st.contexts[i].gl.clone().filter(|_| !st.contexts[i].skip)?;
     framescope_core::alloc_count::on_frame_end();
     // The dump starts at the first swap, not at the first context: drivers make contexts
     // current for their own purposes (NVIDIA's Vulkan driver does, under our Vulkan layer),
@@ -427,7 +413,7 @@ fn close_frame(ws: WinSys, key: usize, counts: FrameCounts) -> Option<u64> {
         counts,
         ..FrameRecord::default()
     };
-    Some(session.close(record))
+    Some((session.close(record), gl))
 }
 
 /// Refreshes the HUD's numbers from the frames emitted so far.
@@ -452,12 +438,13 @@ pub fn history_has_fps() -> bool {
     })
 }
 
-/// After the real swap: reads finished timestamps and starts the next frame.
-pub fn after_swap(t: SwapToken) {
+/// After the real swap: reads finished timestamps and starts the next frame. False when the
+/// context is not known (any more).
+pub fn after_swap(t: &SwapToken) -> bool {
     let mut guard = STATE.lock();
     let st = &mut *guard;
     let Some(i) = position(&st.contexts, t.ws, t.key) else {
-        return;
+        return false;
     };
     let c = &mut st.contexts[i];
     let now = monotonic_now_ns();
@@ -470,15 +457,13 @@ pub fn after_swap(t: SwapToken) {
         s.begin_frame();
     }
     session.poll(now);
-    drop(guard);
-    // Outside the frame lock, like the HUD before the swap.
-    crate::guard::guarded(&HUD, || hud::after_swap(t.ws, t.key));
+    true
 }
 
 /// Before the app's make-current of `key` (0: none): a change of context ends the outgoing
 /// context's statistics queries while it is still current.
 pub fn before_make_current(ws: WinSys, key: usize) {
-    let now = hooks::current_context(ws);
+    let now = winsys::current_context(ws);
     if now != 0 && now != key {
         let _ = samples::before_context_change();
     }
@@ -488,7 +473,7 @@ pub fn before_make_current(ws: WinSys, key: usize) {
 /// on this thread ends its statistics queries while it still can. Nothing happens on a thread
 /// that never had a measured context current, so an app without GL makes no GL call here.
 pub fn before_display_close(ws: WinSys) {
-    if samples::has_current() && hooks::current_context(ws) != 0 && samples::before_context_change() {
+    if samples::has_current() && winsys::current_context(ws) != 0 && samples::before_context_change() {
         log::debug(format_args!(
             "{}: statistics queries of the current context ended before its display closed",
             ws.name()
@@ -520,7 +505,7 @@ pub fn on_destroy(ws: WinSys, key: usize) {
     if c.skip {
         return;
     }
-    let current = hooks::current_context(ws) == key;
+    let current = winsys::current_context(ws) == key;
     let session = session_of(&mut st.session, &c);
     if let Some(s) = &c.samples {
         s.destroy(current, session);

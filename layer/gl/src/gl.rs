@@ -1,14 +1,21 @@
-//! The few GL functions the shim calls, loaded per context through the real
-//! `glXGetProcAddressARB`/`eglGetProcAddress`, and what the context supports.
+//! The GL entry points of one context, in one typed table ([`GlFns`]) loaded once when the
+//! context is first measured, through the real `glXGetProcAddressARB`/`eglGetProcAddress`
+//! (`winsys::gl_proc`), and shared (`Arc`) by everything that calls GL in that context: the
+//! frame timestamps (`frames`), samples and statistics (`samples`, `stats`) and the HUD (whose
+//! wrappers are in `hud::fns`). Also what the context is ([`GlInfo`]).
+//!
+//! A loaded pointer says nothing about support (GLX hands out a stub for any `gl*` name), so
+//! whether an optional function may be called is decided from the context's version and
+//! extensions; the wrappers only guard against a missing pointer.
 //!
 //! Every call here leaves the state the app sees as it was: timestamp queries (`glQueryCounter`)
 //! never become active, reads are only made of results already available, and the one binding
 //! that can redirect a query read (`GL_QUERY_BUFFER`) is saved and restored around it. No call
 //! here can raise a GL error for a supported feature, so the app's `glGetError` is untouched.
 
-use crate::frames::WinSys;
-use crate::hooks::gl_proc;
-use std::ffi::{c_char, CStr};
+use crate::loader::{gl_table, load};
+use crate::winsys::{gl_proc, WinSys};
+use std::ffi::{c_char, c_void, CStr};
 
 pub const GL_VENDOR: u32 = 0x1F00;
 pub const GL_RENDERER: u32 = 0x1F01;
@@ -21,19 +28,6 @@ pub const GL_QUERY_RESULT: u32 = 0x8866;
 pub const GL_QUERY_RESULT_AVAILABLE: u32 = 0x8867;
 pub const GL_QUERY_BUFFER: u32 = 0x9192;
 pub const GL_QUERY_BUFFER_BINDING: u32 = 0x9193;
-
-type GetStringFn = unsafe extern "C" fn(u32) -> *const u8;
-type GetStringiFn = unsafe extern "C" fn(u32, u32) -> *const u8;
-type GetIntegervFn = unsafe extern "C" fn(u32, *mut i32);
-type GetInteger64vFn = unsafe extern "C" fn(u32, *mut i64);
-type GenQueriesFn = unsafe extern "C" fn(i32, *mut u32);
-type DeleteQueriesFn = unsafe extern "C" fn(i32, *const u32);
-type QueryCounterFn = unsafe extern "C" fn(u32, u32);
-type GetQueryObjectuivFn = unsafe extern "C" fn(u32, u32, *mut u32);
-type GetQueryObjectui64vFn = unsafe extern "C" fn(u32, u32, *mut u64);
-type GetQueryivFn = unsafe extern "C" fn(u32, u32, *mut i32);
-type BindBufferFn = unsafe extern "C" fn(u32, u32);
-pub type FlushFn = unsafe extern "C" fn();
 
 /// What the context is, from its strings.
 #[derive(Clone, Debug, Default)]
@@ -81,16 +75,6 @@ impl GlInfo {
     }
 }
 
-/// `glFlush` when `flush` is set (see [`GlFns::scene_break`]).
-pub fn scene_break(flush: Option<FlushFn>) {
-    if let Some(f) = flush {
-        // SAFETY: glFlush of the current context takes no arguments. It does not wait for the
-        // GPU to finish: llvmpipe queues the scene to its rasterizer threads (waiting only when
-        // all its scenes are in flight, as the app's own flushes and swaps would).
-        unsafe { f() };
-    }
-}
-
 /// Parses `major.minor` from a `GL_VERSION` string (`4.5 (Compatibility Profile) Mesa 22.3.6`,
 /// `OpenGL ES 3.2 Mesa 22.3.6`, `OpenGL ES-CM 1.1 ...`).
 pub fn parse_version(v: &str) -> (bool, u32, u32) {
@@ -112,101 +96,177 @@ pub fn parse_version(v: &str) -> (bool, u32, u32) {
     (es, parts.next().unwrap_or(0), parts.next().unwrap_or(0))
 }
 
-/// The GL entry points of one context.
-pub struct GlFns {
-    get_string: GetStringFn,
-    get_stringi: Option<GetStringiFn>,
-    get_integerv: GetIntegervFn,
-    get_integer64v: Option<GetInteger64vFn>,
-    gen_queries: Option<GenQueriesFn>,
-    delete_queries: Option<DeleteQueriesFn>,
-    query_counter: Option<QueryCounterFn>,
-    get_query_objectuiv: Option<GetQueryObjectuivFn>,
-    get_query_objectui64v: Option<GetQueryObjectui64vFn>,
-    get_queryiv: Option<GetQueryivFn>,
-    bind_buffer: Option<BindBufferFn>,
-    /// `glFlush`, only on drivers where a query of ours must not share a scene with the
-    /// app's commands (see [`GlFns::scene_break`]).
-    flush: Option<FlushFn>,
-}
+type E = u32; // GLenum
+type I = i32; // GLint, GLsizei
+type U = u32; // GLuint
+type B = u8; // GLboolean
+type F = f32; // GLfloat
 
-pub(crate) fn load<T: Copy>(ws: WinSys, name: &CStr) -> Option<T> {
-    let p = gl_proc(ws, name);
-    if p == 0 {
-        return None;
+gl_table! {
+    /// The GL entry points of one context (`None` where the context gave no address).
+    /// `required` marks the GL 2.0 / GLES 2.0 core functions (plus framebuffer objects)
+    /// without which there is no HUD.
+    pub struct GlFns {
+        // Frame timestamps, samples and statistics (on GLES the query functions are those of
+        // `GL_EXT_disjoint_timer_query`, see `GlFns::load`).
+        get_string = c"glGetString": fn(E) -> *const u8, required;
+        get_stringi = c"glGetStringi": fn(E, U) -> *const u8;
+        get_integerv = c"glGetIntegerv": fn(E, *mut I), required;
+        get_integer64v = c"glGetInteger64v": fn(E, *mut i64);
+        gen_queries = c"glGenQueries": fn(I, *mut U);
+        delete_queries = c"glDeleteQueries": fn(I, *const U);
+        query_counter = c"glQueryCounter": fn(U, E);
+        get_query_objectuiv = c"glGetQueryObjectuiv": fn(U, E, *mut U);
+        get_query_objectui64v = c"glGetQueryObjectui64v": fn(U, E, *mut u64);
+        get_queryiv = c"glGetQueryiv": fn(E, E, *mut I);
+        begin_query = c"glBeginQuery": fn(E, U);
+        end_query = c"glEndQuery": fn(E);
+        /// Only on drivers where a query of ours must not share a scene with the app's
+        /// commands (see [`GlFns::scene_break`]); `None` elsewhere.
+        flush = c"glFlush": fn();
+        // The HUD (see `hud::fns` for its wrappers).
+        get_error = c"glGetError": fn() -> E;
+        get_floatv = c"glGetFloatv": fn(E, *mut F), required;
+        get_booleanv = c"glGetBooleanv": fn(E, *mut B), required;
+        get_integeri_v = c"glGetIntegeri_v": fn(E, U, *mut I);
+        get_floati_v = c"glGetFloati_v": fn(E, U, *mut F);
+        get_booleani_v = c"glGetBooleani_v": fn(E, U, *mut B);
+        is_enabled = c"glIsEnabled": fn(E) -> B, required;
+        is_enabledi = c"glIsEnabledi": fn(E, U) -> B;
+        enable = c"glEnable": fn(E), required;
+        disable = c"glDisable": fn(E), required;
+        enablei = c"glEnablei": fn(E, U);
+        disablei = c"glDisablei": fn(E, U);
+        active_texture = c"glActiveTexture": fn(E), required;
+        bind_texture = c"glBindTexture": fn(E, U), required;
+        gen_textures = c"glGenTextures": fn(I, *mut U), required;
+        delete_textures = c"glDeleteTextures": fn(I, *const U), required;
+        is_texture = c"glIsTexture": fn(U) -> B;
+        tex_image_2d = c"glTexImage2D": fn(E, I, I, I, I, I, E, E, *const c_void), required;
+        tex_parameteri = c"glTexParameteri": fn(E, E, I), required;
+        pixel_storei = c"glPixelStorei": fn(E, I), required;
+        read_pixels = c"glReadPixels": fn(I, I, I, I, E, E, *mut c_void), required;
+        bind_sampler = c"glBindSampler": fn(U, U);
+        create_shader = c"glCreateShader": fn(E) -> U, required;
+        shader_source = c"glShaderSource": fn(U, I, *const *const c_char, *const I), required;
+        compile_shader = c"glCompileShader": fn(U), required;
+        get_shaderiv = c"glGetShaderiv": fn(U, E, *mut I), required;
+        get_shader_info_log = c"glGetShaderInfoLog": fn(U, I, *mut I, *mut c_char);
+        delete_shader = c"glDeleteShader": fn(U), required;
+        create_program = c"glCreateProgram": fn() -> U, required;
+        attach_shader = c"glAttachShader": fn(U, U), required;
+        bind_attrib_location = c"glBindAttribLocation": fn(U, U, *const c_char), required;
+        bind_frag_data_location = c"glBindFragDataLocation": fn(U, U, *const c_char);
+        link_program = c"glLinkProgram": fn(U), required;
+        get_programiv = c"glGetProgramiv": fn(U, E, *mut I), required;
+        get_program_info_log = c"glGetProgramInfoLog": fn(U, I, *mut I, *mut c_char);
+        delete_program = c"glDeleteProgram": fn(U), required;
+        is_program = c"glIsProgram": fn(U) -> B;
+        use_program = c"glUseProgram": fn(U), required;
+        get_uniform_location = c"glGetUniformLocation": fn(U, *const c_char) -> I, required;
+        uniform1i = c"glUniform1i": fn(I, I), required;
+        uniform4f = c"glUniform4f": fn(I, F, F, F, F), required;
+        gen_buffers = c"glGenBuffers": fn(I, *mut U), required;
+        delete_buffers = c"glDeleteBuffers": fn(I, *const U), required;
+        is_buffer = c"glIsBuffer": fn(U) -> B;
+        bind_buffer = c"glBindBuffer": fn(E, U), required;
+        buffer_data = c"glBufferData": fn(E, isize, *const c_void, E), required;
+        buffer_sub_data = c"glBufferSubData": fn(E, isize, isize, *const c_void), required;
+        gen_vertex_arrays = c"glGenVertexArrays": fn(I, *mut U);
+        delete_vertex_arrays = c"glDeleteVertexArrays": fn(I, *const U);
+        bind_vertex_array = c"glBindVertexArray": fn(U);
+        vertex_attrib_pointer = c"glVertexAttribPointer": fn(U, I, E, B, I, *const c_void), required;
+        enable_vertex_attrib_array = c"glEnableVertexAttribArray": fn(U), required;
+        disable_vertex_attrib_array = c"glDisableVertexAttribArray": fn(U), required;
+        get_vertex_attribiv = c"glGetVertexAttribiv": fn(U, E, *mut I), required;
+        get_vertex_attrib_pointerv = c"glGetVertexAttribPointerv": fn(U, E, *mut *mut c_void), required;
+        draw_elements = c"glDrawElements": fn(E, I, E, *const c_void), required;
+        draw_arrays = c"glDrawArrays": fn(E, I, I), required;
+        viewport = c"glViewport": fn(I, I, I, I), required;
+        viewport_indexedf = c"glViewportIndexedf": fn(U, F, F, F, F);
+        scissor = c"glScissor": fn(I, I, I, I), required;
+        scissor_indexed = c"glScissorIndexed": fn(U, I, I, I, I);
+        clear = c"glClear": fn(U), required;
+        clear_color = c"glClearColor": fn(F, F, F, F), required;
+        blend_func_separate = c"glBlendFuncSeparate": fn(E, E, E, E), required;
+        blend_func_separatei = c"glBlendFuncSeparatei": fn(U, E, E, E, E);
+        blend_equation_separate = c"glBlendEquationSeparate": fn(E, E), required;
+        blend_equation_separatei = c"glBlendEquationSeparatei": fn(U, E, E);
+        color_mask = c"glColorMask": fn(B, B, B, B), required;
+        color_maski = c"glColorMaski": fn(U, B, B, B, B);
+        polygon_mode = c"glPolygonMode": fn(E, E);
+        map_buffer_range = c"glMapBufferRange": fn(E, isize, isize, U) -> *mut c_void;
+        unmap_buffer = c"glUnmapBuffer": fn(E) -> B;
+        fence_sync = c"glFenceSync": fn(E, U) -> *const c_void;
+        client_wait_sync = c"glClientWaitSync": fn(*const c_void, U, u64) -> E;
+        delete_sync = c"glDeleteSync": fn(*const c_void);
+        gen_framebuffers = c"glGenFramebuffers": fn(I, *mut U), required;
+        delete_framebuffers = c"glDeleteFramebuffers": fn(I, *const U), required;
+        is_framebuffer = c"glIsFramebuffer": fn(U) -> B;
+        bind_framebuffer = c"glBindFramebuffer": fn(E, U), required;
+        framebuffer_texture_2d = c"glFramebufferTexture2D": fn(E, E, E, U, I), required;
+        check_framebuffer_status = c"glCheckFramebufferStatus": fn(E) -> E, required;
+        blit_framebuffer = c"glBlitFramebuffer": fn(I, I, I, I, I, I, I, I, U, E);
+        get_framebuffer_attachment_parameteriv = c"glGetFramebufferAttachmentParameteriv": fn(E, E, E, *mut I);
+        draw_buffer = c"glDrawBuffer": fn(E);
+        draw_buffers = c"glDrawBuffers": fn(I, *const E);
+        read_buffer = c"glReadBuffer": fn(E);
     }
-    assert_eq!(std::mem::size_of::<T>(), std::mem::size_of::<usize>());
-    // SAFETY: T is always one of the fn-pointer types above, matching `name`'s GL signature,
-    // and p is that function's non-null address.
-    Some(unsafe { std::mem::transmute_copy::<usize, T>(&p) })
 }
 
 impl GlFns {
-    /// Loads the basic queries; `None` if even `glGetString` is missing.
-    pub fn load_basic(ws: WinSys) -> Option<GlFns> {
-        Some(GlFns {
-            get_string: load(ws, c"glGetString")?,
-            get_integerv: load(ws, c"glGetIntegerv")?,
-            get_stringi: None,
-            get_integer64v: None,
-            gen_queries: None,
-            delete_queries: None,
-            query_counter: None,
-            get_query_objectuiv: None,
-            get_query_objectui64v: None,
-            get_queryiv: None,
-            bind_buffer: None,
-            flush: None,
-        })
-    }
-
-    /// Loads the rest once the context's version is known (GLES uses the `EXT` names of
-    /// `GL_EXT_disjoint_timer_query`).
-    pub fn load_rest(&mut self, ws: WinSys, info: &GlInfo) {
-        if info.major >= 3 {
-            self.get_stringi = load(ws, c"glGetStringi");
+    /// Loads every entry point of the context of `ws` current on this thread, once, and reads
+    /// what the context is; `None` if even `glGetString` or `glGetIntegerv` is missing.
+    pub fn load(ws: WinSys) -> Option<(GlFns, GlInfo)> {
+        let mut lookup = |name: &CStr| gl_proc(ws, name);
+        let mut f = GlFns::load_with(&mut lookup);
+        if f.get_string.is_none() || f.get_integerv.is_none() {
+            return None;
         }
+        let info = f.info();
         if info.es {
-            self.get_integer64v = load(ws, c"glGetInteger64vEXT").or_else(|| load(ws, c"glGetInteger64v"));
-            self.gen_queries = load(ws, c"glGenQueriesEXT");
-            self.delete_queries = load(ws, c"glDeleteQueriesEXT");
-            self.query_counter = load(ws, c"glQueryCounterEXT");
-            self.get_query_objectuiv = load(ws, c"glGetQueryObjectuivEXT");
-            self.get_query_objectui64v = load(ws, c"glGetQueryObjectui64vEXT");
-            self.get_queryiv = load(ws, c"glGetQueryivEXT");
-        } else {
-            self.get_integer64v = load(ws, c"glGetInteger64v");
-            self.gen_queries = load(ws, c"glGenQueries");
-            self.delete_queries = load(ws, c"glDeleteQueries");
-            self.query_counter = load(ws, c"glQueryCounter");
-            self.get_query_objectuiv = load(ws, c"glGetQueryObjectuiv");
-            self.get_query_objectui64v = load(ws, c"glGetQueryObjectui64v");
-            self.get_queryiv = load(ws, c"glGetQueryiv");
+            // GLES: the timer queries of GL_EXT_disjoint_timer_query.
+            f.get_integer64v = load(&mut lookup, c"glGetInteger64vEXT").or(f.get_integer64v);
+            f.gen_queries = load(&mut lookup, c"glGenQueriesEXT");
+            f.delete_queries = load(&mut lookup, c"glDeleteQueriesEXT");
+            f.query_counter = load(&mut lookup, c"glQueryCounterEXT");
+            f.get_query_objectuiv = load(&mut lookup, c"glGetQueryObjectuivEXT");
+            f.get_query_objectui64v = load(&mut lookup, c"glGetQueryObjectui64vEXT");
+            f.get_queryiv = load(&mut lookup, c"glGetQueryivEXT");
+            if info.major < 3 {
+                // GLES 2: the vertex array objects of GL_OES_vertex_array_object.
+                f.gen_vertex_arrays = load(&mut lookup, c"glGenVertexArraysOES");
+                f.delete_vertex_arrays = load(&mut lookup, c"glDeleteVertexArraysOES");
+                f.bind_vertex_array = load(&mut lookup, c"glBindVertexArrayOES");
+            }
         }
-        self.bind_buffer = load(ws, c"glBindBuffer");
-        if info.bins_queries_into_scenes() {
-            self.flush = load(ws, c"glFlush");
+        if !info.bins_queries_into_scenes() {
+            f.flush = None;
         }
-    }
-
-    /// `glFlush` where our queries need scenes of their own, else `None`.
-    pub fn scene_break_fn(&self) -> Option<FlushFn> {
-        self.flush
+        Some((f, info))
     }
 
     /// Ends the driver's current scene, so that a query of ours written next lands in a scene
     /// without the app's commands (only where [`GlInfo::bins_queries_into_scenes`]). Two in a
     /// row cost nothing: the second finds no scene to flush.
     pub fn scene_break(&self) {
-        scene_break(self.flush);
+        if let Some(f) = self.flush {
+            // SAFETY: glFlush of the current context takes no arguments. It does not wait for
+            // the GPU to finish: llvmpipe queues the scene to its rasterizer threads (waiting
+            // only when all its scenes are in flight, as the app's own flushes and swaps would).
+            unsafe { f() };
+        }
     }
 
     /// A `glGetString` value, or empty.
     pub fn string(&self, name: u32) -> String {
+        let Some(f) = self.get_string else {
+            return String::new();
+        };
         // SAFETY: glGetString returns null or a NUL-terminated string owned by the context,
         // which is current on this thread.
         unsafe {
-            let p = (self.get_string)(name);
+            let p = f(name);
             if p.is_null() {
                 String::new()
             } else {
@@ -233,9 +293,8 @@ impl GlFns {
     pub fn has_extension(&self, info: &GlInfo, ext: &str) -> bool {
         if info.major >= 3 {
             if let Some(gsi) = self.get_stringi {
-                let mut n = 0i32;
-                // SAFETY: valid pname on GL/GLES 3+; writes one integer into `n`.
-                unsafe { (self.get_integerv)(GL_NUM_EXTENSIONS, &mut n) };
+                // Valid pname on GL/GLES 3+.
+                let n = self.integer(GL_NUM_EXTENSIONS).unwrap_or(0);
                 return (0..n.max(0) as u32).any(|i| {
                     // SAFETY: i < GL_NUM_EXTENSIONS; the result is a context-owned C string or null.
                     let p = unsafe { gsi(GL_EXTENSIONS, i) };
@@ -267,13 +326,11 @@ impl GlFns {
         if !ext {
             return false;
         }
-        let Some(giv) = self.get_queryiv else {
+        if self.get_queryiv.is_none() {
             return false;
-        };
-        let mut bits = 0i32;
-        // SAFETY: (GL_TIMESTAMP, GL_QUERY_COUNTER_BITS) is valid with timer queries; writes `bits`.
-        unsafe { giv(GL_TIMESTAMP, GL_QUERY_COUNTER_BITS, &mut bits) };
-        bits > 0
+        }
+        // (GL_TIMESTAMP, GL_QUERY_COUNTER_BITS) is valid with timer queries.
+        self.query_int(GL_TIMESTAMP, GL_QUERY_COUNTER_BITS) > 0
     }
 
     /// Whether a buffer can be bound to `GL_QUERY_BUFFER` (which would redirect query reads).
@@ -339,10 +396,55 @@ impl GlFns {
 
     /// The buffer bound to `GL_QUERY_BUFFER`; only call when [`GlFns::has_query_buffer`].
     pub fn query_buffer_binding(&self) -> u32 {
-        let mut b = 0i32;
-        // SAFETY: valid pname with query buffer objects; writes `b`.
-        unsafe { (self.get_integerv)(GL_QUERY_BUFFER_BINDING, &mut b) };
-        b as u32
+        self.integer(GL_QUERY_BUFFER_BINDING).unwrap_or(0) as u32
+    }
+
+    /// `glGetIntegerv` of a single-valued `pname` the context has (else a GL error the app
+    /// could see); `None` without the entry point.
+    pub fn integer(&self, pname: u32) -> Option<i32> {
+        let f = self.get_integerv?;
+        let mut v = 0i32;
+        // SAFETY: the caller asks only single-valued pnames; writes one integer into `v`.
+        unsafe { f(pname, &mut v) };
+        Some(v)
+    }
+
+    /// A query's result if it is available, without waiting (`GL_QUERY_RESULT_NO_WAIT`, GL 4.4
+    /// or `GL_ARB_query_buffer_object`: only call where the context has it).
+    pub fn result_no_wait(&self, id: u32) -> Option<u64> {
+        const GL_QUERY_RESULT_NO_WAIT: u32 = 0x9194;
+        let f = self.get_query_objectui64v?;
+        // NO_WAIT writes nothing while the result is not available; no timestamp or statistic
+        // is ever u64::MAX.
+        let mut v = u64::MAX;
+        // SAFETY: `id` is one of our issued queries; NO_WAIT never blocks; writes `v`.
+        unsafe { f(id, GL_QUERY_RESULT_NO_WAIT, &mut v) };
+        (v != u64::MAX).then_some(v)
+    }
+
+    /// `glGetQueryiv(target, pname)` (0 without the entry point).
+    pub fn query_int(&self, target: u32, pname: u32) -> i32 {
+        let Some(f) = self.get_queryiv else { return 0 };
+        let mut v = 0i32;
+        // SAFETY: the callers pass valid target/pname pairs of single values; writes `v`.
+        unsafe { f(target, pname, &mut v) };
+        v
+    }
+
+    /// `glBeginQuery` of one of our own query names (a no-op without the entry point).
+    pub fn begin_own_query(&self, target: u32, id: u32) {
+        if let Some(f) = self.begin_query {
+            // SAFETY: plain values; our own query name on a target the caller found idle.
+            unsafe { f(target, id) };
+        }
+    }
+
+    /// `glEndQuery` of our own active query of `target`.
+    pub fn end_own_query(&self, target: u32) {
+        if let Some(f) = self.end_query {
+            // SAFETY: plain value; the caller's query of this target is the active one.
+            unsafe { f(target) };
+        }
     }
 
     pub fn bind_query_buffer(&self, buffer: u32) {

@@ -24,21 +24,27 @@
 #![allow(clippy::missing_safety_doc)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
-// Shared with the other layer: panic containment, logging, the process's config.
-use framescope_core::{guard, log, settings};
-mod dl;
-mod draws;
-
 /// Counts framescope's allocations on the app's threads (`FRAMESCOPE_REPORT_ALLOCS`).
 #[global_allocator]
 static ALLOC: framescope_core::alloc_count::CountingAlloc = framescope_core::alloc_count::CountingAlloc;
-mod frames;
+
+// The modules in layers, bottom to top (rustfmt sorts each layer); a module imports only its
+// own layer or those below (`cargo xtask deps` checks there is no cycle).
+// Low-level services: typed function pointers, the dynamic linker, the window systems.
+mod dl;
+mod loader;
+mod winsys;
+// One table of GL entry points per context, and what the context is.
 mod gl;
-mod hooks;
+// Features: statistics, samples, draw counting, the frame protocol, the HUD.
+mod draws;
+mod frames;
 mod hud;
 mod sample_hooks;
 mod samples;
 mod stats;
+// The hooked entry points, wiring the features together (and the dlsym/dlvsym trampolines).
+mod hooks;
 
 use libc::{c_char, c_int, c_ulong, c_void};
 

@@ -33,20 +33,19 @@
 //! it held is re-entrance (an app debug callback run synchronously inside one of our GL calls),
 //! where skipping a sample beats a deadlock.
 
-use crate::frames::WinSys;
 use crate::gl::{GlFns, GlInfo};
-use crate::hooks::gl_proc;
 use crate::stats::{self, Stats};
 use framescope_core::assembly::FrameAssembler;
 use framescope_core::config::Samples;
 use framescope_core::dump::Unavailable;
 use framescope_core::frame::DrawKind;
+use framescope_core::guard::{guarded, Site};
 use framescope_core::labels;
 use framescope_core::sample::{DrawParams, LabelPath, PipelineStats, SampleRecord, Scope, MAX_LABEL_DEPTH};
 use framescope_core::session::FrameSession;
+use framescope_core::settings;
 use framescope_core::sync::Mutex;
 use std::cell::{Cell, RefCell};
-use std::ffi::CStr;
 use std::sync::Arc;
 
 /// What the `samples` key means on GL (see the module docs).
@@ -80,7 +79,6 @@ const MAX_OPEN_LABELS: usize = 16;
 const GL_DEBUG_GROUP_STACK_DEPTH: u32 = 0x826D;
 /// `glGetIntegerv` name of the program in use (GL 2.0 `GL_CURRENT_PROGRAM`).
 const GL_CURRENT_PROGRAM: u32 = 0x8B8D;
-const GL_QUERY_RESULT_NO_WAIT: u32 = 0x9194;
 
 /// (timestamp queries, samples) per context. A draw-sampling frame of 4000 draws uses 8000
 /// queries; results arrive one or two frames later, so this holds about two such frames.
@@ -91,21 +89,6 @@ fn capacities(level: Level) -> (usize, usize) {
         Level::Frame | Level::Off => (0, 0),
     }
 }
-
-/// A GL entry point of the current context through the real `*GetProcAddress`.
-pub fn glfn<T: Copy>(ws: WinSys, name: &CStr) -> Option<T> {
-    let p = gl_proc(ws, name);
-    if p == 0 {
-        return None;
-    }
-    assert_eq!(std::mem::size_of::<T>(), std::mem::size_of::<usize>());
-    // SAFETY: every T used with this is the fn-pointer type of `name`'s GL signature, and p is
-    // that function's non-null address.
-    Some(unsafe { std::mem::transmute_copy::<usize, T>(&p) })
-}
-
-type GetIntegervFn = unsafe extern "C" fn(u32, *mut i32);
-type GetQueryObjectui64vFn = unsafe extern "C" fn(u32, u32, *mut u64);
 
 /// The begin of a sample: a query not read yet, or its value (a debug group open across
 /// frames has its begin read early, so its query does not hold the ring).
@@ -167,13 +150,13 @@ struct Open {
 pub struct Sampler {
     alive: bool,
     level: Level,
-    gl: GlFns,
-    get_integerv: Option<GetIntegervFn>,
+    /// The context's entry points (shared with its `frames::Ctx` and HUD).
+    gl: Arc<GlFns>,
     /// `GL_CURRENT_PROGRAM` is a valid query (GL and GLES 2.0): asking an older context would
     /// set a `GL_INVALID_ENUM` the app could see.
     programs: bool,
-    /// `glGetQueryObjectui64v`, for `GL_QUERY_RESULT_NO_WAIT` (one call per read).
-    no_wait: Option<GetQueryObjectui64vFn>,
+    /// Results are read with `GL_QUERY_RESULT_NO_WAIT` (one call per read).
+    no_wait: bool,
     query_buffer: bool,
     /// Debug groups can be sampled (GL 4.3, GLES 3.2 or `GL_KHR_debug`).
     labels: bool,
@@ -221,7 +204,7 @@ thread_local! {
 
 /// Sets up sampling for the context current on this thread (called from `frames::Ctx::new`
 /// once GPU timing is known to work). `None` with `samples=off`.
-pub fn create(ws: WinSys, info: &GlInfo, config: Samples) -> Option<CtxSamples> {
+pub fn create(gl: &Arc<GlFns>, info: &GlInfo, config: Samples) -> Option<CtxSamples> {
     let mut level = Level::from_config(config);
     if level == Level::Off {
         return None;
@@ -230,8 +213,6 @@ pub fn create(ws: WinSys, info: &GlInfo, config: Samples) -> Option<CtxSamples> 
     if mid_frame_refused {
         level = Level::Frame;
     }
-    let mut gl = GlFns::load_basic(ws)?;
-    gl.load_rest(ws, info);
     if !gl.supports_timestamps(info) {
         return None;
     }
@@ -242,8 +223,8 @@ pub fn create(ws: WinSys, info: &GlInfo, config: Samples) -> Option<CtxSamples> 
         info.at_least(4, 3) || has("GL_KHR_debug")
     };
     let no_wait_ok = !info.es && (info.at_least(4, 4) || has("GL_ARB_query_buffer_object"));
-    let stats_off = crate::settings::get().sample_stats == framescope_core::config::SampleStats::Off;
-    let (stats, stats_unavailable) = match Stats::detect(ws, info, has, gl.scene_break_fn()) {
+    let stats_off = settings::get().sample_stats == framescope_core::config::SampleStats::Off;
+    let (stats, stats_unavailable) = match Stats::detect(gl, info, has) {
         _ if stats_off => (None, Some("sample_stats=off")),
         Ok(s) => (Some(s), None),
         Err(why) => (None, Some(why)),
@@ -270,13 +251,8 @@ pub fn create(ws: WinSys, info: &GlInfo, config: Samples) -> Option<CtxSamples> 
     let sampler = Sampler {
         alive: true,
         level,
-        get_integerv: glfn(ws, c"glGetIntegerv"),
         programs: info.at_least(2, 0),
-        no_wait: if no_wait_ok {
-            glfn(ws, c"glGetQueryObjectui64v")
-        } else {
-            None
-        },
+        no_wait: no_wait_ok && gl.get_query_objectui64v.is_some(),
         query_buffer: gl.has_query_buffer(info),
         labels,
         stats,
@@ -294,7 +270,7 @@ pub fn create(ws: WinSys, info: &GlInfo, config: Samples) -> Option<CtxSamples> 
         depth: 0,
         scratch: vec![0u64; 2 * s_cap + stats::COUNT].into_boxed_slice(),
         dropped: 0,
-        gl,
+        gl: gl.clone(),
     };
     Some(Arc::new(Shared {
         level,
@@ -327,7 +303,7 @@ pub fn unavailable(samples: Option<&CtxSamples>, timing: bool, es: bool) -> Vec<
         source: source.into(),
         reason: reason.into(),
     };
-    let config = Level::from_config(crate::settings::get().effective_samples());
+    let config = Level::from_config(settings::get().effective_samples());
     match samples {
         Some(s) => {
             let mut v = Vec::new();
@@ -421,17 +397,17 @@ pub fn draws_sampled() -> bool {
     DRAWS.try_with(Cell::get).unwrap_or(false)
 }
 
-static DRAW_SITE: crate::guard::Site = crate::guard::Site::new("draw sample");
+static DRAW_SITE: Site = Site::new("draw sample");
 
 /// Runs the app's draw `real` between a begin and an end timestamp. The sampler is not locked
 /// while the draw runs.
 pub fn around_draw(kind: DrawKind, params: impl FnOnce() -> (u32, u32, u32, bool), real: impl FnOnce()) {
-    let token = crate::guard::guarded(&DRAW_SITE, || with_current(|s| s.draw_begin()))
+    let token = guarded(&DRAW_SITE, || with_current(|s| s.draw_begin()))
         .flatten()
         .flatten();
     real();
     if let Some((begin, index)) = token {
-        crate::guard::guarded(&DRAW_SITE, || {
+        guarded(&DRAW_SITE, || {
             let (vertex_count, index_count, instance_count, indirect) = params();
             let p = DrawParams {
                 kind: Some(kind),
@@ -509,7 +485,7 @@ impl Shared {
         if current {
             if s.open.stats_active {
                 if let Some(st) = &s.stats {
-                    st.end(true);
+                    st.end(&s.gl, true);
                 }
                 s.open.stats_active = false;
             }
@@ -603,7 +579,7 @@ impl Sampler {
         };
         if let Some(st) = &self.stats {
             let names = self.open_stats_names();
-            if st.begin(&names) {
+            if st.begin(&self.gl, &names) {
                 self.open.stats_active = true;
             } else {
                 // An app query of a statistics target is active (across the swap, or begun
@@ -618,7 +594,7 @@ impl Sampler {
             return false;
         }
         if let Some(st) = &self.stats {
-            st.end(true);
+            st.end(&self.gl, true);
         }
         self.open.stats_active = false;
         self.open.stats_broken = true;
@@ -632,7 +608,7 @@ impl Sampler {
         let mut has_stats = false;
         if self.open.stats_active {
             if let Some(st) = &self.stats {
-                st.end(true);
+                st.end(&self.gl, true);
             }
             self.open.stats_active = false;
             has_stats = !self.open.stats_broken;
@@ -655,16 +631,10 @@ impl Sampler {
 
     /// One query result if it is available, without waiting.
     fn read(&self, name: u32) -> Option<u64> {
-        match self.no_wait {
-            Some(f) => {
-                // NO_WAIT writes nothing while the result is not available; no timestamp or
-                // statistic is ever u64::MAX.
-                let mut v = u64::MAX;
-                // SAFETY: `name` is one of our issued queries; NO_WAIT never blocks; writes `v`.
-                unsafe { f(name, GL_QUERY_RESULT_NO_WAIT, &mut v) };
-                (v != u64::MAX).then_some(v)
-            }
-            None => self.gl.available(name).then(|| self.gl.result(name)),
+        if self.no_wait {
+            self.gl.result_no_wait(name)
+        } else {
+            self.gl.available(name).then(|| self.gl.result(name))
         }
     }
 
@@ -816,22 +786,18 @@ impl Sampler {
 
     /// The program in use now (a draw's "pipeline"), 0 where it cannot be asked.
     fn current_program(&self) -> u64 {
-        let Some(f) = self.get_integerv.filter(|_| self.programs) else {
+        if !self.programs {
             return 0;
-        };
-        let mut p = 0i32;
-        // SAFETY: valid pname since GL/GLES 2.0 (checked at set-up); writes `p`. A state query
-        // answered from the context's own state: it neither flushes nor changes rendering.
-        unsafe { f(GL_CURRENT_PROGRAM, &mut p) };
-        p as u32 as u64
+        }
+        // Valid pname since GL/GLES 2.0 (checked at set-up). A state query answered from the
+        // context's own state: it neither flushes nor changes rendering.
+        self.gl.integer(GL_CURRENT_PROGRAM).map_or(0, |p| p as u32 as u64)
     }
 
     /// The app's debug groups on the GL stack now (the default group not counted).
     fn gl_depth(&self) -> Option<usize> {
-        let f = self.get_integerv?;
-        let mut d = 0i32;
-        // SAFETY: valid pname with debug groups (checked at set-up); writes `d`.
-        unsafe { f(GL_DEBUG_GROUP_STACK_DEPTH, &mut d) };
+        // Valid pname with debug groups (checked at set-up).
+        let d = self.gl.integer(GL_DEBUG_GROUP_STACK_DEPTH)?;
         Some((d.max(1) - 1) as usize)
     }
 
@@ -953,7 +919,7 @@ impl Sampler {
     fn app_query(&mut self) {
         if self.open.stats_active {
             if let Some(st) = &self.stats {
-                st.end(false);
+                st.end(&self.gl, false);
             }
             self.open.stats_active = false;
             self.open.stats_broken = true;

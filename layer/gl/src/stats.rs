@@ -12,9 +12,7 @@
 //!
 //! OpenGL ES has no pipeline-statistics queries.
 
-use crate::frames::WinSys;
-use crate::gl::{GlInfo, GL_QUERY_COUNTER_BITS};
-use crate::samples::glfn;
+use crate::gl::{GlFns, GlInfo, GL_QUERY_COUNTER_BITS};
 
 pub const GL_VERTICES_SUBMITTED: u32 = 0x82EE;
 pub const GL_PRIMITIVES_SUBMITTED: u32 = 0x82EF;
@@ -46,17 +44,8 @@ pub fn index_of(target: u32) -> Option<usize> {
     TARGETS.iter().position(|&t| t == target)
 }
 
-type BeginQueryFn = unsafe extern "C" fn(u32, u32);
-type EndQueryFn = unsafe extern "C" fn(u32);
-type GetQueryivFn = unsafe extern "C" fn(u32, u32, *mut i32);
-
-/// The entry points and the targets the context counts.
+/// The targets the context counts (the entry points are those of its `GlFns`, passed in).
 pub struct Stats {
-    begin_query: BeginQueryFn,
-    end_query: EndQueryFn,
-    get_queryiv: GetQueryivFn,
-    /// `glFlush` where our queries need scenes of their own (`GlFns::scene_break`).
-    scene_break: Option<crate::gl::FlushFn>,
     /// `false` only for `cs_invocations` in a context without compute shaders, which reports 0
     /// (no compute shader can run there).
     counted: [bool; COUNT],
@@ -65,25 +54,16 @@ pub struct Stats {
 impl Stats {
     /// Statistics for a desktop context with the extension (or GL 4.6) whose targets all have
     /// counter bits; otherwise why not.
-    pub fn detect(
-        ws: WinSys,
-        info: &GlInfo,
-        has_ext: impl Fn(&str) -> bool,
-        scene_break: Option<crate::gl::FlushFn>,
-    ) -> Result<Stats, &'static str> {
+    pub fn detect(gl: &GlFns, info: &GlInfo, has_ext: impl Fn(&str) -> bool) -> Result<Stats, &'static str> {
         if info.es {
             return Err("OpenGL ES has no pipeline-statistics queries");
         }
         if !(info.at_least(4, 6) || has_ext("GL_ARB_pipeline_statistics_query")) {
             return Err("the context has no GL_ARB_pipeline_statistics_query (GL 4.6)");
         }
-        let (Some(begin_query), Some(end_query), Some(get_queryiv)) = (
-            glfn::<BeginQueryFn>(ws, c"glBeginQuery"),
-            glfn::<EndQueryFn>(ws, c"glEndQuery"),
-            glfn::<GetQueryivFn>(ws, c"glGetQueryiv"),
-        ) else {
+        if gl.begin_query.is_none() || gl.end_query.is_none() || gl.get_queryiv.is_none() {
             return Err("glBeginQuery/glEndQuery/glGetQueryiv not found");
-        };
+        }
         let compute = info.at_least(4, 3) || has_ext("GL_ARB_compute_shader");
         let mut counted = [true; COUNT];
         counted[COUNT - 1] = compute;
@@ -91,67 +71,58 @@ impl Stats {
             if !on {
                 continue;
             }
-            let mut bits = 0i32;
-            // SAFETY: a pipeline-statistics target with the extension present, and a valid
-            // pname; writes `bits`. Initialisation only, with the context current.
-            unsafe { get_queryiv(*t, GL_QUERY_COUNTER_BITS, &mut bits) };
-            if bits <= 0 {
+            // A pipeline-statistics target with the extension present, and a valid pname.
+            // Initialisation only, with the context current.
+            if gl.query_int(*t, GL_QUERY_COUNTER_BITS) <= 0 {
                 return Err("a pipeline-statistics target has no counter bits");
             }
         }
-        Ok(Stats {
-            begin_query,
-            end_query,
-            get_queryiv,
-            scene_break,
-            counted,
-        })
+        Ok(Stats { counted })
     }
 
     /// Whether no query of any of our targets is active in the current context (the app's, or
     /// ours), i.e. whether beginning ours cannot raise an error.
-    fn all_idle(&self) -> bool {
-        TARGETS.iter().zip(&self.counted).all(|(t, &on)| {
-            if !on {
-                return true;
-            }
-            let mut cur = 0i32;
-            // SAFETY: valid target and pname with the extension; only reads state, writes `cur`.
-            unsafe { (self.get_queryiv)(*t, GL_CURRENT_QUERY, &mut cur) };
-            cur == 0
-        })
+    fn all_idle(&self, gl: &GlFns) -> bool {
+        // Valid target and pname with the extension; only reads state.
+        TARGETS
+            .iter()
+            .zip(&self.counted)
+            .all(|(t, &on)| !on || gl.query_int(*t, GL_CURRENT_QUERY) == 0)
     }
 
     /// Begins our queries (`names`, one per target) unless a query of one of the targets is
     /// already active; returns whether they run.
-    pub fn begin(&self, names: &[u32; COUNT]) -> bool {
-        if !self.all_idle() {
+    pub fn begin(&self, gl: &GlFns, names: &[u32; COUNT]) -> bool {
+        if !self.all_idle(gl) {
             return false;
         }
-        crate::gl::scene_break(self.scene_break);
+        gl.scene_break();
         for ((t, n), &on) in TARGETS.iter().zip(names).zip(&self.counted) {
             if on {
-                // SAFETY: our own query name on an idle target (checked above).
-                unsafe { (self.begin_query)(*t, *n) };
+                // Our own query name on an idle target (checked above).
+                gl.begin_own_query(*t, *n);
             }
         }
-        crate::gl::scene_break(self.scene_break);
+        gl.scene_break();
         true
     }
 
     /// Ends our queries (they are active: [`Stats::begin`] returned true and nothing ended them).
     /// `own_scene`: in a scene of their own where the driver needs it (at swaps); not before an
     /// app's query, whose own begin or end lands in the same scene anyway.
-    pub fn end(&self, own_scene: bool) {
-        let brk = if own_scene { self.scene_break } else { None };
-        crate::gl::scene_break(brk);
+    pub fn end(&self, gl: &GlFns, own_scene: bool) {
+        if own_scene {
+            gl.scene_break();
+        }
         for (t, &on) in TARGETS.iter().zip(&self.counted) {
             if on {
-                // SAFETY: our query is the active one of this target.
-                unsafe { (self.end_query)(*t) };
+                // Our query is the active one of this target.
+                gl.end_own_query(*t);
             }
         }
-        crate::gl::scene_break(brk);
+        if own_scene {
+            gl.scene_break();
+        }
     }
 
     /// Whether statistic `i` is counted by a query (else it is 0 by construction).

@@ -1,5 +1,6 @@
-//! The GL entry points the HUD calls, loaded per context through the real
-//! `glXGetProcAddressARB`/`eglGetProcAddress`, with thin safe wrappers.
+//! The GL enums the HUD uses and thin safe wrappers over the entry points it calls. The entry
+//! points are the context's one table (`crate::gl::GlFns`, declared there with their GL names
+//! and signatures), loaded once per context.
 //!
 //! A loaded pointer says nothing about support (GLX hands out a stub for any `gl*` name), so
 //! whether an optional function may be called is decided by [`super::caps::Caps`], from the
@@ -7,9 +8,9 @@
 //! wrapper must be called with the context it was loaded from current on the calling thread
 //! (the HUD runs inside the swap hook, where it is).
 
-use crate::frames::WinSys;
-use crate::gl::load;
+pub use crate::gl::GlFns as Fns;
 use std::ffi::{c_char, c_void, CStr};
+use std::num::NonZeroUsize;
 
 // ---- enums ----------------------------------------------------------------------------------
 
@@ -154,142 +155,7 @@ type U = u32; // GLuint
 type B = u8; // GLboolean
 type F = f32; // GLfloat
 
-/// `required` marks the GL 2.0 / GLES 2.0 core functions (plus framebuffer objects) without
-/// which there is no HUD.
-macro_rules! gl_fns {
-    ($( $field:ident = $name:literal : fn($($arg:ty),*) $(-> $ret:ty)? $(, $req:ident)?; )*) => {
-        /// Every entry point the HUD may call; `None` where the context gave no address.
-        pub struct Fns {
-            $( pub(super) $field: Option<unsafe extern "C" fn($($arg),*) $(-> $ret)?>, )*
-        }
-
-        impl Fns {
-            fn load_all(ws: WinSys) -> Fns {
-                Fns { $( $field: load(ws, $name), )* }
-            }
-
-            /// The first required entry point that is missing.
-            fn missing(&self) -> Option<&'static CStr> {
-                $( $(
-                    let _ = stringify!($req);
-                    if self.$field.is_none() {
-                        return Some($name);
-                    }
-                )? )*
-                None
-            }
-        }
-    };
-}
-
-gl_fns! {
-    get_error = c"glGetError": fn() -> E;
-    get_string = c"glGetString": fn(E) -> *const u8, required;
-    get_stringi = c"glGetStringi": fn(E, U) -> *const u8;
-    get_integerv = c"glGetIntegerv": fn(E, *mut I), required;
-    get_floatv = c"glGetFloatv": fn(E, *mut F), required;
-    get_booleanv = c"glGetBooleanv": fn(E, *mut B), required;
-    get_integeri_v = c"glGetIntegeri_v": fn(E, U, *mut I);
-    get_floati_v = c"glGetFloati_v": fn(E, U, *mut F);
-    get_booleani_v = c"glGetBooleani_v": fn(E, U, *mut B);
-    is_enabled = c"glIsEnabled": fn(E) -> B, required;
-    is_enabledi = c"glIsEnabledi": fn(E, U) -> B;
-    enable = c"glEnable": fn(E), required;
-    disable = c"glDisable": fn(E), required;
-    enablei = c"glEnablei": fn(E, U);
-    disablei = c"glDisablei": fn(E, U);
-    active_texture = c"glActiveTexture": fn(E), required;
-    bind_texture = c"glBindTexture": fn(E, U), required;
-    gen_textures = c"glGenTextures": fn(I, *mut U), required;
-    delete_textures = c"glDeleteTextures": fn(I, *const U), required;
-    is_texture = c"glIsTexture": fn(U) -> B;
-    tex_image_2d = c"glTexImage2D": fn(E, I, I, I, I, I, E, E, *const c_void), required;
-    tex_parameteri = c"glTexParameteri": fn(E, E, I), required;
-    pixel_storei = c"glPixelStorei": fn(E, I), required;
-    read_pixels = c"glReadPixels": fn(I, I, I, I, E, E, *mut c_void), required;
-    bind_sampler = c"glBindSampler": fn(U, U);
-    create_shader = c"glCreateShader": fn(E) -> U, required;
-    shader_source = c"glShaderSource": fn(U, I, *const *const c_char, *const I), required;
-    compile_shader = c"glCompileShader": fn(U), required;
-    get_shaderiv = c"glGetShaderiv": fn(U, E, *mut I), required;
-    get_shader_info_log = c"glGetShaderInfoLog": fn(U, I, *mut I, *mut c_char);
-    delete_shader = c"glDeleteShader": fn(U), required;
-    create_program = c"glCreateProgram": fn() -> U, required;
-    attach_shader = c"glAttachShader": fn(U, U), required;
-    bind_attrib_location = c"glBindAttribLocation": fn(U, U, *const c_char), required;
-    bind_frag_data_location = c"glBindFragDataLocation": fn(U, U, *const c_char);
-    link_program = c"glLinkProgram": fn(U), required;
-    get_programiv = c"glGetProgramiv": fn(U, E, *mut I), required;
-    get_program_info_log = c"glGetProgramInfoLog": fn(U, I, *mut I, *mut c_char);
-    delete_program = c"glDeleteProgram": fn(U), required;
-    is_program = c"glIsProgram": fn(U) -> B;
-    use_program = c"glUseProgram": fn(U), required;
-    get_uniform_location = c"glGetUniformLocation": fn(U, *const c_char) -> I, required;
-    uniform1i = c"glUniform1i": fn(I, I), required;
-    uniform4f = c"glUniform4f": fn(I, F, F, F, F), required;
-    gen_buffers = c"glGenBuffers": fn(I, *mut U), required;
-    delete_buffers = c"glDeleteBuffers": fn(I, *const U), required;
-    is_buffer = c"glIsBuffer": fn(U) -> B;
-    bind_buffer = c"glBindBuffer": fn(E, U), required;
-    buffer_data = c"glBufferData": fn(E, isize, *const c_void, E), required;
-    buffer_sub_data = c"glBufferSubData": fn(E, isize, isize, *const c_void), required;
-    gen_vertex_arrays = c"glGenVertexArrays": fn(I, *mut U);
-    delete_vertex_arrays = c"glDeleteVertexArrays": fn(I, *const U);
-    bind_vertex_array = c"glBindVertexArray": fn(U);
-    vertex_attrib_pointer = c"glVertexAttribPointer": fn(U, I, E, B, I, *const c_void), required;
-    enable_vertex_attrib_array = c"glEnableVertexAttribArray": fn(U), required;
-    disable_vertex_attrib_array = c"glDisableVertexAttribArray": fn(U), required;
-    get_vertex_attribiv = c"glGetVertexAttribiv": fn(U, E, *mut I), required;
-    get_vertex_attrib_pointerv = c"glGetVertexAttribPointerv": fn(U, E, *mut *mut c_void), required;
-    draw_elements = c"glDrawElements": fn(E, I, E, *const c_void), required;
-    draw_arrays = c"glDrawArrays": fn(E, I, I), required;
-    viewport = c"glViewport": fn(I, I, I, I), required;
-    viewport_indexedf = c"glViewportIndexedf": fn(U, F, F, F, F);
-    scissor = c"glScissor": fn(I, I, I, I), required;
-    scissor_indexed = c"glScissorIndexed": fn(U, I, I, I, I);
-    clear = c"glClear": fn(U), required;
-    clear_color = c"glClearColor": fn(F, F, F, F), required;
-    blend_func_separate = c"glBlendFuncSeparate": fn(E, E, E, E), required;
-    blend_func_separatei = c"glBlendFuncSeparatei": fn(U, E, E, E, E);
-    blend_equation_separate = c"glBlendEquationSeparate": fn(E, E), required;
-    blend_equation_separatei = c"glBlendEquationSeparatei": fn(U, E, E);
-    color_mask = c"glColorMask": fn(B, B, B, B), required;
-    color_maski = c"glColorMaski": fn(U, B, B, B, B);
-    polygon_mode = c"glPolygonMode": fn(E, E);
-    map_buffer_range = c"glMapBufferRange": fn(E, isize, isize, U) -> *mut c_void;
-    unmap_buffer = c"glUnmapBuffer": fn(E) -> B;
-    fence_sync = c"glFenceSync": fn(E, U) -> *const c_void;
-    client_wait_sync = c"glClientWaitSync": fn(*const c_void, U, u64) -> E;
-    delete_sync = c"glDeleteSync": fn(*const c_void);
-    gen_framebuffers = c"glGenFramebuffers": fn(I, *mut U), required;
-    delete_framebuffers = c"glDeleteFramebuffers": fn(I, *const U), required;
-    is_framebuffer = c"glIsFramebuffer": fn(U) -> B;
-    bind_framebuffer = c"glBindFramebuffer": fn(E, U), required;
-    framebuffer_texture_2d = c"glFramebufferTexture2D": fn(E, E, E, U, I), required;
-    check_framebuffer_status = c"glCheckFramebufferStatus": fn(E) -> E, required;
-    blit_framebuffer = c"glBlitFramebuffer": fn(I, I, I, I, I, I, I, I, U, E);
-    get_framebuffer_attachment_parameteriv = c"glGetFramebufferAttachmentParameteriv": fn(E, E, E, *mut I);
-    draw_buffer = c"glDrawBuffer": fn(E);
-    draw_buffers = c"glDrawBuffers": fn(I, *const E);
-    read_buffer = c"glReadBuffer": fn(E);
-}
-
 impl Fns {
-    /// Loads every entry point of the current context; `Err(name)` names a missing required one.
-    /// GLES 2 contexts get the `OES` vertex array functions.
-    pub fn load(ws: WinSys, es2: bool) -> Result<Fns, &'static CStr> {
-        let mut f = Fns::load_all(ws);
-        if es2 {
-            f.gen_vertex_arrays = load(ws, c"glGenVertexArraysOES");
-            f.delete_vertex_arrays = load(ws, c"glDeleteVertexArraysOES");
-            f.bind_vertex_array = load(ws, c"glBindVertexArrayOES");
-        }
-        match f.missing() {
-            Some(name) => Err(name),
-            None => Ok(f),
-        }
-    }
-
     /// Whether the vertex array object entry points exist.
     pub fn has_vao(&self) -> bool {
         self.gen_vertex_arrays.is_some() && self.bind_vertex_array.is_some() && self.delete_vertex_arrays.is_some()
@@ -367,26 +233,14 @@ value_calls! {
     read_buffer(buf: E);
 }
 
+/// A sync object of ours from [`Fns::fence`], alive until [`Fns::delete_fence`] consumes it.
+#[derive(Debug)]
+pub struct Fence(NonZeroUsize);
+
 /// Room for any query's values (the largest we make returns 4).
 const QUERY: usize = 16;
 
 impl Fns {
-    /// `glGetString`, or empty.
-    pub fn string(&self, name: E) -> String {
-        let Some(f) = self.get_string else {
-            return String::new();
-        };
-        // SAFETY: glGetString returns null or a NUL-terminated string owned by the context.
-        unsafe {
-            let p = f(name);
-            if p.is_null() {
-                String::new()
-            } else {
-                CStr::from_ptr(p as *const c_char).to_string_lossy().into_owned()
-            }
-        }
-    }
-
     /// `glGetStringi(name, i)` as bytes (empty when missing); the string is owned by the
     /// context and must not outlive the call site's use.
     pub fn stringi(&self, name: E, index: U) -> String {
@@ -679,36 +533,36 @@ impl Fns {
         }
     }
 
-    /// `glFenceSync` after the commands so far, as a number (0: none).
-    pub fn fence(&self) -> usize {
+    /// `glFenceSync` after the commands so far (`None`: no fence).
+    pub fn fence(&self) -> Option<Fence> {
         const SYNC_GPU_COMMANDS_COMPLETE: E = 0x9117;
-        match self.fence_sync {
-            // SAFETY: valid condition and flags; returns a sync object or null.
-            Some(f) => unsafe { f(SYNC_GPU_COMMANDS_COMPLETE, 0) as usize },
-            None => 0,
-        }
+        let f = self.fence_sync?;
+        // SAFETY: valid condition and flags; returns a sync object or null.
+        let sync = unsafe { f(SYNC_GPU_COMMANDS_COMPLETE, 0) };
+        NonZeroUsize::new(sync as usize).map(Fence)
     }
 
-    /// Whether `sync` (from [`Fns::fence`]) has signalled, waiting at most `timeout_ns` (0: a
-    /// poll that never waits); `None` if the wait failed.
-    pub fn signalled(&self, sync: usize, timeout_ns: u64) -> Option<bool> {
+    /// Whether `sync` has signalled, waiting at most `timeout_ns` (0: a poll that never
+    /// waits); `None` if the wait failed.
+    pub fn signalled(&self, sync: &Fence, timeout_ns: u64) -> Option<bool> {
         const SYNC_FLUSH_COMMANDS_BIT: U = 1;
         const ALREADY_SIGNALED: E = 0x911A;
         const TIMEOUT_EXPIRED: E = 0x911B;
         const CONDITION_SATISFIED: E = 0x911C;
         let f = self.client_wait_sync?;
-        // SAFETY: `sync` is a live sync object of ours; the flush bit makes a poll progress.
-        match unsafe { f(sync as *const c_void, SYNC_FLUSH_COMMANDS_BIT, timeout_ns) } {
+        // SAFETY: `sync` is a live sync object of ours (a `Fence` is only made by `fence` and
+        // deleted by value); the flush bit makes a poll progress.
+        match unsafe { f(sync.0.get() as *const c_void, SYNC_FLUSH_COMMANDS_BIT, timeout_ns) } {
             ALREADY_SIGNALED | CONDITION_SATISFIED => Some(true),
             TIMEOUT_EXPIRED => Some(false),
             _ => None,
         }
     }
 
-    pub fn delete_fence(&self, sync: usize) {
-        if let (Some(f), true) = (self.delete_sync, sync != 0) {
-            // SAFETY: a sync object of ours, deleted once.
-            unsafe { f(sync as *const c_void) };
+    pub fn delete_fence(&self, sync: Fence) {
+        if let Some(f) = self.delete_sync {
+            // SAFETY: a live sync object of ours, deleted once (the `Fence` is consumed).
+            unsafe { f(sync.0.get() as *const c_void) };
         }
     }
 

@@ -11,10 +11,11 @@
 //! encode sRGB on every write; otherwise (translucent HUDs, GLES 2, ...) with one blended quad.
 //! `state` saves and restores every piece of GL state touched, so the app cannot tell.
 //!
-//! Per context (keyed by window system and context handle): the entry points and capabilities,
-//! and the GL objects of `renderer`, created on the first swap that draws. At context
-//! destruction (the `glXDestroyContext`/`eglDestroyContext` hooks, before the real call): when
-//! the context is current on the destroying thread, its GL objects are deleted; otherwise they
+//! Per context (keyed by window system and context handle): the capabilities, the context's
+//! entry points (its one `GlFns` table, shared with the frame code), and the GL objects of
+//! `renderer`, created on the first swap that draws. At context destruction (the
+//! `glXDestroyContext`/`eglDestroyContext` hooks, before the real call): when the context is
+//! current on the destroying thread, its GL objects are deleted; otherwise they
 //! are left to the driver, which frees them with the context (the textures, buffers and
 //! programs outlive it only when the app shares objects with another context), and only the
 //! CPU side is dropped: making the context current to free them would change the app's
@@ -35,34 +36,30 @@ mod renderer;
 mod shaders;
 mod state;
 
-use crate::frames::WinSys;
-use crate::guard::{guarded, Site};
-use crate::{frames, hooks, log, settings};
+use crate::frames;
+use crate::gl::GlFns;
+use crate::winsys::{self, Target, WinSys};
 use caps::Caps;
 use fns::Fns;
+use framescope_core::guard::{self, guarded, Site};
 use framescope_core::sync::Mutex;
+use framescope_core::{log, settings};
 use framescope_overlay::screenshot::{self, PixelOrder};
 use framescope_overlay::{keys, layout, ui, DrawOutput, HudData, HudOptions, SurfaceInfo};
 use renderer::{Placement, Renderer};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-/// The window-system surface a swap presents: `Display*` and `GLXDrawable`, or `EGLDisplay`
-/// and `EGLSurface`.
-#[derive(Clone, Copy, Debug)]
-pub struct Target {
-    pub dpy: usize,
-    pub drawable: usize,
-}
-
 /// What the HUD gets at each swap.
-pub struct SwapInfo {
+pub struct SwapInfo<'a> {
     pub ws: WinSys,
     /// The current context's handle (`GLXContext` or `EGLContext`).
     pub context: usize,
     /// Index of the frame that this swap ends (the dump's `frame`).
     pub frame: u64,
     pub target: Target,
+    /// The context's entry points (loaded once with the context, see `gl`).
+    pub gl: &'a Arc<GlFns>,
 }
 
 static DRAW: Site = Site::new("GL HUD");
@@ -85,7 +82,7 @@ fn check_mode() -> bool {
 struct ContextHud {
     ws: WinSys,
     key: usize,
-    fns: Fns,
+    fns: Arc<Fns>,
     caps: Caps,
     renderer: Option<Renderer>,
     /// No HUD drawing here any more (logged once); screenshots still work.
@@ -124,7 +121,7 @@ enum Shot {
 /// A screenshot read back into a pixel pack buffer, waiting for its fence.
 struct PendingShot {
     pbo: u32,
-    sync: usize,
+    sync: fns::Fence,
     size: [u32; 2],
     frame: u64,
 }
@@ -192,26 +189,27 @@ struct Entry {
 static CONTEXTS: Mutex<Vec<Entry>> = Mutex::new(Vec::new());
 
 fn ws_name(ws: WinSys) -> &'static str {
-    match ws {
-        WinSys::Glx => "glx",
-        WinSys::Egl => "egl",
-    }
+    ws.name()
 }
 
 /// Draws the HUD into the frame about to be presented, and writes the screenshot of this frame
-/// when `screenshot=` names it.
-pub fn before_swap(info: &SwapInfo) {
+/// when `screenshot=` names it. Runs at every swap that closed a measured frame.
+pub fn before_swap(info: &SwapInfo<'_>) {
     let cfg = settings::get();
+    keys::poll_config(cfg);
+    if !(cfg.hud || cfg.screenshot.is_some()) {
+        return;
+    }
     let draw = cfg.hud && keys::visible();
     let shot = cfg.screenshot == Some(info.frame);
     if !draw && !shot {
         return;
     }
     // The HUD goes into the current draw surface; a swap of another one is left alone.
-    if hooks::current_drawable(info.ws) != info.target.drawable {
+    if winsys::current_drawable(info.ws) != info.target.drawable() {
         return;
     }
-    let slot = slot_of(info.ws, info.context);
+    let slot = slot_of(info.ws, info.context, info.gl);
     let mut slot = slot.lock();
     let Slot::Ready(h) = &mut *slot else { return };
     match h.frame(info, draw, shot) {
@@ -241,12 +239,12 @@ pub fn after_swap(ws: WinSys, key: usize) {
 }
 
 /// The context's slot, set up on first use (the context is current).
-fn slot_of(ws: WinSys, key: usize) -> Arc<Mutex<Slot>> {
+fn slot_of(ws: WinSys, key: usize, gl: &Arc<GlFns>) -> Arc<Mutex<Slot>> {
     let mut list = CONTEXTS.lock();
     if let Some(e) = list.iter().find(|e| e.ws == ws && e.key == key) {
         return e.slot.clone();
     }
-    let slot = Arc::new(Mutex::new(Slot::setup(ws, key)));
+    let slot = Arc::new(Mutex::new(Slot::setup(ws, key, gl)));
     list.push(Entry {
         ws,
         key,
@@ -265,7 +263,7 @@ pub fn context_destroyed(ws: WinSys, key: usize) {
     let Some((entry, live)) = entry else { return };
     let mut slot = entry.slot.lock();
     let Slot::Ready(h) = &mut *slot else { return };
-    let current = hooks::current_context(ws) == key;
+    let current = winsys::current_context(ws) == key;
     if current {
         h.poll_shot(DESTROY_WAIT_NS);
     }
@@ -295,10 +293,10 @@ pub fn context_destroyed(ws: WinSys, key: usize) {
 }
 
 impl Slot {
-    /// Loads the current context's entry points and reads what it supports.
-    fn setup(ws: WinSys, key: usize) -> Slot {
-        let version = version_string(ws);
-        let (es, major, _) = crate::gl::parse_version(&version);
+    /// Checks the current context's entry points (`gl`) and reads what it supports.
+    fn setup(ws: WinSys, key: usize, gl: &Arc<GlFns>) -> Slot {
+        let version = gl.string(fns::VERSION);
+        let (_, major, _) = crate::gl::parse_version(&version);
         if major < 2 {
             // OpenGL 1.x and OpenGL ES 1.x (fixed function): nothing to draw with.
             log::error(format_args!(
@@ -307,18 +305,17 @@ impl Slot {
             ));
             return Slot::Unusable;
         }
-        let es2 = es && major < 3;
-        let fns = match Fns::load(ws, es2) {
-            Ok(f) => f,
-            Err(name) => {
-                log::error(format_args!(
-                    "no HUD on a {} context: it has no {}",
-                    ws_name(ws),
-                    name.to_string_lossy()
-                ));
-                return Slot::Unusable;
-            }
-        };
+        // GLES 2 contexts have the `OES` vertex array functions in their table (see
+        // `GlFns::load`).
+        if let Some(name) = gl.missing_required() {
+            log::error(format_args!(
+                "no HUD on a {} context: it has no {}",
+                ws_name(ws),
+                name.to_string_lossy()
+            ));
+            return Slot::Unusable;
+        }
+        let fns = gl.clone();
         let caps = Caps::read(&fns);
         let mut data = HudData::default();
         data.device = fns.string(fns::RENDERER);
@@ -356,7 +353,7 @@ impl ContextHud {
     }
 
     /// Draws this swap's HUD and/or reads the screenshot.
-    fn frame(&mut self, info: &SwapInfo, draw: bool, shot: bool) -> Option<Shot> {
+    fn frame(&mut self, info: &SwapInfo<'_>, draw: bool, shot: bool) -> Option<Shot> {
         if draw && !self.broken && !self.caps.drawable {
             self.fail(format_args!(
                 "it has no framebuffer objects (OpenGL 3.0 or GL_ARB_framebuffer_object)"
@@ -398,7 +395,13 @@ impl ContextHud {
         }
     }
 
-    fn draw(&mut self, info: &SwapInfo, s: &mut state::Saved, draw: bool, shot: bool) -> Result<Option<Shot>, String> {
+    fn draw(
+        &mut self,
+        info: &SwapInfo<'_>,
+        s: &mut state::Saved,
+        draw: bool,
+        shot: bool,
+    ) -> Result<Option<Shot>, String> {
         let f = &self.fns;
         let c = &self.caps;
         let now = Instant::now();
@@ -410,15 +413,15 @@ impl ContextHud {
             .is_none_or(|t| now.duration_since(t) >= Duration::from_millis(o.refresh_ms))
             || (self.data.fps.is_none() && frames::history_has_fps());
         let mut resized = false;
-        let moved = s.viewport != self.last_viewport || info.target.drawable != self.last_drawable;
+        let moved = s.viewport != self.last_viewport || info.target.drawable() != self.last_drawable;
         if self.size == [0, 0] || due || moved {
-            if let Some(size) = hooks::drawable_size(info.ws, info.target.dpy, info.target.drawable) {
+            if let Some(size) = winsys::drawable_size(info.ws, &info.target) {
                 resized = size != self.size;
                 self.size = size;
             }
         }
         self.last_viewport = s.viewport;
-        self.last_drawable = info.target.drawable;
+        self.last_drawable = info.target.drawable();
         if self.size[0] == 0 || self.size[1] == 0 {
             return Ok(None);
         }
@@ -465,7 +468,7 @@ impl ContextHud {
                         size: self.hud_size,
                         flip,
                     };
-                    let copied = self.copy && r.composite_copy(f, c, s, &at, info.target.drawable);
+                    let copied = self.copy && r.composite_copy(f, c, s, &at, info.target.drawable());
                     if !copied {
                         if self.copy && !self.copy_refused {
                             self.copy_refused = true;
@@ -481,7 +484,7 @@ impl ContextHud {
             }
         }
         // Tests: a panic with the app's state changed must still leave it restored.
-        crate::guard::maybe_panic("gl_hud");
+        guard::maybe_panic("gl_hud");
         if shot {
             let size = self.size;
             if c.async_readback && c.pixel_buffers {
@@ -502,9 +505,9 @@ impl ContextHud {
     /// Fetches the pending screenshot once its fence has signalled (waiting at most
     /// `timeout_ns`) and hands it to a writer thread. The context is current.
     fn poll_shot(&mut self, timeout_ns: u64) {
-        let Some(p) = &self.pending_shot else { return };
-        match self.fns.signalled(p.sync, timeout_ns) {
-            Some(false) => return,
+        let Some(p) = self.pending_shot.take() else { return };
+        match self.fns.signalled(&p.sync, timeout_ns) {
+            Some(false) => self.pending_shot = Some(p),
             Some(true) => {
                 let len = p.size[0] as usize * p.size[1] as usize * 4;
                 match renderer::fetch(&self.fns, p.pbo, p.sync, len) {
@@ -527,7 +530,6 @@ impl ContextHud {
                 self.fns.delete_fence(p.sync);
             }
         }
-        self.pending_shot = None;
     }
 
     /// The self-check: the state after the HUD equals the state before, and GL raised no error.
@@ -556,13 +558,6 @@ fn drain_errors(f: &Fns) {
             break;
         }
     }
-}
-
-/// `GL_VERSION` of the current context, through a one-off `glGetString` (setup only).
-fn version_string(ws: WinSys) -> String {
-    crate::gl::GlFns::load_basic(ws)
-        .map(|g| g.string(crate::gl::GL_VERSION))
-        .unwrap_or_default()
 }
 
 /// Writes the screenshot (rows bottom-up from `glReadPixels`) as PNG, top row first.

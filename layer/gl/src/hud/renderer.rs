@@ -23,7 +23,7 @@
 //! here runs between `state::prepare` and `state::restore`, with texture unit 0 active.
 
 use super::caps::Caps;
-use super::fns::{self as gl, Fns};
+use super::fns::{self as gl, Fence, Fns};
 use super::shaders;
 use super::state::{self, Saved};
 use framescope_overlay::{layout, DrawOutput, DrawVert, FontAtlas};
@@ -501,7 +501,7 @@ impl Renderer {
 /// new pixel pack buffer, followed by a fence; nothing waits. `(buffer, fence)`, fetched with
 /// [`fetch`] once the fence has signalled. The caller's state restore puts the app's pack
 /// buffer binding back.
-pub fn read_back_async(f: &Fns, c: &Caps, s: &mut Saved, size: [u32; 2]) -> Option<(u32, usize)> {
+pub fn read_back_async(f: &Fns, c: &Caps, s: &mut Saved, size: [u32; 2]) -> Option<(u32, Fence)> {
     state::bind_read_fb(f, c, 0);
     state::read_from_back(f, c, s);
     state::pack_plain(f, c, s);
@@ -518,16 +518,16 @@ pub fn read_back_async(f: &Fns, c: &Caps, s: &mut Saved, size: [u32; 2]) -> Opti
     f.read_rgba_into_pack_buffer(size[0] as i32, size[1] as i32);
     let sync = f.fence();
     f.bind_buffer(gl::PIXEL_PACK_BUFFER, 0);
-    if sync == 0 {
+    let Some(sync) = sync else {
         f.delete_buffer(pbo);
         return None;
-    }
+    };
     Some((pbo, sync))
 }
 
 /// The pixels of a [`read_back_async`] whose fence has signalled (mapping the buffer then
 /// waits for nothing); the app's pack buffer binding is put back. Frees the buffer and fence.
-pub fn fetch(f: &Fns, pbo: u32, sync: usize, len: usize) -> Option<Vec<u8>> {
+pub fn fetch(f: &Fns, pbo: u32, sync: Fence, len: usize) -> Option<Vec<u8>> {
     let app = f.int(gl::PIXEL_PACK_BUFFER_BINDING).max(0) as u32;
     f.bind_buffer(gl::PIXEL_PACK_BUFFER, pbo);
     let mut px = vec![0u8; len];
