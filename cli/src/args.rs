@@ -7,15 +7,13 @@
 //! exits 0, as before clap; every line of a usage error is escaped and cut ([`escape`]), since
 //! it can quote an argument: a hostile one is one bounded line, never a terminal escape.
 
-use crate::text::{escape, show};
+use crate::text::escape;
 use crate::{compare, counters, ctl, export, install, plot, report, run};
-use clap::builder::{OsStringValueParser, TypedValueParser};
 use clap::error::ErrorKind;
 use clap::{CommandFactory, Parser, Subcommand};
 use std::ffi::OsString;
 
-/// Exit status of a usage error (what clap uses too).
-pub const USAGE_EXIT: i32 = 2;
+pub use crate::usage::{text, usage_error, USAGE_EXIT};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -125,30 +123,6 @@ fn clap_error(e: &clap::Error) -> i32 {
         eprintln!("{}", escape(&line));
     }
     USAGE_EXIT
-}
-
-/// A usage error a command finds itself (clap cannot say it): `message`, the command's usage
-/// line and where to read more, on stderr. Returns [`USAGE_EXIT`].
-pub fn usage_error(command: &str, message: &str) -> i32 {
-    let mut cli = Cli::command();
-    cli.build();
-    let usage = cli
-        .find_subcommand_mut(command)
-        .map(|c| c.render_usage().to_string())
-        .unwrap_or_default();
-    // Lower case, as framescope's messages were before clap (scripts grep for it).
-    let usage = usage.replacen("Usage:", "usage:", 1);
-    eprintln!("{message}\n{usage}\n\nFor more information, try 'framescope {command} --help'.");
-    USAGE_EXIT
-}
-
-/// A value that must be text (a name, a config string): a value that is not UTF-8 is a usage
-/// error that shows it (lossily), not clap's error that names no value.
-pub fn text() -> impl TypedValueParser<Value = String> {
-    OsStringValueParser::new().try_map(|s: OsString| {
-        s.into_string()
-            .map_err(|s| format!("'{}' is not valid UTF-8 (it must be text)", show(&s)))
-    })
 }
 
 #[cfg(test)]

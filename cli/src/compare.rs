@@ -63,7 +63,7 @@ pub struct Args {
     /// frame_time (the CPU frame time, present to present), gpu_busy, a counter name (see
     /// `framescope counters`) or a debug-label region (its path, e.g. Frame/Shadows, or its
     /// last name); repeatable. Default: frame_time, and gpu_busy where both sides have it
-    #[arg(long = "metric", value_name = "NAME", value_parser = crate::args::text())]
+    #[arg(long = "metric", value_name = "NAME", value_parser = crate::usage::text())]
     pub metrics: Vec<String>,
     /// the statistic of each side's frames: mean (default), median, or a percentile pNN (p90,
     /// p95, p99, p99.9: the frame-time spikes that 1 % lows show); a percentile needs
@@ -601,7 +601,7 @@ fn to_json(rows: &[Row], o: &Options, failed: bool) -> serde_json::Value {
 pub fn main(args: Args) -> i32 {
     let o = match options(args) {
         Ok(o) => o,
-        Err(e) => return crate::args::usage_error("compare", &format!("framescope: compare: {e}")),
+        Err(e) => return crate::usage::usage_error::<Args>("compare", &format!("framescope: compare: {e}")),
     };
     let (rows, notes) = match compare(&o) {
         Ok(r) => r,
@@ -629,14 +629,15 @@ mod tests {
     /// `framescope compare s...` through clap, then [`options`].
     fn parse_args(s: &[&str]) -> Result<Options, String> {
         use clap::Parser;
-        let argv = ["framescope", "compare"].iter().chain(s);
-        match crate::args::Cli::try_parse_from(argv)
-            .map_err(|e| e.to_string())?
-            .command
-        {
-            crate::args::Command::Compare(a) => options(a),
-            other => panic!("{other:?}"),
+        /// `framescope compare` alone, as the command line parses it.
+        #[derive(Parser)]
+        #[command(name = "framescope compare")]
+        struct Line {
+            #[command(flatten)]
+            args: Args,
         }
+        let argv = ["framescope compare"].iter().chain(s);
+        options(Line::try_parse_from(argv).map_err(|e| e.to_string())?.args)
     }
 
     #[test]

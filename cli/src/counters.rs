@@ -17,10 +17,10 @@ examples:
 pub struct Args {
     /// list the GPU's counters: kind, unit, formula, description (without it: the known GPUs
     /// and the common metrics)
-    #[arg(long, value_name = "NAME", value_parser = crate::args::text())]
+    #[arg(long, value_name = "NAME", value_parser = crate::usage::text())]
     pub gpu: Option<String>,
     /// show one counter and its resolved hardware-only expression (needs --gpu)
-    #[arg(long, value_name = "COUNTER", value_parser = crate::args::text())]
+    #[arg(long, value_name = "COUNTER", value_parser = crate::usage::text())]
     pub explain: Option<String>,
     /// print JSON instead of text
     #[arg(long)]
@@ -29,7 +29,7 @@ pub struct Args {
 
 pub fn main(args: Args) -> i32 {
     if args.explain.is_some() && args.gpu.is_none() {
-        return crate::args::usage_error(
+        return crate::usage::usage_error::<Args>(
             "counters",
             "framescope counters: --explain needs --gpu: derived counters resolve per GPU",
         );

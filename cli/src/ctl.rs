@@ -1,8 +1,8 @@
 //! `framescope ctl PID start|stop|mark LABEL|status`: one request to a running app's control
 //! socket (see `framescope_core::ctl`), its JSON reply printed.
 
-use crate::args::usage_error;
 use crate::text::{escape, show};
+use crate::usage::usage_error;
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;
@@ -60,17 +60,17 @@ pub fn main(args: Args) -> i32 {
             .find(|a| a.to_str().is_none())
             .map(|a| show(a))
             .unwrap_or_default();
-        return usage_error("ctl", &format!("framescope: ctl: '{bad}' is not text"));
+        return usage_error::<Args>("ctl", &format!("framescope: ctl: '{bad}' is not text"));
     };
     let (pid, request) = match text.as_slice() {
         [pid, cmd @ ("start" | "stop" | "status")] => (*pid, cmd.to_string()),
         [pid, "mark", label @ ..] if !label.is_empty() => (*pid, format!("mark {}", label.join(" "))),
         _ => {
-            return usage_error("ctl", "framescope: ctl: expected PID and a request");
+            return usage_error::<Args>("ctl", "framescope: ctl: expected PID and a request");
         }
     };
     let Some(pid) = pid.parse::<u32>().ok().filter(|&p| p > 0) else {
-        return usage_error(
+        return usage_error::<Args>(
             "ctl",
             &format!("framescope: ctl: '{}' is not a process id", escape(pid)),
         );

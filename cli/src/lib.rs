@@ -18,3 +18,4 @@ pub mod plot;
 pub mod report;
 pub mod run;
 pub mod text;
+pub mod usage;

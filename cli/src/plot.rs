@@ -44,7 +44,7 @@ pub struct Args {
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub out: Option<OsString>,
     /// a counter of the dumps (see `framescope counters`); repeatable
-    #[arg(long = "counter", value_name = "NAME", value_parser = crate::args::text())]
+    #[arg(long = "counter", value_name = "NAME", value_parser = crate::usage::text())]
     pub counters: Vec<String>,
     /// leave out each dump's first N frames
     #[arg(long, value_name = "N", default_value_t = 0)]
@@ -388,7 +388,7 @@ fn render(o: &Options, runs: &[Run]) -> Result<Vec<u8>, String> {
 pub fn main(args: Args) -> i32 {
     let o = match options(args) {
         Ok(o) => o,
-        Err(e) => return crate::args::usage_error("plot", &format!("framescope: plot: {e}")),
+        Err(e) => return crate::usage::usage_error::<Args>("plot", &format!("framescope: plot: {e}")),
     };
     // Checked before the dumps are read (which can take a while) and again where the output
     // is opened, which alone is free of races.
@@ -465,14 +465,15 @@ mod tests {
     fn arguments_name_the_output_format() {
         let a = |v: &[&str]| {
             use clap::Parser;
-            let argv = ["framescope", "plot"].iter().chain(v);
-            match crate::args::Cli::try_parse_from(argv)
-                .map_err(|e| e.to_string())?
-                .command
-            {
-                crate::args::Command::Plot(a) => options(a),
-                other => panic!("{other:?}"),
+            /// `framescope plot` alone, as the command line parses it.
+            #[derive(Parser)]
+            #[command(name = "framescope plot")]
+            struct Line {
+                #[command(flatten)]
+                args: Args,
             }
+            let argv = ["framescope plot"].iter().chain(v);
+            options(Line::try_parse_from(argv).map_err(|e| e.to_string())?.args)
         };
         assert_eq!(a(&["d", "-o", "x.SVG"]).unwrap().format, Format::Svg);
         assert_eq!(a(&["d", "e", "-o", "x.png"]).unwrap().dumps.len(), 2);

@@ -712,7 +712,7 @@ pub fn main(args: Args) -> i32 {
     let Args { json, dumps: paths } = args;
     // Not required in clap, so that the message keeps framescope's own lower-case usage line.
     if paths.is_empty() {
-        return crate::args::usage_error("report", "framescope: report: no DUMP given");
+        return crate::usage::usage_error::<Args>("report", "framescope: report: no DUMP given");
     }
     let several = paths.len() > 1;
     let mut code = 0;

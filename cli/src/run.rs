@@ -59,7 +59,7 @@ pub struct Args {
     #[arg(long, value_name = "PATH")]
     pub dump: Option<OsString>,
     /// config keys as in FRAMESCOPE_CONFIG, after its own (text)
-    #[arg(long, value_name = "KEY=VALUE,...", value_parser = crate::args::text())]
+    #[arg(long, value_name = "KEY=VALUE,...", value_parser = crate::usage::text())]
     pub config: Option<String>,
     /// the app and its arguments
     #[arg(
@@ -84,7 +84,7 @@ pub fn after_long_help() -> String {
 pub fn main(args: Args) -> i32 {
     let Args { dump, config, command } = args;
     let Some((cmd, cmd_args)) = command.split_first() else {
-        return crate::args::usage_error("run", "framescope run: no CMD given");
+        return crate::usage::usage_error::<Args>("run", "framescope run: no CMD given");
     };
     let mut c = Command::new(cmd);
     c.args(cmd_args);

@@ -1,5 +1,5 @@
 //! Printing text that came from outside (dumps, paths, arguments). Arguments that must be text
-//! are checked where they are parsed (`crate::args::text`).
+//! are checked where they are parsed (`crate::usage::text`).
 
 use std::ffi::OsStr;
 use std::fmt::Write;

@@ -103,7 +103,7 @@ fn job(a: Args) -> Result<Job, String> {
 pub fn main(args: Args) -> i32 {
     let job = match job(args) {
         Ok(j) => j,
-        Err(e) => return crate::args::usage_error("export", &format!("framescope export: {e}")),
+        Err(e) => return crate::usage::usage_error::<Args>("export", &format!("framescope export: {e}")),
     };
     match export(&job) {
         Ok(()) => 0,
@@ -428,14 +428,15 @@ not json
     fn arguments() {
         let a = |v: &[&str]| {
             use clap::Parser;
-            let argv = ["framescope", "export"].iter().chain(v);
-            match crate::args::Cli::try_parse_from(argv)
-                .map_err(|e| e.to_string())?
-                .command
-            {
-                crate::args::Command::Export(a) => job(a),
-                other => panic!("{other:?}"),
+            /// `framescope export` alone, as the command line parses it.
+            #[derive(Parser)]
+            #[command(name = "framescope export")]
+            struct Line {
+                #[command(flatten)]
+                args: Args,
             }
+            let argv = ["framescope export"].iter().chain(v);
+            job(Line::try_parse_from(argv).map_err(|e| e.to_string())?.args)
         };
         let ok = a(&["d", "--csv", "a", "--perfetto", "b"]).unwrap();
         assert_eq!(ok.outputs.len(), 2);

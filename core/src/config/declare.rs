@@ -2,7 +2,7 @@
 //! of `Config`, its `Default` and its `KEYS` entry, and [`KeyValue`] gives each field type its
 //! setter and getter, so a row names only what differs between keys.
 
-use super::{HudPosition, LogLevel, SampleStats, Samples, Value, ValueType};
+use super::values::{HudPosition, LogLevel, SampleStats, Samples, Value, ValueType};
 use serde_json::{json, Value as Json};
 use std::ffi::OsString;
 
