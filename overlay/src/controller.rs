@@ -12,7 +12,7 @@
 use crate::model::{HudData, HudOptions};
 use crate::ui::{self, DrawOutput};
 use crate::{keys, layout};
-use framescope_core::config::Config;
+use framescope_core::config::{Config, HudPosition};
 use std::time::{Duration, Instant};
 
 /// What one frame of one surface gets.
@@ -33,6 +33,42 @@ impl FramePlan {
         };
         (plan.draw || plan.shot).then_some(plan)
     }
+}
+
+/// The HUD's options in this process: the config's, with `gpu_span` (GL's GPU time is one
+/// timestamp pair around the frame), and placed in the corner opposite MangoHud's HUD when
+/// MangoHud draws in this process and the config leaves the HUD in the default corner (one log
+/// line). `mangohud_loaded` is [`crate::mangohud::loaded`] outside tests.
+pub fn options(cfg: &Config, gpu_span: bool, mangohud_loaded: bool) -> HudOptions {
+    let mut opts = HudOptions {
+        gpu_span,
+        ..HudOptions::from_config(cfg)
+    };
+    if cfg.hud && opts.position == HudPosition::TopLeft && mangohud_loaded {
+        let exe = std::env::current_exe()
+            .ok()
+            .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .unwrap_or_default();
+        let theirs = crate::mangohud::place(
+            &|k| std::env::var(k).ok(),
+            // Regular files of at most 64 KiB, opened without blocking (as our own config).
+            &|p| framescope_core::config::read_config_file(p).ok(),
+            &exe,
+        );
+        opts.position = theirs.opposite();
+        static ONCE: std::sync::Once = std::sync::Once::new();
+        ONCE.call_once(|| {
+            framescope_core::log::info(format_args!(
+                "MangoHud is active and draws its HUD {}: framescope's HUD goes {}, the opposite corner (hud_position chooses another place)",
+                theirs.name(),
+                HudPosition::NAMES[HudPosition::CORNERS
+                    .iter()
+                    .position(|c| *c == opts.position)
+                    .unwrap_or(0)]
+            ))
+        });
+    }
+    opts
 }
 
 /// Whether the HUD path runs at all in this process: the HUD on, or a screenshot asked for.
@@ -183,7 +219,6 @@ impl SurfaceHud {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use framescope_core::config::HudPosition;
     use std::cell::Cell;
 
     #[derive(Default)]
@@ -357,6 +392,20 @@ mod tests {
         };
         let done = hud.frame(&mut r, &input(&o, Instant::now(), DRAW), &src).unwrap();
         assert!(done.refreshed && !done.composited);
+    }
+
+    #[test]
+    fn the_default_corner_gives_way_to_mangohud_and_a_chosen_one_does_not() {
+        let c = Config::default();
+        assert_eq!(options(&c, false, false).position, HudPosition::TopLeft);
+        let moved = options(&c, true, true);
+        assert_ne!(moved.position, HudPosition::TopLeft);
+        assert!(moved.gpu_span);
+        let chosen = Config {
+            hud_position: HudPosition::TopRight,
+            ..Config::default()
+        };
+        assert_eq!(options(&chosen, false, true).position, HudPosition::TopRight);
     }
 
     #[test]

@@ -44,11 +44,12 @@ use fns::Fns;
 use framescope_core::guard::{self, guarded, Site};
 use framescope_core::sync::Mutex;
 use framescope_core::{log, settings};
+use framescope_overlay::controller::{self, FrameInput, FramePlan, HudRenderer, HudSource, SurfaceHud};
 use framescope_overlay::screenshot::{self, PixelOrder};
-use framescope_overlay::{keys, layout, ui, DrawOutput, HudData, HudOptions, SurfaceInfo};
+use framescope_overlay::{keys, ui, DrawOutput, HudData, HudOptions, SurfaceInfo};
 use renderer::{Placement, Renderer};
 use std::sync::{Arc, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// What the HUD gets at each swap.
 pub struct SwapInfo<'a> {
@@ -66,11 +67,8 @@ static DRAW: Site = Site::new("GL HUD");
 
 fn opts() -> &'static HudOptions {
     static OPTS: OnceLock<HudOptions> = OnceLock::new();
-    OPTS.get_or_init(|| HudOptions {
-        // GL's GPU time is one timestamp pair around the frame (the dump's `gpu_time: span`).
-        gpu_span: true,
-        ..HudOptions::from_config(settings::get())
-    })
+    // GL's GPU time is one timestamp pair around the frame (the dump's `gpu_time: span`).
+    OPTS.get_or_init(|| controller::options(settings::get(), true, framescope_overlay::mangohud::loaded()))
 }
 
 fn check_mode() -> bool {
@@ -87,11 +85,8 @@ struct ContextHud {
     renderer: Option<Renderer>,
     /// No HUD drawing here any more (logged once); screenshots still work.
     broken: bool,
-    data: HudData,
-    draw: DrawOutput,
-    /// Size of the cached HUD (pixels); 0 until the first refresh.
-    hud_size: [u32; 2],
-    last_refresh: Option<Instant>,
+    /// What the HUD shows here and when it was refreshed (the overlay's per-frame policy).
+    surface: SurfaceHud,
     /// The drawable's size, re-read when the app's viewport or the swapped drawable changes,
     /// and at every refresh.
     size: [u32; 2],
@@ -114,7 +109,11 @@ fn copy_path(o: &HudOptions, c: &Caps) -> bool {
 
 /// A screenshot: read back (RGBA8 rows, bottom-up), or being read into a buffer of ours.
 enum Shot {
-    Pixels { pixels: Vec<u8>, size: [u32; 2] },
+    Pixels {
+        pixels: Vec<u8>,
+        size: [u32; 2],
+        path: String,
+    },
     Pending(PendingShot),
 }
 
@@ -124,6 +123,7 @@ struct PendingShot {
     sync: fns::Fence,
     size: [u32; 2],
     frame: u64,
+    path: String,
 }
 
 /// How long a context's destruction waits for a screenshot's readback still in flight: the app
@@ -131,47 +131,11 @@ struct PendingShot {
 /// normally finished frames ago.
 const DESTROY_WAIT_NS: u64 = 1_000_000_000;
 
-/// Screenshot files still being written on their own threads (joined, boundedly, at exit).
-static WRITERS: Mutex<Vec<std::thread::JoinHandle<()>>> = Mutex::new(Vec::new());
-
-/// Encodes and writes the screenshot of `frame` on a thread of framescope's, so the app's
-/// thread never waits for the encoder or the file.
-fn write_later(frame: u64, size: [u32; 2], pixels: Vec<u8>) {
-    let path = screenshot::process_path(&settings::get().screenshot_path, frame, 0);
-    let spawned = std::thread::Builder::new()
-        .name("framescope-png".into())
-        .spawn(move || {
-            framescope_core::alloc_count::mark_own_thread();
-            write_png(&path, size, &pixels);
-        });
-    match spawned {
-        Ok(h) => {
-            WRITERS.lock().push(h);
-            static ONCE: std::sync::Once = std::sync::Once::new();
-            ONCE.call_once(|| {
-                // SAFETY: `exit_wait` is an `extern "C" fn()` that never unwinds and only
-                // touches 'static data.
-                if unsafe { libc::atexit(exit_wait) } != 0 {
-                    log::error(format_args!(
-                        "cannot register the exit hook; a screenshot may be cut short"
-                    ));
-                }
-            });
-        }
-        Err(e) => log::error(format_args!(
-            "screenshot of frame {frame}: cannot start its writer: {e}"
-        )),
-    }
-}
-
-extern "C" fn exit_wait() {
-    let _ = std::panic::catch_unwind(finish_screenshots);
-}
-
-/// At process exit: waits (at most 2 s in all) for screenshot files still being written.
-fn finish_screenshots() {
-    let handles = std::mem::take(&mut *WRITERS.lock());
-    framescope_overlay::screenshot::join_bounded(handles, Duration::from_secs(2));
+/// Encodes and writes a screenshot on a thread of framescope's (joined with the other
+/// screenshot threads, within one bound, at exit), so the app's thread never waits for the
+/// encoder or the file.
+fn write_later(path: String, size: [u32; 2], pixels: Vec<u8>) {
+    screenshot::spawn("framescope-png", move || write_png(&path, size, &pixels));
 }
 
 enum Slot {
@@ -197,14 +161,12 @@ fn ws_name(ws: WinSys) -> &'static str {
 pub fn before_swap(info: &SwapInfo<'_>) {
     let cfg = settings::get();
     keys::poll_config(cfg);
-    if !(cfg.hud || cfg.screenshot.is_some()) {
+    if !controller::active(cfg) {
         return;
     }
-    let draw = cfg.hud && keys::visible();
-    let shot = cfg.screenshot == Some(info.frame);
-    if !draw && !shot {
+    let Some(plan) = FramePlan::of(cfg, info.frame) else {
         return;
-    }
+    };
     // The HUD goes into the current draw surface; a swap of another one is left alone.
     if winsys::current_drawable(info.ws) != info.target.drawable() {
         return;
@@ -212,8 +174,8 @@ pub fn before_swap(info: &SwapInfo<'_>) {
     let slot = slot_of(info.ws, info.context, info.gl);
     let mut slot = slot.lock();
     let Slot::Ready(h) = &mut *slot else { return };
-    match h.frame(info, draw, shot) {
-        Some(Shot::Pixels { pixels, size }) => write_later(info.frame, size, pixels),
+    match h.frame(info, plan) {
+        Some(Shot::Pixels { pixels, size, path }) => write_later(path, size, pixels),
         Some(Shot::Pending(p)) => h.pending_shot = Some(p),
         None => {}
     }
@@ -317,22 +279,16 @@ impl Slot {
         }
         let fns = gl.clone();
         let caps = Caps::read(&fns);
-        let mut data = HudData::default();
-        data.device = fns.string(fns::RENDERER);
-        data.driver = fns.string(fns::VERSION);
-        // Room for the graphs, so refreshes do not grow them.
-        data.frame_graph.reserve(opts().history);
-        data.gpu_graph.reserve(opts().history);
+        let mut surface = SurfaceHud::new(opts());
+        surface.data.device = fns.string(fns::RENDERER);
+        surface.data.driver = fns.string(fns::VERSION);
         Slot::Ready(Box::new(ContextHud {
             ws,
             key,
             fns,
             renderer: None,
             broken: false,
-            data,
-            draw: DrawOutput::default(),
-            hud_size: [0, 0],
-            last_refresh: None,
+            surface,
             size: [0, 0],
             last_viewport: [0.0; 4],
             last_drawable: 0,
@@ -353,7 +309,8 @@ impl ContextHud {
     }
 
     /// Draws this swap's HUD and/or reads the screenshot.
-    fn frame(&mut self, info: &SwapInfo<'_>, draw: bool, shot: bool) -> Option<Shot> {
+    fn frame(&mut self, info: &SwapInfo<'_>, plan: FramePlan) -> Option<Shot> {
+        let (draw, shot) = (plan.draw, plan.shot);
         if draw && !self.broken && !self.caps.drawable {
             self.fail(format_args!(
                 "it has no framebuffer objects (OpenGL 3.0 or GL_ARB_framebuffer_object)"
@@ -406,12 +363,13 @@ impl ContextHud {
         let c = &self.caps;
         let now = Instant::now();
         let o = opts();
-        // As in the Vulkan HUD: content rendered before the history had numbers ("FPS -")
-        // is replaced as soon as it has them, not a whole refresh period later.
-        let due = self
-            .last_refresh
-            .is_none_or(|t| now.duration_since(t) >= Duration::from_millis(o.refresh_ms))
-            || (self.data.fps.is_none() && frames::history_has_fps());
+        let source = GlSource {
+            ws: info.ws,
+            size: self.size,
+        };
+        // The drawable's size is re-read when the content is due anyway, and when the app's
+        // viewport or the swapped drawable changed (a resize shows there first).
+        let due = self.surface.refresh_due(now, o, &source);
         let mut resized = false;
         let moved = s.viewport != self.last_viewport || info.target.drawable() != self.last_drawable;
         if self.size == [0, 0] || due || moved {
@@ -425,81 +383,58 @@ impl ContextHud {
         if self.size[0] == 0 || self.size[1] == 0 {
             return Ok(None);
         }
-        if draw {
-            if self.renderer.is_none() {
-                let atlas = ui::font_atlas(o).map_err(|_| "the ImGui context is unusable".to_string())?;
-                let r = Renderer::new(f, c, s, &atlas, o.scale)?;
-                log::debug(format_args!(
-                    "GL HUD set up on {} context {:#x}: {}, canvas {} {}, composited with a {}",
-                    ws_name(self.ws),
-                    self.key,
-                    c.describe(),
-                    r.canvas,
-                    if r.bgra { "BGRA" } else { "RGBA" },
-                    if self.copy { "copy" } else { "quad" },
-                ));
-                self.renderer = Some(r);
-            }
-            let flip = c.clip_control && f.int(fns::CLIP_ORIGIN) == fns::UPPER_LEFT;
-            let r = self.renderer.as_mut().ok_or("no renderer")?;
-            if due || resized {
-                frames::hud_data(&mut self.data, o);
-                self.data.surface = Some(SurfaceInfo {
-                    width: self.size[0],
-                    height: self.size[1],
-                    kind: match info.ws {
-                        WinSys::Glx => "GLX back buffer",
-                        WinSys::Egl => "EGL back buffer",
-                    },
-                });
-                ui::render(&self.data, o, [r.canvas, r.canvas], &mut self.draw)
-                    .map_err(|_| "the ImGui context is unusable".to_string())?;
-                self.hud_size = self.draw.size;
-                self.last_refresh = Some(now);
-                r.refresh(f, c, s, &self.draw, self.hud_size, flip);
-            }
-            if self.hud_size[0] > 0 && self.hud_size[1] > 0 {
-                let margin = (layout::MARGIN as f32 * o.scale) as u32;
-                let origin = layout::place(o.position, self.hud_size, self.size, margin);
-                if layout::visible(origin, self.hud_size, self.size).is_some() {
-                    let at = Placement {
-                        target: self.size,
-                        origin,
-                        size: self.hud_size,
-                        flip,
-                    };
-                    let copied = self.copy && r.composite_copy(f, c, s, &at, info.target.drawable());
-                    if !copied {
-                        if self.copy && !self.copy_refused {
-                            self.copy_refused = true;
-                            log::debug(format_args!(
-                                "GL HUD on {} context {:#x}: the window is multisampled, composited with a quad",
-                                ws_name(self.ws),
-                                self.key
-                            ));
-                        }
-                        r.composite(f, c, s, &at);
-                    }
-                }
-            }
+        if draw && self.renderer.is_none() {
+            let atlas = ui::font_atlas(o).map_err(|_| "the ImGui context is unusable".to_string())?;
+            let r = Renderer::new(f, c, s, &atlas, o.scale)?;
+            log::debug(format_args!(
+                "GL HUD set up on {} context {:#x}: {}, canvas {} {}, composited with a {}",
+                ws_name(self.ws),
+                self.key,
+                c.describe(),
+                r.canvas,
+                if r.bgra { "BGRA" } else { "RGBA" },
+                if self.copy { "copy" } else { "quad" },
+            ));
+            self.renderer = Some(r);
+        }
+        let canvas = self.renderer.as_ref().map_or(0, |r| r.canvas);
+        let shot_path = shot.then(|| screenshot::process_path(&settings::get().screenshot_path, info.frame, 0));
+        let input = FrameInput {
+            now,
+            opts: o,
+            plan: FramePlan { draw, shot },
+            shot_path: shot_path.as_deref(),
+            target: self.size,
+            canvas: [canvas, canvas],
+            resized,
+        };
+        let source = GlSource {
+            size: self.size,
+            ..source
+        };
+        let mut frame = GlFrame {
+            f,
+            c,
+            s,
+            renderer: self.renderer.as_mut(),
+            flip: c.clip_control && f.int(fns::CLIP_ORIGIN) == fns::UPPER_LEFT,
+            target: self.size,
+            drawable: info.target.drawable(),
+            copy: self.copy,
+            copy_refused: &mut self.copy_refused,
+            ws: self.ws,
+            key: self.key,
+            frame: info.frame,
+            async_shot: c.async_readback && c.pixel_buffers,
+            shot: None,
+        };
+        let done = self.surface.frame(&mut frame, &input, &source)?;
+        if done.ui_failed {
+            return Err("the ImGui context is unusable".to_string());
         }
         // Tests: a panic with the app's state changed must still leave it restored.
         guard::maybe_panic("gl_hud");
-        if shot {
-            let size = self.size;
-            if c.async_readback && c.pixel_buffers {
-                return Ok(renderer::read_back_async(f, c, s, size).map(|(pbo, sync)| {
-                    Shot::Pending(PendingShot {
-                        pbo,
-                        sync,
-                        size,
-                        frame: info.frame,
-                    })
-                }));
-            }
-            return Ok(renderer::read_back(f, c, s, size).map(|pixels| Shot::Pixels { pixels, size }));
-        }
-        Ok(None)
+        Ok(frame.shot)
     }
 
     /// Fetches the pending screenshot once its fence has signalled (waiting at most
@@ -516,7 +451,7 @@ impl ContextHud {
                             "screenshot of frame {} read back without waiting; written on framescope's thread",
                             p.frame
                         ));
-                        write_later(p.frame, p.size, px);
+                        write_later(p.path, p.size, px);
                     }
                     None => log::error(format_args!("screenshot of frame {}: cannot map its buffer", p.frame)),
                 }
@@ -548,6 +483,108 @@ impl ContextHud {
                 ws_name(self.ws)
             ));
         }
+    }
+}
+
+/// The GL HUD's data: the process's frame history, and the back buffer it goes on.
+struct GlSource {
+    ws: WinSys,
+    size: [u32; 2],
+}
+
+impl HudSource for GlSource {
+    fn fill(&self, data: &mut HudData, opts: &HudOptions) {
+        frames::hud_data(data, opts);
+        data.surface = Some(SurfaceInfo {
+            width: self.size[0],
+            height: self.size[1],
+            kind: match self.ws {
+                WinSys::Glx => "GLX back buffer",
+                WinSys::Egl => "EGL back buffer",
+            },
+        });
+    }
+
+    fn has_fps(&self) -> bool {
+        frames::history_has_fps()
+    }
+}
+
+/// One swap of the GL HUD, with the app's state saved (`s`) and the HUD's prepared.
+struct GlFrame<'a> {
+    f: &'a Fns,
+    c: &'a Caps,
+    s: &'a mut state::Saved,
+    /// `None` only on a screenshot-only frame (no HUD drawn here).
+    renderer: Option<&'a mut Renderer>,
+    /// The window's origin is at the top (`glClipControl`).
+    flip: bool,
+    target: [u32; 2],
+    drawable: usize,
+    /// Composite with a copy (opaque HUD, see [`copy_path`]).
+    copy: bool,
+    copy_refused: &'a mut bool,
+    ws: WinSys,
+    key: usize,
+    frame: u64,
+    /// Read the screenshot back into a buffer of ours, fetched at a later swap.
+    async_shot: bool,
+    shot: Option<Shot>,
+}
+
+impl HudRenderer for GlFrame<'_> {
+    type Error = String;
+
+    fn upload(&mut self, draw: &DrawOutput, size: [u32; 2]) -> Result<(), String> {
+        let r = self.renderer.as_deref_mut().ok_or("no renderer")?;
+        r.refresh(self.f, self.c, self.s, draw, size, self.flip);
+        Ok(())
+    }
+
+    fn composite(&mut self, origin: [i32; 2], size: [u32; 2]) -> Result<(), String> {
+        let (f, c) = (self.f, self.c);
+        let r = self.renderer.as_deref_mut().ok_or("no renderer")?;
+        let at = Placement {
+            target: self.target,
+            origin,
+            size,
+            flip: self.flip,
+        };
+        let copied = self.copy && r.composite_copy(f, c, self.s, &at, self.drawable);
+        if !copied {
+            if self.copy && !*self.copy_refused {
+                *self.copy_refused = true;
+                log::debug(format_args!(
+                    "GL HUD on {} context {:#x}: the window is multisampled, composited with a quad",
+                    ws_name(self.ws),
+                    self.key
+                ));
+            }
+            r.composite(f, c, self.s, &at);
+        }
+        Ok(())
+    }
+
+    fn read_back(&mut self, path: &str) -> Result<(), String> {
+        let (f, c, size) = (self.f, self.c, self.target);
+        self.shot = if self.async_shot {
+            renderer::read_back_async(f, c, self.s, size).map(|(pbo, sync)| {
+                Shot::Pending(PendingShot {
+                    pbo,
+                    sync,
+                    size,
+                    frame: self.frame,
+                    path: path.to_string(),
+                })
+            })
+        } else {
+            renderer::read_back(f, c, self.s, size).map(|pixels| Shot::Pixels {
+                pixels,
+                size,
+                path: path.to_string(),
+            })
+        };
+        Ok(())
     }
 }
 

@@ -20,7 +20,6 @@ use crate::device::Device;
 use crate::frames::SharedFrameState;
 use ash::vk::{self, Handle};
 use fences::FencePool;
-use framescope_core::config::HudPosition;
 use framescope_core::dump::Header;
 use framescope_core::sync::{Mutex, RwLock};
 use framescope_overlay::controller::{self, FramePlan};
@@ -31,22 +30,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 use swapchain::{Desc, FrameCtx, Recorded, SwapchainHud};
-
-/// Whether MangoHud's Vulkan layer is loaded in this process. By device creation the loader
-/// has loaded every layer of the chain; `framescope run` puts framescope above MangoHud, which
-/// then draws its HUD (top-left by default, like ours) over ours.
-fn mangohud_loaded() -> bool {
-    // SAFETY: RTLD_NOLOAD only looks the library up among those loaded (by soname or name) and
-    // loads nothing; a handle it returns holds a reference we give back at once.
-    unsafe {
-        let h = libc::dlopen(c"libMangoHud.so".as_ptr(), libc::RTLD_NOLOAD | libc::RTLD_LAZY);
-        if h.is_null() {
-            return false;
-        }
-        libc::dlclose(h);
-        true
-    }
-}
 
 /// What the HUD uses of the device's state without owning it: the app's queues and the frame
 /// history. Implemented by the device's wiring, which owns both.
@@ -82,31 +65,7 @@ pub struct DeviceHud {
 impl DeviceHud {
     pub fn new() -> Self {
         let cfg = framescope_core::settings::get();
-        let mut opts = HudOptions::from_config(cfg);
-        if cfg.hud && opts.position == HudPosition::TopLeft && mangohud_loaded() {
-            let exe = std::env::current_exe()
-                .ok()
-                .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
-                .unwrap_or_default();
-            let theirs = framescope_overlay::mangohud::place(
-                &|k| std::env::var(k).ok(),
-                // Regular files of at most 64 KiB, opened without blocking (as our own config).
-                &|p| framescope_core::config::read_config_file(p).ok(),
-                &exe,
-            );
-            opts.position = theirs.opposite();
-            static ONCE: std::sync::Once = std::sync::Once::new();
-            ONCE.call_once(|| {
-                framescope_core::log::info(format_args!(
-                    "MangoHud is active and draws its HUD {}: framescope's HUD goes {}, the opposite corner (hud_position chooses another place)",
-                    theirs.name(),
-                    framescope_core::config::HudPosition::NAMES[HudPosition::CORNERS
-                        .iter()
-                        .position(|c| *c == opts.position)
-                        .unwrap_or(0)]
-                ))
-            });
-        }
+        let opts = controller::options(cfg, false, framescope_overlay::mangohud::loaded());
         DeviceHud {
             opts,
             gpu: OnceLock::new(),
