@@ -1,6 +1,8 @@
 //! The `framescope` command's commands and what they share, as a library: [`args`] parses the
 //! command line (clap) and dispatches to the commands, the binary (`main.rs`) only hands it
 //! the arguments, and the fuzz targets (`fuzz/`) reach the dump readers through [`fuzzing`].
+// A safe function never dereferences a raw pointer it was handed (checked, not only by review).
+#![deny(clippy::not_unsafe_ptr_arg_deref)]
 
 pub mod args;
 pub mod bootstrap;

@@ -8,6 +8,8 @@
 //! * [`sample`]: raw values, instance aggregation and accumulation over draws/frames.
 //! * [`listing`]: text/JSON rendering shared by `framescope counters`.
 //! * [`source`]: the `CounterSource` trait every backend implements.
+// A safe function never dereferences a raw pointer it was handed (checked, not only by review).
+#![deny(clippy::not_unsafe_ptr_arg_deref)]
 
 pub mod builtin;
 pub mod catalogue;

@@ -7,6 +7,8 @@
 //! [`dump::DumpWriter::push`] are safe to use on the app's threads in steady state: they do
 //! no file I/O, never block on the writer and allocate nothing per frame. Everything that
 //! serialises or writes runs on the dump writer's own thread.
+// A safe function never dereferences a raw pointer it was handed (checked, not only by review).
+#![deny(clippy::not_unsafe_ptr_arg_deref)]
 
 pub mod alloc_count;
 pub mod assembly;

@@ -4,6 +4,8 @@
 //! screenshots ([`screenshot`]), and the per-frame policy both renderers run ([`controller`]).
 //!
 //! Nothing here touches a graphics API: the renderer owns every GPU object.
+// A safe function never dereferences a raw pointer it was handed (checked, not only by review).
+#![deny(clippy::not_unsafe_ptr_arg_deref)]
 
 pub mod controller;
 pub mod keys;

@@ -23,6 +23,8 @@
 //! the app's environment, so child processes the app starts are measured too when they use GL.
 #![allow(clippy::missing_safety_doc)]
 #![deny(unsafe_op_in_unsafe_fn)]
+// A safe function never dereferences a raw pointer it was handed (checked, not only by review).
+#![deny(clippy::not_unsafe_ptr_arg_deref)]
 
 /// Counts framescope's allocations on the app's threads (`FRAMESCOPE_REPORT_ALLOCS`).
 #[global_allocator]

@@ -5,6 +5,8 @@
 //! internal failure is logged once and the app's call still goes through.
 #![allow(clippy::missing_safety_doc)]
 #![deny(unsafe_op_in_unsafe_fn)]
+// A safe function never dereferences a raw pointer it was handed (checked, not only by review).
+#![deny(clippy::not_unsafe_ptr_arg_deref)]
 
 // Shared with the other layer: panic containment, logging, the process's config.
 use framescope_core::guard;
