@@ -1,0 +1,1 @@
+//! The PM sampler loop (to come).
