@@ -13,6 +13,7 @@ pub mod dl;
 pub mod fake;
 mod gpm;
 mod nvml;
+pub mod pm;
 
 pub use device::{pick_device, PickedDevice};
 pub use gpm::{GpmSource, GPM_MIN_INTERVAL, UNSUPPORTED_REASON as GPM_UNSUPPORTED_REASON};

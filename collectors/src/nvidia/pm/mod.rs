@@ -1,0 +1,20 @@
+//! NVIDIA PM sampling through CUPTI: hardware counters read device-wide at a fixed interval
+//! (1 kHz and 10 kHz measured without gaps on the H100, `shared/reference/cupti-pm-sampling.md`),
+//! by a sampler process of framescope's own — never in the app, which never loads CUDA.
+//!
+//! * [`api`]: the seam, the CUPTI calls of the PM-sampling sequence in Rust types;
+//!   [`dl`] binds them to the real `libcupti.so.12` at run time, [`fake`] to a script.
+//! * [`metrics`]: the presets (`graphics`, `raster`), raw names, and one-pass validation.
+//! * [`attribute`]: counters over a GPU-time window (a frame, a render pass) from samples.
+//! * [`ring`]: the shared-memory ring the sampler publishes samples into and readers read.
+//! * [`sampler`]: the sampler's loop over the seam, with its failure reasons.
+//!
+//! Not wired yet: the CLI's `gpu-sampler` command, the app-side source, the HUD and dump.
+
+pub mod api;
+pub mod attribute;
+pub mod dl;
+pub mod fake;
+pub mod metrics;
+pub mod ring;
+pub mod sampler;
