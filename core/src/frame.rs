@@ -56,6 +56,9 @@ pub struct FrameCounts {
     pub queues_without_timestamps: u32,
     /// Draws that got a GPU time sample (`samples=draw`: those inside the frame's draw window).
     pub draws_timed: u32,
+    /// Command buffers of this frame whose recording took pipeline statistics (Vulkan: those
+    /// begun in a frame that carried them, `sample_stats_every`).
+    pub stats_command_buffers: u32,
     /// Draws, dispatches, trace-rays, binds and barriers were not counted (Vulkan with
     /// `command_counts` off: their counts are 0, not measured).
     pub commands_uncounted: bool,

@@ -11,7 +11,8 @@ const W: u64 = 320;
 const H: u64 = 240;
 
 /// `config`: the FRAMESCOPE_CONFIG, e.g. `samples=draw,sample_stats=draw`. The known-answer
-/// checks need every draw of every frame: `sample_budget=100` (a config may override it).
+/// checks need every draw and the statistics of every frame: `sample_budget=100` and
+/// `sample_stats_every=1` (a config may override them).
 fn run_regions(tag: &str, extra: &[&str], config: &str) -> dump::Dump {
     let a = Artifacts::get();
     let x = Xvfb::start();
@@ -20,7 +21,7 @@ fn run_regions(tag: &str, extra: &[&str], config: &str) -> dump::Dump {
     sb.display(&x)
         .with_validation()
         .set("FRAMESCOPE_DUMP", path.display().to_string());
-    sb.set("FRAMESCOPE_CONFIG", format!("sample_budget=100,{config}"));
+    sb.set("FRAMESCOPE_CONFIG", format!("sample_budget=100,sample_stats_every=1,{config}"));
     let app = a.testapp.display().to_string();
     let (w, h) = (W.to_string(), H.to_string());
     let mut args = vec!["--scene", "regions", "--frames", "12", "--width", &w, "--height", &h];
@@ -240,6 +241,31 @@ fn resubmitting_a_command_buffer_before_its_results_are_read_marks_overwritten()
         for s in post {
             assert_eq!(s["overwritten"], false, "{s}");
             assert_eq!(s["stats"]["ia_vertices"], 3, "{s}");
+        }
+    }
+}
+
+/// Statistics on one frame in N: the passes of frames 0, 4 and 8 carry them (with their known
+/// answers), the others none, and each frame counts the command buffers that took them.
+#[test]
+fn statistics_rotate_across_frames() {
+    let d = run_regions("stats-rotation", &[], "samples=renderpass,sample_stats_every=4");
+    assert!(d.frames.len() >= 12, "{} frames", d.frames.len());
+    for f in &d.frames {
+        let n = u(&f["frame"]);
+        let carried = u(&f["stats_command_buffers"]);
+        let passes = samples(f, "renderpass");
+        assert!(!passes.is_empty(), "frame {n} has no pass samples");
+        let with_stats = passes.iter().filter(|s| s.get("stats").is_some()).count();
+        if n % 4 == 0 {
+            assert!(carried > 0, "frame {n}: {f}");
+            assert_eq!(with_stats, passes.len(), "frame {n}: every pass carries statistics");
+            for s in &passes {
+                assert!(u(&s["stats"]["ia_vertices"]) > 0, "{s}");
+            }
+        } else {
+            assert_eq!(carried, 0, "frame {n}: {f}");
+            assert_eq!(with_stats, 0, "frame {n}: no pass carries statistics");
         }
     }
 }

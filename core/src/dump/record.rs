@@ -429,6 +429,7 @@ impl Serialize for FrameLine<'_> {
         m.serialize_entry("trace_rays", &c.trace_rays)?;
         m.serialize_entry("queues_without_timestamps", &c.queues_without_timestamps)?;
         m.serialize_entry("draws_timed", &c.draws_timed)?;
+        m.serialize_entry("stats_command_buffers", &c.stats_command_buffers)?;
         if let Some(w) = &r.draw_window {
             m.serialize_entry(
                 "draw_window",

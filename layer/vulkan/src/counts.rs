@@ -16,6 +16,8 @@ pub struct CmdCounts {
     barriers: AtomicU32,
     /// Draws that got a timestamp sample (`samples=draw`, within the draw window).
     draws_timed: AtomicU32,
+    /// 1 when the recording took pipeline statistics (`sample_stats_every`).
+    stats_recording: AtomicU32,
 }
 
 #[derive(Clone, Copy)]
@@ -27,6 +29,8 @@ pub enum Counted {
     PipelineBind,
     Barrier,
     TimedDraw,
+    /// The recording took pipeline statistics.
+    StatsRecording,
 }
 
 impl Counted {
@@ -53,6 +57,7 @@ impl CmdCounts {
             &self.pipeline_binds,
             &self.barriers,
             &self.draws_timed,
+            &self.stats_recording,
         ] {
             a.store(0, Ordering::Relaxed);
         }
@@ -67,6 +72,7 @@ impl CmdCounts {
             Counted::PipelineBind => &self.pipeline_binds,
             Counted::Barrier => &self.barriers,
             Counted::TimedDraw => &self.draws_timed,
+            Counted::StatsRecording => &self.stats_recording,
         }
     }
 
@@ -94,6 +100,7 @@ impl CmdCounts {
             (&self.pipeline_binds, &other.pipeline_binds),
             (&self.barriers, &other.barriers),
             (&self.draws_timed, &other.draws_timed),
+            (&self.stats_recording, &other.stats_recording),
         ] {
             a.fetch_add(b.load(Ordering::Relaxed), Ordering::Relaxed);
         }
@@ -115,5 +122,8 @@ impl CmdCounts {
             .saturating_add(self.pipeline_binds.load(Ordering::Relaxed));
         f.barriers = f.barriers.saturating_add(self.barriers.load(Ordering::Relaxed));
         f.draws_timed = f.draws_timed.saturating_add(self.draws_timed.load(Ordering::Relaxed));
+        f.stats_command_buffers = f
+            .stats_command_buffers
+            .saturating_add(self.stats_recording.load(Ordering::Relaxed).min(1));
     }
 }

@@ -108,6 +108,7 @@ impl DeviceState {
             cfg.sample_stats,
             dev.augment.pipeline_stats,
             stats_after_bind,
+            cfg.sample_stats_every,
         );
         if level != Level::Off && samples.is_none() {
             framescope_core::log::error(format_args!("cannot create query pools for samples; samples are off"));

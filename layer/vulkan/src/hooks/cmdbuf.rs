@@ -1,5 +1,6 @@
 //! Command-buffer lifetime hooks: our per-command-buffer state follows the app's buffers.
 
+use crate::counts::Counted;
 use crate::device_state::{self, DeviceState};
 use crate::recording_cache;
 use ash::vk::{self, Handle};
@@ -101,6 +102,7 @@ pub unsafe extern "system" fn begin_command_buffer(
             let (window, quiet, max_draws) = (w.current(), w.quiet(), w.max_draws());
             let mut rec = st.rec.lock();
             rec.restart(st.primary, simultaneous, inherited, window, quiet, max_draws);
+            rec.stats_on = sd.state.stats_rotation.carries_now();
             rec.on_begin(&sd, cb, sd.state.level);
         });
     }
@@ -148,6 +150,9 @@ pub unsafe extern "system" fn end_command_buffer(cb: vk::CommandBuffer) -> vk::R
             let mut rec = st.rec.lock();
             rec.on_end(&sd, cb, sd.state.level);
             sd.state.window.note_draws(rec.draws);
+            if !rec.stats_blocks.is_empty() {
+                st.counts.bump(Counted::StatsRecording);
+            }
         }
     });
     // SAFETY: forwarding the app's arguments.

@@ -94,6 +94,9 @@ pub fn end_frame(d: &DeviceState, record: FrameRecord) {
         frames.calibration = offset;
     }
     d.poll_retired(&mut frames);
+    if let Some(s) = d.samples.as_ref() {
+        s.stats_rotation.end_frame();
+    }
     let window = d
         .samples
         .as_ref()

@@ -97,6 +97,9 @@ pub struct Recording {
     pass: Option<Pass>,
     app_stats_active: u32,
     our_stats: Option<SlotRef>,
+    /// This recording takes pipeline statistics (begun in a frame that carries them, see
+    /// `StatsRotation`); set after [`Recording::restart`].
+    pub stats_on: bool,
     /// A graphics pipeline was bound in this recording (tracked only where
     /// `SampleState::stats_after_bind`).
     gfx_bound: bool,
@@ -224,6 +227,7 @@ impl Recording {
 
     fn begin_stats(&mut self, d: &Sampling<'_>, cb: vk::CommandBuffer) -> Option<SlotRef> {
         if self.quiet
+            || !self.stats_on
             || !self.can_query()
             || self.app_stats_active > 0
             || self.our_stats.is_some()

@@ -65,3 +65,33 @@ fn a_recorded_buffer_has_its_query_block_reset_first_in_its_submission() {
     assert_eq!(batches[0].len(), 4, "{batches:?}");
     assert_eq!(batches[0][2], cb[0].as_raw());
 }
+
+/// `sample_stats_every` (16 by default): a recording begun in the first frame of each 16
+/// takes pipeline statistics, the others do not.
+#[test]
+fn statistics_are_taken_by_recordings_begun_in_one_frame_of_n() {
+    let f = FakeDevice::new();
+    let cb = f.command_buffers(vk::CommandPool::from_raw(14), vk::CommandBufferLevel::PRIMARY, 1);
+    let every = framescope_core::settings::get().sample_stats_every;
+    let begin = vk::CommandBufferBeginInfo::default();
+    let mut taken = Vec::new();
+    for _ in 0..2 * every {
+        // SAFETY: recording a buffer of the fake device.
+        unsafe {
+            assert_eq!(
+                crate::hooks::cmdbuf::begin_command_buffer(cb[0], &begin),
+                vk::Result::SUCCESS
+            );
+            assert_eq!(crate::hooks::cmdbuf::end_command_buffer(cb[0]), vk::Result::SUCCESS);
+        }
+        taken.push(f.state.command_buffer(cb[0]).expect("tracked").rec.lock().stats_on);
+        let info = vk::PresentInfoKHR::default();
+        // SAFETY: an empty present on the fake device's queue ends the frame.
+        assert_eq!(
+            unsafe { crate::hooks::present::queue_present(f.queue, &info) },
+            vk::Result::SUCCESS
+        );
+    }
+    let frames: Vec<u64> = (0..2 * every).filter(|&i| taken[i as usize]).collect();
+    assert_eq!(frames, [0, every]);
+}
