@@ -21,7 +21,10 @@ fn run_regions(tag: &str, extra: &[&str], config: &str) -> dump::Dump {
     sb.display(&x)
         .with_validation()
         .set("FRAMESCOPE_DUMP", path.display().to_string());
-    sb.set("FRAMESCOPE_CONFIG", format!("sample_budget=100,sample_stats_every=1,{config}"));
+    sb.set(
+        "FRAMESCOPE_CONFIG",
+        format!("sample_budget=100,sample_stats_every=1,{config}"),
+    );
     let app = a.testapp.display().to_string();
     let (w, h) = (W.to_string(), H.to_string());
     let mut args = vec!["--scene", "regions", "--frames", "12", "--width", &w, "--height", &h];
@@ -257,7 +260,7 @@ fn statistics_rotate_across_frames() {
         let passes = samples(f, "renderpass");
         assert!(!passes.is_empty(), "frame {n} has no pass samples");
         let with_stats = passes.iter().filter(|s| s.get("stats").is_some()).count();
-        if n % 4 == 0 {
+        if n.is_multiple_of(4) {
             assert!(carried > 0, "frame {n}: {f}");
             assert_eq!(with_stats, passes.len(), "frame {n}: every pass carries statistics");
             for s in &passes {
