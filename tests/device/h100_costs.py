@@ -74,11 +74,19 @@ MODES = {
     "off": "samples=off",
     # What the pass statistics queries cost on their own.
     "pass_no_stats": "sample_stats=off",
+    # The pass statistics on every frame, and on one frame in 16 and in 32 (the defaults).
+    "stats_every_frame": "sample_stats_every=1",
+    "stats_every_16": "sample_stats_every=16",
+    "stats_every_32": "sample_stats_every=32",
     # Every draw, dispatch, bind and barrier intercepted and counted.
     "counted": "command_counts=1",
     "draw": "samples=draw",
+    # Draw timing with the pass statistics on every frame (as before they rotated).
+    "draw_stats_every_frame": "samples=draw,sample_stats_every=1",
     "draw_all": "samples=draw,sample_budget=100",
 }
+# H100_COSTS_ONLY=a,b: only these modes (quick comparisons on a warm machine).
+ONLY = [m for m in os.environ.get("H100_COSTS_ONLY", "").split(",") if m]
 
 
 def main():
@@ -92,6 +100,8 @@ def main():
         r = {}
         for name, cfg in MODES.items():
             if QUICK and name in ("bare", "draw_all", "counted"):
+                continue
+            if ONLY and name not in ONLY:
                 continue
             long = testapp(f"{name}-{rep}-long", cfg, ALL_FRAMES if name == "draw_all" else LONG, DRAWS)
             row = {"busy_ns": mean_busy(long["frames"]), "rc": long["rc"]}
@@ -108,7 +118,7 @@ def main():
                 lr, sr = long["result"].get("record_ns"), short["result"].get("record_ns")
                 row["record_us_per_frame"] = lr and sr and (lr - sr) / 1e3 / (LONG - SHORT)
                 row["cmd_draw_owner"] = long["result"].get("cmd_draw_owner")
-            if name == "draw":
+            if name.startswith("draw") and name != "draw_all":
                 fr = long["frames"]
                 seen, done = set(), None
                 for f in fr[60:]:

@@ -115,8 +115,9 @@ pub struct SampleState {
 /// Pipeline statistics on one frame in `every` (`sample_stats_every`): recordings begun in that
 /// frame take them, the others do not. Per-pass statistics are then means over the frames that
 /// carried them, which assumes a steady workload; what it saves is the statistics queries'
-/// cost on the other frames (+1.8 % of GPU busy time on the H100 at 10 000 draws when taken
-/// on every frame, docs/performance.md).
+/// cost on the other frames (H100, 10 000 draws, against `samples=off`: pass timestamps alone
+/// +0.73 %, with statistics on every frame +2.76 %, on one frame in 32 +0.82 %;
+/// docs/hardware-verification.md, 2026-11-27).
 pub struct StatsRotation {
     every: u64,
     frame: AtomicU64,
@@ -185,7 +186,10 @@ impl SampleState {
             app_stats_pools: RwLock::new(HashSet::new()),
             stats_after_bind,
             window: budget::DrawWindow::new(),
-            stats_rotation: StatsRotation::new(stats_every),
+            // In `samples=draw` the draw budget covers the statistics: its baseline frames take
+            // none and every other frame does; rotating them as well made its cost estimate
+            // wander (H100, 10 000 draws: +4.2 % of GPU busy against +2.5 %, 2026-11-27).
+            stats_rotation: StatsRotation::new(if level == Level::Draw { 1 } else { stats_every }),
         })
     }
 

@@ -66,7 +66,7 @@ fn a_recorded_buffer_has_its_query_block_reset_first_in_its_submission() {
     assert_eq!(batches[0][2], cb[0].as_raw());
 }
 
-/// `sample_stats_every` (16 by default): a recording begun in the first frame of each 16
+/// `sample_stats_every` (32 by default): a recording begun in the first frame of each 32
 /// takes pipeline statistics, the others do not.
 #[test]
 fn statistics_are_taken_by_recordings_begun_in_one_frame_of_n() {
