@@ -26,6 +26,7 @@ pub mod gpu_time;
 pub mod guard;
 pub mod history;
 pub mod labels;
+pub mod loaded;
 pub mod log;
 pub mod regions;
 pub mod sample;

@@ -129,18 +129,9 @@ pub fn place(env: &dyn Fn(&str) -> Option<String>, read: &dyn Fn(&Path) -> Optio
 /// Whether MangoHud's library is loaded in this process (its Vulkan layer, or its GL
 /// interposer). By device or context creation the loader has loaded every layer of the chain.
 pub fn loaded() -> bool {
-    [c"libMangoHud.so", c"libMangoHud_opengl.so"].iter().any(|name| {
-        // SAFETY: RTLD_NOLOAD only looks the library up among those loaded (by soname or
-        // name) and loads nothing; a handle it returns holds a reference we give back at once.
-        unsafe {
-            let h = libc::dlopen(name.as_ptr(), libc::RTLD_NOLOAD | libc::RTLD_LAZY);
-            if h.is_null() {
-                return false;
-            }
-            libc::dlclose(h);
-            true
-        }
-    })
+    [c"libMangoHud.so", c"libMangoHud_opengl.so"]
+        .iter()
+        .any(|name| framescope_core::loaded::loaded(name))
 }
 
 #[cfg(test)]

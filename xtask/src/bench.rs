@@ -410,19 +410,7 @@ fn vkcube_section(framescope: &Path, runtime: &Path) -> Result<(String, String),
         }
     }
     let load_after = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
-    let mut ir = Vec::with_capacity(CONFIGS.len());
-    for c in CONFIGS {
-        let mut env: Vec<(&str, String)> = c.env.iter().map(|&(k, v)| (k, v.to_string())).collect();
-        if c.framescope {
-            match env.iter_mut().find(|(k, _)| *k == "FRAMESCOPE_CONFIG") {
-                Some((_, v)) => v.push_str(",hud_refresh_ms=10000"),
-                None => env.push(("FRAMESCOPE_CONFIG", "hud_refresh_ms=10000".into())),
-            }
-        }
-        let v = super::bench_cg::per_frame(c.framescope.then_some(framescope), &env, runtime)?;
-        eprintln!("xtask: callgrind {:<26} {:.3}M instructions/frame", c.name, v / 1e6);
-        ir.push(v);
-    }
+    let ir = callgrind_per_frame(framescope, runtime)?;
 
     let dash = || "—".to_string();
     let mango_i = CONFIGS.iter().position(|c| c.name == "MangoHud").expect("MangoHud row");
@@ -585,24 +573,31 @@ pub fn bench_vkcube_only() -> Result<(), String> {
 /// configuration, printed (nothing written): the stable before/after comparison of a change,
 /// run on both commits of the same machine.
 pub fn bench_callgrind_only() -> Result<(), String> {
-    let rows = with_setup(|framescope, runtime| {
-        let mut rows = Vec::new();
-        for c in CONFIGS {
-            let mut env: Vec<(&str, String)> = c.env.iter().map(|&(k, v)| (k, v.to_string())).collect();
-            if c.framescope {
-                match env.iter_mut().find(|(k, _)| *k == "FRAMESCOPE_CONFIG") {
-                    Some((_, v)) => v.push_str(",hud_refresh_ms=10000"),
-                    None => env.push(("FRAMESCOPE_CONFIG", "hud_refresh_ms=10000".into())),
-                }
-            }
-            let v = super::bench_cg::per_frame(c.framescope.then_some(framescope), &env, runtime)?;
-            rows.push(format!("| {} | {:.4}M |", c.name, v / 1e6));
-        }
-        Ok(rows)
-    })?;
+    let ir = with_setup(callgrind_per_frame)?;
     println!("| configuration | instructions per vkcube frame (callgrind) |\n|---|---|");
-    println!("{}", rows.join("\n"));
+    for (c, v) in CONFIGS.iter().zip(ir) {
+        println!("| {} | {:.4}M |", c.name, v / 1e6);
+    }
     Ok(())
+}
+
+/// Instructions per vkcube frame of every configuration, in the order of [`CONFIGS`]; the HUD
+/// refreshes once in the run (`hud_refresh_ms=10000`), so its re-renders do not dominate.
+fn callgrind_per_frame(framescope: &Path, runtime: &Path) -> Result<Vec<f64>, String> {
+    let mut ir = Vec::with_capacity(CONFIGS.len());
+    for c in CONFIGS {
+        let mut env: Vec<(&str, String)> = c.env.iter().map(|&(k, v)| (k, v.to_string())).collect();
+        if c.framescope {
+            match env.iter_mut().find(|(k, _)| *k == "FRAMESCOPE_CONFIG") {
+                Some((_, v)) => v.push_str(",hud_refresh_ms=10000"),
+                None => env.push(("FRAMESCOPE_CONFIG", "hud_refresh_ms=10000".into())),
+            }
+        }
+        let v = super::bench_cg::per_frame(c.framescope.then_some(framescope), &env, runtime)?;
+        eprintln!("xtask: callgrind {:<26} {:.3}M instructions/frame", c.name, v / 1e6);
+        ir.push(v);
+    }
+    Ok(ir)
 }
 
 pub fn bench() -> Result<(), String> {

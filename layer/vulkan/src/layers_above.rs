@@ -20,19 +20,7 @@ fn env(key: &str) -> Option<String> {
 
 /// Whether `lib` (a file name) is loaded in this process; loads nothing.
 fn loaded(lib: &str) -> bool {
-    let Ok(name) = std::ffi::CString::new(lib) else {
-        return false;
-    };
-    // SAFETY: RTLD_NOLOAD only looks the library up among those loaded; the reference a found
-    // handle holds is given back at once.
-    unsafe {
-        let h = libc::dlopen(name.as_ptr(), libc::RTLD_NOLOAD | libc::RTLD_LAZY);
-        if h.is_null() {
-            return false;
-        }
-        libc::dlclose(h);
-        true
-    }
+    std::ffi::CString::new(lib).is_ok_and(|name| framescope_core::loaded::loaded(&name))
 }
 
 /// The names of the layers above framescope, nearest the app first.
