@@ -8,7 +8,7 @@
 //! it can quote an argument: a hostile one is one bounded line, never a terminal escape.
 
 use crate::text::escape;
-use crate::{compare, counters, ctl, export, install, plot, report, run};
+use crate::{compare, counters, ctl, export, gpu_sampler, install, plot, report, run};
 use clap::error::ErrorKind;
 use clap::{CommandFactory, Parser, Subcommand};
 use std::ffi::OsString;
@@ -64,6 +64,9 @@ pub enum Command {
     /// list known counters
     #[command(after_help = counters::EXAMPLES)]
     Counters(counters::Args),
+    /// run NVIDIA PM sampling (CUPTI) for the apps beside it: counters `pm_*`, HUD preset `pm`
+    #[command(long_about = gpu_sampler::ABOUT, after_help = gpu_sampler::EXAMPLES)]
+    GpuSampler(gpu_sampler::Args),
     /// print a shell completion script for framescope
     #[command(
         after_help = "examples:\n  framescope completions bash > ~/.local/share/bash-completion/completions/framescope\n  framescope completions zsh > ~/.zfunc/_framescope\n  framescope completions fish > ~/.config/fish/completions/framescope.fish"
@@ -95,6 +98,7 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> i32 {
         Command::Export(a) => export::main(a),
         Command::Ctl(a) => ctl::main(a),
         Command::Counters(a) => counters::main(a),
+        Command::GpuSampler(a) => gpu_sampler::main(a),
         Command::Completions(a) => {
             clap_complete::generate(a.shell, &mut Cli::command(), "framescope", &mut std::io::stdout());
             0

@@ -12,6 +12,7 @@ pub mod ctl;
 pub mod export;
 pub mod frame_lines;
 pub mod fuzzing;
+pub mod gpu_sampler;
 pub mod install;
 pub mod lines;
 pub mod locate;

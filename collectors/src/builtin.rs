@@ -19,6 +19,9 @@ pub fn build(hint: &GpuHint) -> Vec<Built> {
         Ok((nvml, gpm)) => {
             out.push(Ok(Box::new(nvml)));
             out.push(Ok(Box::new(gpm)));
+            // PM counters from a `framescope gpu-sampler` of the first GPU, where one runs (the
+            // header's `unavailable` says how to start it where none does).
+            out.push(Ok(Box::new(crate::nvidia::pm::source::PmSource::new(0))));
         }
         Err(reason) => {
             out.push(Err(("nvml", reason.clone())));

@@ -194,7 +194,7 @@ config_keys! {
     hud_counters: String {
         ty: ValueType::NameList,
         default: "basic",
-        doc: "HUD lines, one per counter: names from the dump header's catalogue (the same names on every vendor where the meaning is the same) or presets: `basic` (GPU %, temperature, clock, power, VRAM, CPU %, RAM), `gpm` (NVIDIA GPM activity), `all`; `none` (or 0) for no counter lines; a counter this machine does not have shows no line",
+        doc: "HUD lines, one per counter: names from the dump header's catalogue (the same names on every vendor where the meaning is the same) or presets: `basic` (GPU %, temperature, clock, power, VRAM, CPU %, RAM), `gpm` (NVIDIA GPM activity), `pm` (NVIDIA PM sampling: graphics engine active, SM active, pixel and compute warps, DRAM bandwidth; needs `framescope gpu-sampler`), `all`; `none` (or 0) for no counter lines; a counter this machine does not have shows no line",
     },
     hud_regions: u64 {
         ty: ValueType::UInt { min: 0, max: 16 },
@@ -684,6 +684,7 @@ mod tests {
             "gpu_timing",
             "samples",
             "sample_stats",
+            "sample_stats_every",
             "sample_budget",
             "command_counts",
             "counters",
@@ -795,7 +796,7 @@ mod tests {
              (valid keys: dump, dump_start, dump_duration, dump_paused, dump_toggle_key, ctl, hud, hud_refresh_ms, hud_position, hud_scale, \
              hud_font_size, hud_alpha, hud_history, hud_toggle_key, hud_fps, hud_frame_time, hud_frame_graph, \
              hud_gpu, hud_gpu_graph, hud_counts, hud_device, hud_swapchain, hud_counters, hud_regions, hud_draws, screenshot, \
-             screenshot_path, gpu_timing, samples, sample_stats, sample_budget, command_counts, counters, counter_interval_ms, log)"
+             screenshot_path, gpu_timing, samples, sample_stats, sample_stats_every, sample_budget, command_counts, counters, counter_interval_ms, log)"
         );
         assert_eq!(
             lines[1],

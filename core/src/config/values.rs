@@ -216,7 +216,8 @@ impl ValueType {
 }
 
 /// HUD counter presets: the lines MangoHud users expect (`basic`), GPM's hardware metrics on
-/// NVIDIA Hopper and newer (`gpm`), and every counter of the catalogue (`all`).
+/// NVIDIA Hopper and newer (`gpm`), CUPTI PM sampling's (`pm`, with `framescope gpu-sampler`),
+/// and every counter of the catalogue (`all`).
 pub const HUD_COUNTER_PRESETS: &[(&str, &[&str])] = &[
     (
         "basic",
@@ -237,6 +238,16 @@ pub const HUD_COUNTER_PRESETS: &[(&str, &[&str])] = &[
             "gpm_sm_util_pct",
             "gpm_sm_occupancy_pct",
             "gpm_dram_bw_util_pct",
+        ],
+    ),
+    (
+        "pm",
+        &[
+            "pm_graphics_active_pct",
+            "pm_sm_active_pct",
+            "pm_ps_warps_pct",
+            "pm_cs_warps_pct",
+            "pm_dram_bw_pct",
         ],
     ),
     ("all", &[]),

@@ -9,7 +9,7 @@
 //! * [`ring`]: the shared-memory ring the sampler publishes samples into and readers read.
 //! * [`sampler`]: the sampler's loop over the seam, with its failure reasons.
 //!
-//! Not wired yet: the CLI's `gpu-sampler` command, the app-side source, the HUD and dump.
+//! * [`source`]: the app side: a counter source reading the ring on the collector thread.
 
 pub mod api;
 pub mod attribute;
@@ -18,3 +18,4 @@ pub mod fake;
 pub mod metrics;
 pub mod ring;
 pub mod sampler;
+pub mod source;
