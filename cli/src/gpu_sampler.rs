@@ -36,6 +36,40 @@ pub struct Args {
     /// sampling interval in microseconds
     #[arg(long, value_name = "US", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(100..=1_000_000))]
     pub interval_us: u64,
+    /// stop when process PID is gone (`framescope run --pm` passes the app's)
+    #[arg(long, value_name = "PID", value_parser = clap::value_parser!(u32).range(1..))]
+    pub while_pid: Option<u32>,
+    /// run in the background: fork, and return at once with status 0
+    #[arg(long)]
+    pub detach: bool,
+    /// write one byte to this file descriptor once the ring is there (`framescope run --pm`
+    /// waits for it), and close it
+    #[arg(long, value_name = "FD", value_parser = clap::value_parser!(i32).range(3..1024))]
+    pub ready_fd: Option<i32>,
+}
+
+/// Tells whoever waits on `fd` that the ring exists (`Some(byte)`) or that none will come
+/// (`None`), and closes it.
+fn signal_ready(fd: Option<i32>, ready: bool) {
+    let Some(fd) = fd else { return };
+    // SAFETY: `fd` was handed to this process for this one write; closing it is all that is
+    // done with it afterwards.
+    unsafe {
+        if ready {
+            let _ = libc::write(fd, b"r".as_ptr().cast(), 1);
+        }
+        libc::close(fd);
+    }
+}
+
+/// Whether process `pid` still exists (signal 0 checks without sending anything).
+fn alive(pid: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
+    // SAFETY: kill with signal 0 only checks that the process exists and may be signalled.
+    let r = unsafe { libc::kill(pid, 0) };
+    r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }
 
 static STOP: AtomicBool = AtomicBool::new(false);
@@ -52,10 +86,31 @@ pub fn main(a: Args) -> i32 {
         Ok(s) => s,
         Err(e) => return usage_error::<Args>("gpu-sampler", &format!("framescope gpu-sampler: {e}")),
     };
+    if a.detach {
+        // SAFETY: called from the command's entry, before this process started any thread of
+        // its own, so the child is a whole copy; the parent only returns.
+        match unsafe { libc::fork() } {
+            -1 => {
+                eprintln!(
+                    "framescope gpu-sampler: cannot fork: {}",
+                    std::io::Error::last_os_error()
+                );
+                return 1;
+            }
+            0 => {
+                // The child: its own session, so the terminal's signals for the app's process
+                // group do not reach it; it stops with the app (`--while-pid`) or at SIGTERM.
+                // SAFETY: setsid has no preconditions; failing leaves the child where it was.
+                unsafe { libc::setsid() };
+            }
+            _ => return 0,
+        }
+    }
     let api = match DlCupti::load() {
         Ok(api) => api,
         Err(e) => {
             eprintln!("framescope gpu-sampler: {e}");
+            signal_ready(a.ready_fd, false);
             return 1;
         }
     };
@@ -66,6 +121,7 @@ pub fn main(a: Args) -> i32 {
     let mut sampler = PmSampler::new(&api, cfg);
     if let Err(e) = sampler.prepare() {
         eprintln!("framescope gpu-sampler: {e}");
+        signal_ready(a.ready_fd, false);
         return 1;
     }
     let Some(set) = sampler.set() else {
@@ -79,9 +135,11 @@ pub fn main(a: Args) -> i32 {
         Ok(r) => r,
         Err(e) => {
             eprintln!("framescope gpu-sampler: cannot make its ring: {e}");
+            signal_ready(a.ready_fd, false);
             return 1;
         }
     };
+    signal_ready(a.ready_fd, true);
     // SAFETY: `on_signal` only stores to an atomic, which is async-signal-safe; installing a
     // handler has no other precondition.
     unsafe {
@@ -103,7 +161,7 @@ pub fn main(a: Args) -> i32 {
         ring.path().display()
     );
     let mut last_phase = String::new();
-    while !STOP.load(Ordering::Relaxed) {
+    while !STOP.load(Ordering::Relaxed) && a.while_pid.is_none_or(alive) {
         sampler.step(monotonic_now_ns(), &mut ring);
         let phase = format!("{:?}", sampler.phase());
         if phase != last_phase {

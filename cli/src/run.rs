@@ -61,6 +61,13 @@ pub struct Args {
     /// config keys as in FRAMESCOPE_CONFIG, after its own (text)
     #[arg(long, value_name = "KEY=VALUE,...", value_parser = crate::usage::text())]
     pub config: Option<String>,
+    /// NVIDIA PM counters: start `framescope gpu-sampler` in the background for as long as
+    /// the app runs (needs CUPTI and, by default, root)
+    #[arg(long)]
+    pub pm: bool,
+    /// the sampler's metric set with --pm: graphics, raster or metric names joined by `,`
+    #[arg(long, value_name = "SET", default_value = "graphics", requires = "pm", value_parser = crate::usage::text())]
+    pub pm_metrics: String,
     /// the app and its arguments
     #[arg(
         value_name = "CMD",
@@ -82,10 +89,19 @@ pub fn after_long_help() -> String {
 }
 
 pub fn main(args: Args) -> i32 {
-    let Args { dump, config, command } = args;
+    let Args {
+        dump,
+        config,
+        pm,
+        pm_metrics,
+        command,
+    } = args;
     let Some((cmd, cmd_args)) = command.split_first() else {
         return crate::usage::usage_error::<Args>("run", "framescope run: no CMD given");
     };
+    if pm {
+        start_pm_sampler(&pm_metrics);
+    }
     let mut c = Command::new(cmd);
     c.args(cmd_args);
     match prepare_manifest() {
@@ -99,6 +115,90 @@ pub fn main(args: Args) -> i32 {
     } else {
         126
     }
+}
+
+/// Starts `framescope gpu-sampler` detached (it forks and its first process exits at once, so
+/// the app never has it as a child) for as long as this process, which becomes the app, lives,
+/// and waits (at most [`PM_READY_WAIT`]) until its ring exists, so that the app's first frames
+/// already find it. Failures are the sampler's own lines on stderr; the app runs either way.
+fn start_pm_sampler(set: &str) {
+    let exe = match std::env::current_exe() {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("framescope run: cannot start the PM sampler: {e}");
+            return;
+        }
+    };
+    // The sampler writes one byte to `ready` once its ring is there; its end closes when it
+    // gives up, so the read below ends either way.
+    let (ready, ready_w) = match std::io::pipe() {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("framescope run: cannot start the PM sampler: {e}");
+            return;
+        }
+    };
+    let pid = std::process::id().to_string();
+    let mut cmd = Command::new(exe);
+    cmd.args([
+        "gpu-sampler",
+        "--detach",
+        "--while-pid",
+        &pid,
+        "--metrics",
+        set,
+        "--ready-fd",
+        "3",
+    ]);
+    // The write end becomes fd 3 of the sampler (std's pipe ends are close-on-exec).
+    cmd.stdin(std::process::Stdio::null());
+    let w: std::os::fd::OwnedFd = ready_w.into();
+    let raw = std::os::fd::AsRawFd::as_raw_fd(&w);
+    // SAFETY: between fork and exec only dup2 runs, which is async-signal-safe; fd 3 is then
+    // the pipe's write end without close-on-exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::dup2(raw, 3) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let status = cmd.status();
+    drop(w);
+    match status {
+        Ok(s) if s.success() => {}
+        Ok(s) => {
+            eprintln!("framescope run: the PM sampler did not start ({s}); running without PM counters");
+            return;
+        }
+        Err(e) => {
+            eprintln!("framescope run: cannot start the PM sampler: {e}");
+            return;
+        }
+    }
+    if !wait_readable(&ready, PM_READY_WAIT) {
+        eprintln!(
+            "framescope run: the PM sampler is not ready after {} s; the app starts anyway",
+            PM_READY_WAIT.as_secs()
+        );
+    }
+}
+
+/// How long `run --pm` waits for the sampler's ring (CUDA's start and CUPTI's set-up took about
+/// a second on the H100).
+const PM_READY_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Whether `r` has a byte or its end (within `limit`), read without blocking longer.
+fn wait_readable(r: &std::io::PipeReader, limit: std::time::Duration) -> bool {
+    let mut p = libc::pollfd {
+        fd: std::os::fd::AsRawFd::as_raw_fd(r),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd for the duration of the call.
+    let n = unsafe { libc::poll(&mut p, 1, limit.as_millis().min(i32::MAX as u128) as i32) };
+    n == 1
 }
 
 /// The variable that enables `run`'s private implicit manifest (the installed one answers to

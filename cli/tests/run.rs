@@ -401,3 +401,44 @@ fn a_group_writable_cache_home_is_refused() {
     assert!(!dir.starts_with(&cache), "{}", dir.display());
     assert_private(&dir);
 }
+
+/// `run --pm` where CUPTI cannot be loaded (the test machines have no CUDA): the sampler says why in one
+/// line of its own, and the app runs and exits as it would without it, with its own status.
+#[test]
+fn pm_without_cupti_says_why_and_the_app_runs_as_without_it() {
+    let s = Scratch::new("pm");
+    let missing = s.path("no-cupti");
+    let out = s
+        .command(
+            &[
+                os("run"),
+                os("--pm"),
+                os("--"),
+                os("sh"),
+                os("-c"),
+                os("echo app ran; exit 3"),
+            ],
+            &[("FRAMESCOPE_CUPTI_DIR", &missing), ("HOME", &s.path("home"))],
+        )
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", describe(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "app ran\n", "{}", describe(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = err.lines().filter(|l| l.contains("gpu-sampler")).collect();
+    assert_eq!(lines.len(), 1, "{}", describe(&out));
+    assert!(
+        lines[0].contains("libcupti.so.12 not found") && lines[0].contains("FRAMESCOPE_CUPTI_DIR"),
+        "{}",
+        lines[0]
+    );
+    // The metric set needs --pm.
+    let out = s
+        .command(
+            &[os("run"), os("--pm-metrics"), os("raster"), os("--"), os("true")],
+            &[],
+        )
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+}
