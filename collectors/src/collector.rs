@@ -132,6 +132,9 @@ fn catalogue(board: &CounterBoard, built: Vec<Built>, interval: Duration, now_ns
             );
         }
         cat.sources.push(source.id().to_string());
+        if let Some(f) = source.attributor() {
+            board.set_attributor(f);
+        }
         let n = source.catalogue().len();
         let interval_ns = interval.max(source.min_interval()).as_nanos().min(u128::from(u64::MAX)) as u64;
         slots.push(Slot {

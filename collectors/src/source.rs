@@ -118,6 +118,13 @@ pub trait CounterSource: Send {
     /// with it (libGPUCounters' `user_data`). Most sources ignore it.
     fn frame_marked(&mut self, _frame: u64, _t_ns: u64) {}
 
+    /// How to build an attributor of this source's counters for the dump writer, where its
+    /// values are a time series that can be integrated over any past window (PM sampling).
+    /// Asked once, when the catalogue is fixed.
+    fn attributor(&self) -> Option<framescope_core::attribution::AttributorFactory> {
+        None
+    }
+
     /// Reads every counter at `now_ns` (`CLOCK_MONOTONIC`) into `out` (`out.len()` equals the
     /// catalogue's length; NaN: no value this time) and returns the window the values cover:
     /// an instantaneous reading has `begin_ns == end_ns`, a rate or utilisation the interval

@@ -47,6 +47,9 @@ pub struct CounterBoard {
     last_frame_ns: AtomicU64,
     started_lock: std::sync::Mutex<bool>,
     started_cv: Condvar,
+    /// Builds the dump writer's attributor, where a source can attribute its counters to
+    /// exact windows ([`crate::attribution`]).
+    attributor: OnceLock<crate::attribution::AttributorFactory>,
 }
 
 impl std::fmt::Debug for CounterBoard {
@@ -71,6 +74,7 @@ impl Default for CounterBoard {
             last_frame_ns: AtomicU64::new(0),
             started_lock: std::sync::Mutex::new(false),
             started_cv: Condvar::new(),
+            attributor: OnceLock::new(),
         }
     }
 }
@@ -101,6 +105,16 @@ impl CounterBoard {
 
     pub fn catalogue(&self) -> Option<&Catalogue> {
         self.catalogue.get()
+    }
+
+    /// Registers how to build an attributor for this board's counters (the first call wins).
+    pub fn set_attributor(&self, f: crate::attribution::AttributorFactory) {
+        let _ = self.attributor.set(f);
+    }
+
+    /// A new attributor, for the dump writer's thread; `None` when no source attributes.
+    pub fn attributor(&self) -> Option<Box<dyn crate::attribution::Attributor>> {
+        self.attributor.get().and_then(|f| f())
     }
 
     /// Records a source that cannot run (once per source id; a repeat replaces the reason).

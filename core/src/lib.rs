@@ -12,6 +12,7 @@
 
 pub mod alloc_count;
 pub mod assembly;
+pub mod attribution;
 pub mod capture;
 pub mod clock;
 pub mod command_kinds;

@@ -565,3 +565,134 @@ fn the_header_wait_for_counters_never_drops_samples() {
     assert!(u.contains("not ready"), "{u}");
     std::fs::remove_file(&path).unwrap();
 }
+
+/// A scripted attributor: the values of every window are its midpoint in µs; samples are in
+/// up to what the test sets.
+struct Script {
+    names: Vec<String>,
+    until: std::sync::Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl framescope_core::attribution::Attributor for Script {
+    fn source(&self) -> &str {
+        "pm"
+    }
+    fn counters(&self) -> &[String] {
+        &self.names
+    }
+    fn min_span_ns(&self) -> u64 {
+        4 * MS
+    }
+    fn poll(&mut self, _now_ns: u64) -> framescope_core::attribution::Arrival {
+        framescope_core::attribution::Arrival::Until(self.until.load(std::sync::atomic::Ordering::SeqCst))
+    }
+    fn integrate(&mut self, b: u64, e: u64, out: &mut [f64]) -> f64 {
+        out[0] = ((b + e) / 2 / 1000) as f64;
+        1.0
+    }
+    fn forget_before(&mut self, _t_ns: u64) {}
+}
+
+/// With an attributing source, the writer holds each frame until the samples covering its GPU
+/// span are in, then writes the source's counters over exactly that span (and a long pass's
+/// own); a frame whose samples never come goes out after the bound with its window values and
+/// the reason.
+#[test]
+fn attributed_frames_wait_for_their_samples_and_carry_values_over_their_gpu_span() {
+    use framescope_core::counters::{Catalogue, CounterBoard, CounterWindow};
+    use framescope_core::sample::{SampleRecord, Scope};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+    let path = temp_path("attributed");
+    let board = Arc::new(CounterBoard::default());
+    let desc = |name: &str, source: &str| CounterDesc {
+        name: name.into(),
+        unit: "%".into(),
+        source: source.into(),
+        scope: "device".into(),
+    };
+    board.set_catalogue(Catalogue {
+        counters: vec![desc("gpu_util_pct", "nvml"), desc("pm_x", "pm")],
+        source_of: vec![0, 1],
+        sources: vec!["nvml".into(), "pm".into()],
+    });
+    let until = Arc::new(AtomicU64::new(0));
+    let u = until.clone();
+    board.set_attributor(Box::new(move || {
+        Some(Box::new(Script {
+            names: vec!["pm_x".into()],
+            until: u.clone(),
+        }) as Box<dyn framescope_core::attribution::Attributor>)
+    }));
+    board.mark_started();
+    let mut header = Header::new(Api::Vulkan);
+    header.counter_board = Some(board);
+    let w = DumpWriter::start(DumpOptions::new(path.to_str().unwrap()), header);
+    let t0 = framescope_core::clock::monotonic_now_ns();
+    let frame = |f: u64, b: u64, e: u64| {
+        let mut r = FrameRecord {
+            frame: f,
+            t_ns: t0 + e,
+            cpu_frame_ns: Some(10 * MS),
+            ..FrameRecord::default()
+        };
+        r.gpu.busy_ns = Some(e - b);
+        r.gpu.span_ns = Some(e - b);
+        r.gpu.begin_ns = Some(t0 + b);
+        r.gpu.end_ns = Some(t0 + e);
+        // The collector's window values, which attribution replaces.
+        r.counters.set(1, 7.0);
+        r.counter_windows[1] = CounterWindow {
+            begin_ns: t0,
+            end_ns: t0 + 1,
+        };
+        r
+    };
+    let pass = |f: u64, b: u64, e: u64| SampleRecord {
+        frame: f,
+        scope: Scope::RenderPass,
+        gpu_begin_ns: Some(t0 + b),
+        gpu_end_ns: Some(t0 + e),
+        ..SampleRecord::default()
+    };
+    // Frame 0: a 6 ms pass (its own values) and a 1 ms one (too short for its own).
+    w.push_sample(pass(0, 2 * MS, 8 * MS));
+    w.push_sample(pass(0, 8 * MS, 9 * MS));
+    w.push(frame(0, 2 * MS, 10 * MS));
+    std::thread::sleep(Duration::from_millis(300));
+    let frames = |p: &std::path::Path| {
+        std::fs::read_to_string(p)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.contains("\"type\":\"frame\""))
+            .count()
+    };
+    assert_eq!(frames(&path), 0, "held until its samples are in");
+    until.store(t0 + 10 * MS, Ordering::SeqCst);
+    wait_until("the frame", || frames(&path) == 1);
+    // Frame 1: its samples never come.
+    w.push(frame(1, 12 * MS, 20 * MS));
+    w.finish();
+    let lines = read_lines(&path);
+    let c = check_structure(&lines);
+    let f: Vec<&serde_json::Value> = lines.iter().filter(|l| l["type"] == "frame").collect();
+    assert_eq!(f.len(), 2);
+    // The midpoint of [t0 + 2 ms, t0 + 10 ms) in µs.
+    let mid = |b: u64, e: u64| ((t0 + b + t0 + e) / 2 / 1000) as f64;
+    assert_eq!(f[0]["counters"]["pm_x"].as_f64(), Some(mid(2 * MS, 10 * MS)));
+    assert_eq!(f[0]["counters"]["gpu_util_pct"], json!(null), "other sources untouched");
+    assert_eq!(f[0]["attribution"]["pm"]["over"], "gpu_span");
+    assert_eq!(f[0]["attribution"]["pm"]["covered"], 1.0);
+    assert_eq!(f[0]["counter_windows"]["pm"]["begin_ns"], t0 + 2 * MS);
+    assert_eq!(f[0]["counter_windows"]["pm"]["end_ns"], t0 + 10 * MS);
+    let s = f[0]["samples"].as_array().unwrap();
+    assert_eq!(s[0]["counters"]["pm_x"].as_f64(), Some(mid(2 * MS, 8 * MS)));
+    assert!(s[1].get("counters").is_none(), "{}", s[1]);
+    // At finish the writer waited its short bound, then wrote frame 1 with its window values.
+    assert_eq!(f[1]["counters"]["pm_x"], 7.0);
+    assert_eq!(f[1]["attribution"]["pm"]["over"], json!(null));
+    let why = f[1]["attribution"]["pm"]["missing"].as_str().unwrap();
+    assert!(why.contains("had not arrived"), "{why}");
+    assert_eq!(c.summary.as_ref().unwrap()["frames"], 2);
+    std::fs::remove_file(&path).unwrap();
+}

@@ -3,6 +3,7 @@
 //! Frame lines are serialised straight from a [`FrameRecord`] into a reused buffer (no
 //! intermediate `serde_json::Value`), in a stable field order with `type` first.
 
+use super::attributing::FrameAttribution;
 use crate::frame::{vk_format_name, vk_present_mode_name, DispatchKind, DrawKind, FrameRecord, GpuMissing};
 use crate::sample::{DrawParams, PipelineStats, SampleRecord};
 use crate::stats::Summary;
@@ -231,6 +232,40 @@ struct FrameLine<'a> {
     catalogue: &'a [CounterDesc],
     sources: &'a [String],
     samples: &'a [SampleRecord],
+    attribution: Option<&'a FrameAttribution>,
+}
+
+/// `attribution`: per attributing source, the window its counters cover or why they are the
+/// source's window values.
+struct AttributionMap<'a>(&'a FrameAttribution);
+
+impl Serialize for AttributionMap<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let a = self.0;
+        let mut m = s.serialize_map(Some(1))?;
+        m.serialize_entry(
+            &a.source,
+            &serde_json::json!({
+                "over": a.over.map(|o| o.name()),
+                "covered": (a.covered * 1e4).round() / 1e4,
+                "missing": a.missing,
+            }),
+        )?;
+        m.end()
+    }
+}
+
+/// A sample's own attributed counters.
+struct SampleCounters<'a>(&'a [String], &'a [f64]);
+
+impl Serialize for SampleCounters<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(self.0.len()))?;
+        for (n, v) in self.0.iter().zip(self.1) {
+            m.serialize_entry(n, &v.is_finite().then_some(Number(*v)))?;
+        }
+        m.end()
+    }
 }
 
 /// Per source with values: the window they cover and its age at the frame's end.
@@ -256,19 +291,27 @@ impl Serialize for Windows<'_> {
     }
 }
 
-struct Samples<'a>(&'a [SampleRecord]);
+struct Samples<'a>(&'a [SampleRecord], Option<&'a FrameAttribution>);
 
 impl Serialize for Samples<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut seq = s.serialize_seq(Some(self.0.len()))?;
-        for x in self.0 {
-            seq.serialize_element(&SampleLine(x))?;
+        let mut own = self.1.map_or(&[][..], |a| &a.samples[..]).iter().peekable();
+        for (k, x) in self.0.iter().enumerate() {
+            let counters = match own.peek() {
+                Some((i, v)) if *i == k => {
+                    own.next();
+                    self.1.map(|a| SampleCounters(&a.names, v))
+                }
+                _ => None,
+            };
+            seq.serialize_element(&SampleLine(x, counters))?;
         }
         seq.end()
     }
 }
 
-struct SampleLine<'a>(&'a SampleRecord);
+struct SampleLine<'a>(&'a SampleRecord, Option<SampleCounters<'a>>);
 
 impl Serialize for SampleLine<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -294,6 +337,9 @@ impl Serialize for SampleLine<'_> {
             m.serialize_entry("params", &ParamsMap(p))?;
         }
         m.serialize_entry("overwritten", &x.overwritten)?;
+        if let Some(c) = &self.1 {
+            m.serialize_entry("counters", c)?;
+        }
         m.end()
     }
 }
@@ -447,7 +493,10 @@ impl Serialize for FrameLine<'_> {
         m.serialize_entry("swapchain", &r.swapchain.as_ref().map(Swapchain))?;
         m.serialize_entry("counters", &Counters(self))?;
         m.serialize_entry("counter_windows", &Windows(self))?;
-        m.serialize_entry("samples", &Samples(self.samples))?;
+        if let Some(a) = self.attribution {
+            m.serialize_entry("attribution", &AttributionMap(a))?;
+        }
+        m.serialize_entry("samples", &Samples(self.samples, self.attribution))?;
         if let Some(st) = &r.stats {
             m.serialize_entry("stats", &StatsMap(st))?;
         }
@@ -456,19 +505,21 @@ impl Serialize for FrameLine<'_> {
 }
 
 /// Appends one frame line (with `\n`) to `out`; `catalogue` and `sources` are the header's
-/// `counters` and `counter_sources`.
+/// `counters` and `counter_sources`; `attribution` what the writer attributed to the frame.
 pub fn write_frame(
     out: &mut Vec<u8>,
     r: &FrameRecord,
     catalogue: &[CounterDesc],
     sources: &[String],
     samples: &[SampleRecord],
+    attribution: Option<&FrameAttribution>,
 ) {
     let line = FrameLine {
         r,
         catalogue,
         sources,
         samples,
+        attribution,
     };
     serde_json::to_writer(&mut *out, &line).expect("frame serialises");
     out.push(b'\n');

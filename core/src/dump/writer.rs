@@ -11,6 +11,7 @@
 //! this thread, and [`DumpWriter::finish`] waits for the thread a bounded time
 //! ([`FINISH_LIMIT`]), then leaves it with one log line.
 
+use super::attributing::Attributing;
 use super::open::{self, Kind};
 use super::path;
 use super::record::{write_frame, write_header, Header, ProcessFacts, SummaryRecord};
@@ -23,6 +24,7 @@ use crate::sample::SampleRecord;
 use crate::stats::SummaryBuilder;
 use crossbeam_queue::ArrayQueue;
 use parking_lot::{Condvar, Mutex};
+use std::collections::VecDeque;
 use std::ffi::OsString;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
@@ -330,23 +332,15 @@ fn exe_name_and_path() -> (String, String) {
     (name.to_string(), path)
 }
 
-/// Moves the queued samples of `frame` into `out`; older ones (their frame was never written)
-/// are dropped, the first of a later frame is kept in `carry`.
-fn collect_samples(s: &Shared, frame: u64, carry: &mut Option<SampleRecord>, out: &mut Vec<SampleRecord>) {
-    loop {
-        let next = match carry.take() {
-            Some(c) => c,
-            None => match s.samples.pop() {
-                Some(c) => c,
-                None => return,
-            },
-        };
-        if next.frame > frame {
-            *carry = Some(next);
+/// Moves the samples of `frame` into `out`; older ones (their frame was never written) are
+/// dropped, those of later frames stay.
+fn collect_samples(q: &mut VecDeque<SampleRecord>, frame: u64, out: &mut Vec<SampleRecord>) {
+    while let Some(x) = q.front() {
+        if x.frame > frame {
             return;
         }
-        if next.frame == frame {
-            out.push(next);
+        if let Some(x) = q.pop_front().filter(|x| x.frame == frame) {
+            out.push(x);
         }
     }
 }
@@ -357,6 +351,20 @@ fn write_mark(out: &mut Vec<u8>, t_ns: u64, frame: Option<u64>, label: &str) {
     let line = serde_json::json!({"type": "mark", "t_ns": t_ns, "frame": frame, "label": label});
     out.extend_from_slice(line.to_string().as_bytes());
     out.push(b'\n');
+}
+
+/// How long a finishing writer waits for the attributed counters of the last frames (the
+/// NVIDIA sampler publishes every 20 ms).
+const FINISH_HOLD: Duration = Duration::from_millis(200);
+
+/// At finish: waits up to [`FINISH_HOLD`] for the samples of the newest frame.
+fn wait_for_last(a: &mut Attributing, last: Option<&FrameRecord>) {
+    let Some(last) = last else { return };
+    let start = std::time::Instant::now();
+    while !a.covers(last) && start.elapsed() < FINISH_HOLD {
+        std::thread::sleep(Duration::from_millis(10));
+        a.poll(monotonic_now_ns());
+    }
 }
 
 /// How long the writer waits for the collector's first round (library loads, device scans)
@@ -470,16 +478,22 @@ fn run(s: &Shared, opts: &DumpOptions, header: &Header) {
     let window_end = opts.dump_duration_s.map(|d| window_start.saturating_add(secs(d)));
     let mut stats = SummaryBuilder::new();
     let mut draws: DrawTable<LabelPath> = DrawTable::new();
-    // Samples arrive before their frame; one popped for a later frame waits here.
-    let mut carry: Option<SampleRecord> = None;
+    // Frames and samples taken from the queues wait here: a frame later than the capture
+    // changes taken so far, or one whose attributed counters have not arrived (bounded by
+    // the queues' capacities and the hold bound).
+    let mut frames: VecDeque<FrameRecord> = VecDeque::new();
+    let mut samples: VecDeque<SampleRecord> = VecDeque::new();
+    let mut attributing = header
+        .counter_board
+        .as_ref()
+        .and_then(|b| b.attributor())
+        .and_then(|a| Attributing::new(a, &header.counters, &header.counter_sources));
     let mut frame_samples: Vec<SampleRecord> = Vec::new();
     let flush_interval = opts.flush_interval.min(Duration::from_millis(100));
     // Capture changes and marks, applied to frames by their time.
     let mut timeline = crate::capture::Timeline::new(!opts.paused);
     let mut changes = Vec::new();
     let mut marks: Vec<(u64, String)> = Vec::new();
-    // A frame popped that is later than the changes taken so far waits here.
-    let mut frame_carry: Option<FrameRecord> = None;
 
     loop {
         // Read `stop` before draining: every push that happened before finish() is then
@@ -496,12 +510,30 @@ fn run(s: &Shared, opts: &DumpOptions, header: &Header) {
         for c in changes.drain(..) {
             timeline.add(c);
         }
+        while let Some(r) = s.queue.pop() {
+            frames.push_back(r);
+        }
+        while let Some(x) = s.samples.pop() {
+            samples.push_back(x);
+        }
+        // Held frames past the queues' capacities go out without waiting longer.
+        let overfull = frames.len() >= s.queue.capacity() || samples.len() >= s.samples.capacity();
+        if let Some(a) = attributing.as_mut() {
+            a.poll(monotonic_now_ns());
+            if stopping {
+                wait_for_last(a, frames.back());
+            }
+        }
         let mut window_over = false;
-        while let Some(r) = frame_carry.take().or_else(|| s.queue.pop()) {
-            if r.t_ns > horizon {
-                frame_carry = Some(r);
+        while let Some(head) = frames.front() {
+            if head.t_ns > horizon {
                 break;
             }
+            let hold = !stopping && !overfull;
+            if hold && attributing.as_ref().is_some_and(|a| a.holds(head, monotonic_now_ns())) {
+                break;
+            }
+            let Some(mut r) = frames.pop_front() else { break };
             let captured = timeline.at(r.t_ns, &mut marks);
             for (t_ns, label) in marks.drain(..) {
                 write_mark(&mut batch, t_ns, Some(r.frame), &label);
@@ -510,21 +542,23 @@ fn run(s: &Shared, opts: &DumpOptions, header: &Header) {
                 window_over = true;
                 break;
             }
-            // Taken also for a frame not written, so its samples do not fill the queue.
+            // Taken also for a frame not written, so its samples do not pile up.
             frame_samples.clear();
-            collect_samples(s, r.frame, &mut carry, &mut frame_samples);
+            collect_samples(&mut samples, r.frame, &mut frame_samples);
             if r.t_ns < window_start || !captured {
                 continue;
             }
             for x in &frame_samples {
                 draws.add_sample(x);
             }
+            let note = attributing.as_mut().map(|a| &*a.apply(&mut r, &frame_samples));
             write_frame(
                 &mut batch,
                 &r,
                 &header.counters,
                 &header.counter_sources,
                 &frame_samples,
+                note,
             );
             stats.add(r.t_ns, r.cpu_frame_ns, r.gpu.busy_ns);
             for (i, v) in r.counters.iter() {

@@ -10,9 +10,12 @@
 //! * [`sampler`]: the sampler's loop over the seam, with its failure reasons.
 //!
 //! * [`source`]: the app side: a counter source reading the ring on the collector thread.
+//! * [`attributor`]: the dump writer's side: the counters over exactly a frame's or a pass's
+//!   GPU span, once the samples covering it arrived.
 
 pub mod api;
 pub mod attribute;
+pub mod attributor;
 pub mod dl;
 pub mod fake;
 pub mod metrics;

@@ -6,7 +6,7 @@
 //! frame carries with the window they cover. Attributing samples to exactly a frame's or a
 //! render pass's GPU span is [`super::attribute`]'s, done where frames are assembled.
 
-use super::attribute::{integrate, Layout, PmSample, Window};
+use super::attribute::{integrate, Attribution, Layout, PmSample, Window};
 use super::metrics::GRAPHICS_ACTIVE;
 use super::ring::{Liveness, RingReader, WriterState};
 use crate::source::{CounterScope, CounterSource, ReadError, SourceCounter, StartError};
@@ -37,7 +37,7 @@ const COUNTERS: &[(&str, &str)] = &[
 ];
 
 /// How long a sampler may say nothing (no sample, no heartbeat) before it counts as gone.
-const STALE_AFTER: Duration = Duration::from_secs(2);
+pub(super) const STALE_AFTER: Duration = Duration::from_secs(2);
 
 /// Samples read per call; at 1 kHz and a 100 ms collector interval about 100 come.
 const BATCH: usize = 4096;
@@ -69,7 +69,7 @@ pub struct PmSource {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Slot {
+pub(super) enum Slot {
     Metric(usize),
     Derived(usize),
     Missing,
@@ -92,36 +92,58 @@ impl PmSource {
     }
 
     fn attach(&mut self, reader: RingReader) {
-        let names: Vec<&str> = reader.names().iter().map(String::as_str).collect();
-        let layout = Layout::new(&names, reader.kinds(), &[GRAPHICS_ACTIVE]);
-        self.slots = COUNTERS
-            .iter()
-            .map(|(_, metric)| {
-                if *metric == GRAPHICS_ACTIVE.name {
-                    // Derived only where the sampler's set has both counts.
-                    let has = |n: &str| names.contains(&n);
-                    if has(GRAPHICS_ACTIVE.numerator) && has(GRAPHICS_ACTIVE.denominator) {
-                        Slot::Derived(0)
-                    } else {
-                        Slot::Missing
-                    }
-                } else {
-                    names
-                        .iter()
-                        .position(|n| n == metric)
-                        .map_or(Slot::Missing, Slot::Metric)
-                }
-            })
-            .collect();
+        self.slots = slots_for(reader.names());
         self.interval_ns = reader.interval_ns();
-        self.layout = Some(layout);
+        self.layout = Some(layout_of(&reader));
         self.reader = Some(reader);
     }
 }
 
+/// The layout of a ring's metrics, with the derived graphics-active share.
+pub(super) fn layout_of(reader: &RingReader) -> Layout {
+    let names: Vec<&str> = reader.names().iter().map(String::as_str).collect();
+    Layout::new(&names, reader.kinds(), &[GRAPHICS_ACTIVE])
+}
+
+/// Where each of [`COUNTERS`] is among a ring's metrics (`names`).
+pub(super) fn slots_for(names: &[String]) -> Vec<Slot> {
+    let has = |n: &str| names.iter().any(|x| x == n);
+    COUNTERS
+        .iter()
+        .map(|(_, metric)| {
+            if *metric == GRAPHICS_ACTIVE.name {
+                // Derived only where the sampler's set has both counts.
+                if has(GRAPHICS_ACTIVE.numerator) && has(GRAPHICS_ACTIVE.denominator) {
+                    Slot::Derived(0)
+                } else {
+                    Slot::Missing
+                }
+            } else {
+                names.iter().position(|n| n == metric).map_or(Slot::Missing, Slot::Metric)
+            }
+        })
+        .collect()
+}
+
+/// Writes [`COUNTERS`] from `a` into `out`.
+pub(super) fn fill(out: &mut [f64], a: &Attribution, slots: &[Slot]) {
+    for (o, slot) in out.iter_mut().zip(slots) {
+        *o = match *slot {
+            Slot::Metric(i) => a.values().get(i).copied().unwrap_or(f64::NAN),
+            Slot::Derived(i) => a.derived().get(i).copied().unwrap_or(f64::NAN),
+            Slot::Missing => f64::NAN,
+        };
+    }
+}
+
+/// The names of [`COUNTERS`], for an attributor.
+pub(super) fn counter_names() -> Vec<String> {
+    COUNTERS.iter().map(|(n, _)| (*n).to_string()).collect()
+}
+
 /// CLOCK_REALTIME minus CLOCK_MONOTONIC, in ns: PM samples carry GPU time on the Unix epoch
 /// (`cupti-pm-sampling.md`), counter windows are on CLOCK_MONOTONIC.
-fn realtime_offset_ns() -> i128 {
+pub(super) fn realtime_offset_ns() -> i128 {
     let real = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as i128);
@@ -166,6 +188,13 @@ impl CounterSource for PmSource {
         Ok(())
     }
 
+    fn attributor(&self) -> Option<framescope_core::attribution::AttributorFactory> {
+        let device = self.device;
+        Some(Box::new(move || {
+            Some(Box::new(super::attributor::PmAttributor::new(device)) as Box<dyn framescope_core::attribution::Attributor>)
+        }))
+    }
+
     fn min_interval(&self) -> Duration {
         // A sample is 1 ms at the default rate: below ten a window is mostly its edges.
         Duration::from_millis(10)
@@ -205,13 +234,7 @@ impl CounterSource for PmSource {
             end_ns: samples[samples.len() - 1].end_ns,
         };
         let a = integrate(samples, layout, window, window.end_ns);
-        for (o, slot) in out.iter_mut().zip(&self.slots) {
-            *o = match *slot {
-                Slot::Metric(i) => a.values().get(i).copied().unwrap_or(f64::NAN),
-                Slot::Derived(i) => a.derived().get(i).copied().unwrap_or(f64::NAN),
-                Slot::Missing => f64::NAN,
-            };
-        }
+        fill(out, &a, &self.slots);
         let offset = realtime_offset_ns();
         let mono = |t: u64| u64::try_from((i128::from(t) - offset).max(0)).unwrap_or(0);
         Ok(CounterWindow {
