@@ -178,11 +178,20 @@ pub fn main(a: Args) -> i32 {
         }
         std::thread::sleep(decode_every);
     }
+    let failure = match sampler.phase() {
+        Phase::Failed(why) => Some(why.clone()),
+        _ => None,
+    };
     sampler.stop(monotonic_now_ns(), &mut ring);
+    if let Some(why) = failure {
+        // The ring stays with the reason, so the apps' headers and frames say why there are
+        // no PM counters; the next sampler replaces it.
+        ring.set_state(&WriterState::Failed(why), monotonic_now_ns());
+        return 1;
+    }
     ring.set_state(&WriterState::Stopped, monotonic_now_ns());
     let path = ring.path().to_path_buf();
     drop(ring);
     let _ = std::fs::remove_file(&path);
-    let failed = matches!(sampler.phase(), Phase::Failed(_));
-    i32::from(failed)
+    0
 }

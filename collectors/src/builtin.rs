@@ -26,6 +26,12 @@ pub fn build(hint: &GpuHint) -> Vec<Built> {
         Err(reason) => {
             out.push(Err(("nvml", reason.clone())));
             out.push(Err(("gpm", reason)));
+            // Without NVML only where a sampler's ring is there already (a sampler on a
+            // machine whose NVML this process cannot load, or a test's), so machines without
+            // an NVIDIA GPU do not list PM sampling as off.
+            if crate::nvidia::pm::ring::exists(&crate::nvidia::pm::source::ring_key(0)) {
+                out.push(Ok(Box::new(crate::nvidia::pm::source::PmSource::new(0))));
+            }
         }
     }
     out.push(Ok(Box::new(AmdgpuSource::new(hint.clone()))));

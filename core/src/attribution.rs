@@ -97,7 +97,11 @@ mod tests {
         r.gpu.end_ns = Some(9_500);
         assert_eq!(frame_window(&r), Some((7_000, 9_500, Over::GpuSpan)));
         r.gpu.end_ns = Some(7_000);
-        assert_eq!(frame_window(&r), Some((6_000, 10_000, Over::CpuWindow)), "an empty span is no span");
+        assert_eq!(
+            frame_window(&r),
+            Some((6_000, 10_000, Over::CpuWindow)),
+            "an empty span is no span"
+        );
         r.cpu_frame_ns = None;
         assert_eq!(frame_window(&r), None);
     }

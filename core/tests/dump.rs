@@ -588,7 +588,8 @@ impl framescope_core::attribution::Attributor for Script {
     }
     fn integrate(&mut self, b: u64, e: u64, out: &mut [f64]) -> f64 {
         out[0] = ((b + e) / 2 / 1000) as f64;
-        1.0
+        let until = self.until.load(std::sync::atomic::Ordering::SeqCst);
+        until.min(e).saturating_sub(b) as f64 / (e - b) as f64
     }
     fn forget_before(&mut self, _t_ns: u64) {}
 }

@@ -38,7 +38,11 @@ pub struct Attributing {
 
 impl Attributing {
     /// `None` when the header's catalogue has none of the attributor's counters.
-    pub fn new(attributor: Box<dyn Attributor>, catalogue: &[crate::counter_values::CounterDesc], sources: &[String]) -> Option<Attributing> {
+    pub fn new(
+        attributor: Box<dyn Attributor>,
+        catalogue: &[crate::counter_values::CounterDesc],
+        sources: &[String],
+    ) -> Option<Attributing> {
         let source = sources.iter().position(|s| s == attributor.source())?;
         let slots: Vec<Option<usize>> = attributor
             .counters()
@@ -110,12 +114,14 @@ impl Attributing {
             )),
             Arrival::Until(_) => None,
         };
-        if let Some(why) = missing {
+        let covered = self.attributor.integrate(begin, end, &mut self.values);
+        // Samples that arrived before the sampler went away still cover their frames whole.
+        let whole = covered >= 0.999;
+        if let Some(why) = missing.filter(|_| !whole) {
             // The frame keeps the source's window values, with the window they cover.
             note.missing = Some(why);
             return note;
         }
-        let covered = self.attributor.integrate(begin, end, &mut self.values);
         if covered <= 0.0 {
             note.missing = Some("no sample covers the frame's window".into());
             return note;
@@ -162,6 +168,7 @@ mod tests {
         names: Vec<String>,
         until: u64,
         forgotten: u64,
+        gone: bool,
     }
 
     impl Attributor for Ramp {
@@ -175,11 +182,15 @@ mod tests {
             4_000
         }
         fn poll(&mut self, _now_ns: u64) -> Arrival {
+            if self.gone {
+                return Arrival::Gone("the sampler stopped".into());
+            }
             Arrival::Until(self.until)
         }
         fn integrate(&mut self, b: u64, e: u64, out: &mut [f64]) -> f64 {
             out[0] = (b + e) as f64 / 2.0 / 1000.0;
-            1.0
+            // The part of the window the samples so far cover.
+            (self.until.min(e).saturating_sub(b)) as f64 / (e - b) as f64
         }
         fn forget_before(&mut self, t_ns: u64) {
             self.forgotten = t_ns;
@@ -200,6 +211,7 @@ mod tests {
             names: vec!["pm_x".into()],
             until,
             forgotten: 0,
+            gone: false,
         };
         let cat = [desc("other"), desc("pm_x")];
         let sources = ["nvml".to_string(), "pm".to_string()];
@@ -260,6 +272,25 @@ mod tests {
     }
 
     #[test]
+    fn after_the_sampler_went_frames_its_samples_covered_are_still_attributed() {
+        let ramp = Ramp {
+            names: vec!["pm_x".into()],
+            until: 15_000,
+            forgotten: 0,
+            gone: true,
+        };
+        let cat = [desc("pm_x")];
+        let mut a = Attributing::new(Box::new(ramp), &cat, &["pm".into()]).unwrap();
+        a.poll(0);
+        let mut covered = frame(5_000, 15_000);
+        assert!(!a.holds(&covered, 0), "nothing is held for a sampler that went");
+        assert_eq!(a.apply(&mut covered, &[]).over, Some(Over::GpuSpan));
+        let note = a.apply(&mut frame(10_000, 20_000), &[]).clone();
+        assert_eq!(note.over, None);
+        assert_eq!(note.missing.as_deref(), Some("the sampler stopped"));
+    }
+
+    #[test]
     fn without_a_gpu_span_the_cpu_window_is_used_and_samples_get_none() {
         let mut a = attributing(u64::MAX);
         a.poll(0);
@@ -282,6 +313,7 @@ mod tests {
             names: vec!["pm_x".into()],
             until: 0,
             forgotten: 0,
+            gone: false,
         };
         assert!(Attributing::new(Box::new(ramp), &[desc("other")], &["pm".into()]).is_none());
     }

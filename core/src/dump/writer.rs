@@ -551,7 +551,7 @@ fn run(s: &Shared, opts: &DumpOptions, header: &Header) {
             for x in &frame_samples {
                 draws.add_sample(x);
             }
-            let note = attributing.as_mut().map(|a| &*a.apply(&mut r, &frame_samples));
+            let note = attributing.as_mut().map(|a| a.apply(&mut r, &frame_samples));
             write_frame(
                 &mut batch,
                 &r,

@@ -17,11 +17,15 @@ OPTIONS:
   --present-mode M      immediate | mailbox | fifo | fifo_relaxed
                         [default: immediate; falls back to fifo if unsupported]
   --draws N             draws per frame (per window), 3 vertices each, scene
-                        `basic` only [default: 10]
-  --scene S             basic | regions [default: basic]. `regions` is the
+                        `basic`; draws per pass in scene `passes` [default: 10]
+  --scene S             basic | regions | passes [default: basic]. `regions` is the
                         known-answer scene: labels Frame > Shadows (10 draws x
                         300 vertices), Main (100 draws x 36 vertices), Post (one
                         full-screen triangle, W*H fragments). Implies --labels.
+                        `passes`: labels Pixels (N full-screen triangles on top
+                        of each other) and Vertices (N draws x 30000 vertices,
+                        scissored to one pixel), one rendering instance each,
+                        for per-pass hardware counters. Implies --labels.
   --threads T           record each frame's command buffers on T threads, one
                         command pool per thread per frame in flight [default: 1]
   --secondary           record draws into secondary command buffers executed
@@ -97,6 +101,10 @@ impl PresentMode {
 pub enum SceneKind {
     Basic,
     Regions,
+    /// A pixel-heavy pass (`Pixels`: `--draws` full-screen triangles on top of each other)
+    /// and a vertex-only one (`Vertices`: `--draws` draws of 30 000 vertices each, scissored
+    /// to one pixel), for per-pass hardware counters.
+    Passes,
 }
 
 impl SceneKind {
@@ -104,6 +112,7 @@ impl SceneKind {
         match self {
             SceneKind::Basic => "basic",
             SceneKind::Regions => "regions",
+            SceneKind::Passes => "passes",
         }
     }
 }
@@ -241,6 +250,7 @@ pub fn parse<I: IntoIterator<Item = String>>(argv: I) -> Result<ParseOutcome, Ar
                 args.scene = match value().as_deref() {
                     Some("basic") => SceneKind::Basic,
                     Some("regions") => SceneKind::Regions,
+                    Some("passes") => SceneKind::Passes,
                     other => return Err(ArgError(format!("--scene: bad value {other:?}"))),
                 }
             }
@@ -273,6 +283,9 @@ pub fn parse<I: IntoIterator<Item = String>>(argv: I) -> Result<ParseOutcome, Ar
             ));
         }
         // The regions are only meaningful to the profiler through their labels.
+        args.labels = true;
+    }
+    if args.scene == SceneKind::Passes {
         args.labels = true;
     }
     // Resubmitting is impossible with ONE_TIME_SUBMIT buffers, so both imply reuse.

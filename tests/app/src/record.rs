@@ -251,7 +251,15 @@ impl Recorder<'_> {
             let pipeline = self.pipeline.for_region(seg.region);
             d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, pipeline);
             d.cmd_set_viewport(cb, 0, &[viewport]);
-            d.cmd_set_scissor(cb, 0, &[target.extent.into()]);
+            let scissor = if region.vertex_only {
+                vk::Rect2D {
+                    offset: vk::Offset2D { x: 0, y: 0 },
+                    extent: vk::Extent2D { width: 1, height: 1 },
+                }
+            } else {
+                target.extent.into()
+            };
+            d.cmd_set_scissor(cb, 0, &[scissor]);
             d.cmd_push_constants(cb, self.pipeline.layout, PUSH_STAGES, 0, &push.bytes());
             for draw in seg.first_draw..seg.first_draw + seg.draw_count {
                 // firstInstance carries the draw index into gl_InstanceIndex.

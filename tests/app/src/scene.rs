@@ -12,6 +12,8 @@ pub struct Region {
     pub vertices_per_draw: u32,
     /// The full-screen triangle instead of the small-triangle grid.
     pub fullscreen: bool,
+    /// Scissored to one pixel: the draws' vertices are shaded, almost no pixel is.
+    pub vertex_only: bool,
     pub color: [f32; 4],
 }
 
@@ -24,6 +26,7 @@ pub fn regions(args: &Args) -> Vec<Region> {
             draws: args.draws,
             vertices_per_draw: 3,
             fullscreen: false,
+            vertex_only: false,
             color: [0.9, 0.6, 0.1, 1.0],
         }],
         SceneKind::Regions => vec![
@@ -32,6 +35,7 @@ pub fn regions(args: &Args) -> Vec<Region> {
                 draws: 10,
                 vertices_per_draw: 300,
                 fullscreen: false,
+                vertex_only: false,
                 color: [0.2, 0.2, 0.2, 1.0],
             },
             Region {
@@ -39,6 +43,7 @@ pub fn regions(args: &Args) -> Vec<Region> {
                 draws: 100,
                 vertices_per_draw: 36,
                 fullscreen: false,
+                vertex_only: false,
                 color: [0.1, 0.7, 0.3, 1.0],
             },
             Region {
@@ -46,9 +51,28 @@ pub fn regions(args: &Args) -> Vec<Region> {
                 draws: 1,
                 vertices_per_draw: 3,
                 fullscreen: true,
+                vertex_only: false,
                 // Translucent-looking but opaque: blending is off, it simply
                 // overwrites everything so the image is one flat colour.
                 color: [0.15, 0.15, 0.4, 1.0],
+            },
+        ],
+        SceneKind::Passes => vec![
+            Region {
+                label: "Pixels",
+                draws: args.draws,
+                vertices_per_draw: 3,
+                fullscreen: true,
+                vertex_only: false,
+                color: [0.6, 0.2, 0.2, 1.0],
+            },
+            Region {
+                label: "Vertices",
+                draws: args.draws,
+                vertices_per_draw: 30_000,
+                fullscreen: false,
+                vertex_only: true,
+                color: [0.2, 0.2, 0.6, 1.0],
             },
         ],
     }
@@ -173,6 +197,21 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn the_passes_scene_is_a_pixel_pass_and_a_vertex_only_pass_of_n_draws() {
+        let args = Args {
+            scene: SceneKind::Passes,
+            draws: 7,
+            ..Args::default()
+        };
+        let r = regions(&args);
+        assert_eq!(r.iter().map(|r| r.label).collect::<Vec<_>>(), ["Pixels", "Vertices"]);
+        assert!(r[0].fullscreen && !r[0].vertex_only);
+        assert!(!r[1].fullscreen && r[1].vertex_only);
+        assert_eq!(draws_per_target(&r), 14);
+        assert_eq!(vertices_per_target(&r), 7 * 3 + 7 * 30_000);
     }
 
     #[test]

@@ -192,7 +192,13 @@ mod tests {
     fn kinds() -> Vec<MetricKind> {
         GRAPHICS
             .iter()
-            .map(|n| if n.contains("pct") { MetricKind::Ratio } else { MetricKind::Count })
+            .map(|n| {
+                if n.contains("pct") {
+                    MetricKind::Ratio
+                } else {
+                    MetricKind::Count
+                }
+            })
             .collect()
     }
 
@@ -228,7 +234,10 @@ mod tests {
         let Arrival::Until(until) = a.poll(now) else { panic!() };
         let offset = a.offset_ns;
         let mono = |real: u64| (i128::from(real) - offset) as u64;
-        assert!(until.abs_diff(mono(t0 + 20 * ms)) < 1_000, "samples are in up to the last one's end");
+        assert!(
+            until.abs_diff(mono(t0 + 20 * ms)) < 1_000,
+            "samples are in up to the last one's end"
+        );
         let names = a.counters().to_vec();
         let at = |out: &[f64], n: &str| out[names.iter().position(|x| x == n).unwrap()];
         let mut out = vec![0.0; names.len()];

@@ -113,6 +113,11 @@ fn key_ok(key: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// Whether the ring of `key` is in the private runtime directory (nothing is made or checked).
+pub fn exists(key: &str) -> bool {
+    framescope_core::ctl::dir().is_some_and(|d| path_in(&d, key).is_file())
+}
+
 /// The private runtime directory, made if missing and checked (as `ctl` does).
 pub fn private_dir() -> Result<PathBuf, String> {
     use std::os::unix::fs::DirBuilderExt;
@@ -524,9 +529,6 @@ impl RingReader {
         let h = self.map.words();
         let beat = h[w::HEARTBEAT].load(Ordering::Acquire);
         let silent = now_ns.saturating_sub(beat);
-        if silent > stale_after_ns {
-            return Liveness::Stale { silent_ns: silent };
-        }
         // The status line under its seqlock; a writer changing it twice while we copy is
         // retried a few times, then read as it is.
         let mut state = WriterState::Running;
@@ -546,6 +548,11 @@ impl RingReader {
             if s1 == s2 && s1 & 1 == 0 {
                 break;
             }
+        }
+        // A sampler that failed leaves its ring with the reason, which stays the news however
+        // long ago it beat.
+        if silent > stale_after_ns && !matches!(state, WriterState::Failed(_)) {
+            return Liveness::Stale { silent_ns: silent };
         }
         Liveness::Alive(state)
     }

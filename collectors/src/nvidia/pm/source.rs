@@ -119,7 +119,10 @@ pub(super) fn slots_for(names: &[String]) -> Vec<Slot> {
                     Slot::Missing
                 }
             } else {
-                names.iter().position(|n| n == metric).map_or(Slot::Missing, Slot::Metric)
+                names
+                    .iter()
+                    .position(|n| n == metric)
+                    .map_or(Slot::Missing, Slot::Metric)
             }
         })
         .collect()
@@ -191,7 +194,8 @@ impl CounterSource for PmSource {
     fn attributor(&self) -> Option<framescope_core::attribution::AttributorFactory> {
         let device = self.device;
         Some(Box::new(move || {
-            Some(Box::new(super::attributor::PmAttributor::new(device)) as Box<dyn framescope_core::attribution::Attributor>)
+            Some(Box::new(super::attributor::PmAttributor::new(device))
+                as Box<dyn framescope_core::attribution::Attributor>)
         }))
     }
 

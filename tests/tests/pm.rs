@@ -1,0 +1,340 @@
+//! NVIDIA PM counters end to end without a GPU: a sampler over the fake CUPTI (the real
+//! sampler loop, ring and reader; only the CUPTI calls are scripted) publishes a known sample
+//! stream into the private ring of a sandbox while the test app renders under framescope on
+//! lavapipe. Frames and long passes carry the stream's values over exactly their GPU spans;
+//! an overflow, a killed sampler and a refused permission each say why values are missing,
+//! and the app still finishes with a complete dump.
+
+use framescope_collectors::nvidia::pm::api::MetricType;
+use framescope_collectors::nvidia::pm::fake::{Call, FakeCupti, FakeMetric, FakeSample};
+use framescope_collectors::nvidia::pm::metrics::{MetricSet, GRAPHICS};
+use framescope_collectors::nvidia::pm::ring::{RingWriter, WriterState};
+use framescope_collectors::nvidia::pm::sampler::{PmSampler, SamplerConfig};
+use framescope_tests::{dump, Artifacts, Sandbox};
+use serde_json::Value;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+const LIMIT: Duration = Duration::from_secs(120);
+const MS: u64 = 1_000_000;
+
+/// Sample `k` (the k-th millisecond of the Unix epoch): the graphics engine is active
+/// `busy(k)` of its 1000 cycles; SM active is the same share in %.
+fn busy(k: u64) -> f64 {
+    (k % 50) as f64 / 50.0
+}
+
+fn realtime_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64
+}
+
+fn monotonic_ns() -> u64 {
+    framescope_core::clock::monotonic_now_ns()
+}
+
+/// What the scripted hardware does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+enum Script {
+    Run = 0,
+    /// The next decode reports a hardware-buffer overflow.
+    Overflow = 1,
+    /// The sampler process dies: no more samples, no heartbeat, its ring left behind.
+    Kill = 2,
+}
+
+struct FakeSampler {
+    stop: Arc<AtomicBool>,
+    script: Arc<AtomicU8>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl FakeSampler {
+    /// Runs the sampler loop over the fake in `runtime/framescope` of `sb`, as `framescope
+    /// gpu-sampler` does; `deny` makes enabling the monitors fail for lack of permission.
+    fn start(sb: &Sandbox, deny: bool) -> FakeSampler {
+        use std::os::unix::fs::DirBuilderExt;
+        let dir: PathBuf = sb.path("runtime/framescope");
+        std::fs::DirBuilder::new().mode(0o700).create(&dir).unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let script = Arc::new(AtomicU8::new(Script::Run as u8));
+        let kinds: Vec<_> = GRAPHICS
+            .iter()
+            .map(|n| {
+                let t = if n.contains("pct") {
+                    MetricType::Ratio
+                } else {
+                    MetricType::Counter
+                };
+                (n.to_string(), t)
+            })
+            .collect();
+        // The ring exists before the app starts, as `framescope run --pm` makes sure.
+        let set = MetricSet::parse("graphics").unwrap();
+        let fake = FakeCupti::new(
+            "GH100",
+            kinds
+                .iter()
+                .map(|(n, t)| FakeMetric::new(n, *t, if *t == MetricType::Ratio { "%" } else { "cycle" }, 1))
+                .collect(),
+            64,
+        );
+        if deny {
+            fake.fail(
+                Call::PmEnable,
+                framescope_collectors::nvidia::pm::api::CuptiError::Cupti(
+                    framescope_collectors::nvidia::pm::api::code::INSUFFICIENT_PRIVILEGES,
+                ),
+            );
+        }
+        let mut sampler_cfg = SamplerConfig::new(0, set);
+        sampler_cfg.decode_every_ns = 10 * MS;
+        let names: Vec<String> = GRAPHICS.iter().map(|s| s.to_string()).collect();
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        let (s2, sc2) = (stop.clone(), script.clone());
+        let thread = std::thread::spawn(move || {
+            let mut sampler = PmSampler::new(&fake, sampler_cfg);
+            sampler.prepare().expect("the graphics set fits one pass on the fake");
+            let set = sampler.set().unwrap();
+            let refs: Vec<&str> = set.metrics.iter().map(|m| m.name.as_str()).collect();
+            let kinds: Vec<_> = set.metrics.iter().map(|m| m.kind).collect();
+            assert_eq!(refs, names.iter().map(String::as_str).collect::<Vec<_>>());
+            let mut ring = RingWriter::create_in(&dir, "gpu0", &refs, &kinds, 1 << 14, MS).unwrap();
+            sampler.step(monotonic_ns(), &mut ring);
+            ready_tx.send(()).unwrap();
+            let mut next_ms = realtime_ns() / MS;
+            while !s2.load(Ordering::Relaxed) {
+                match sc2.load(Ordering::Relaxed) {
+                    2 => {
+                        // Killed: the ring stays, nothing writes it any more.
+                        std::mem::forget(ring);
+                        return;
+                    }
+                    1 => {
+                        fake.overflow_next_decode();
+                        sc2.store(Script::Run as u8, Ordering::Relaxed);
+                    }
+                    _ => {}
+                }
+                let now_ms = realtime_ns() / MS;
+                for k in next_ms..now_ms {
+                    let b = busy(k);
+                    fake.produce(FakeSample::new(
+                        k * MS,
+                        (k + 1) * MS,
+                        &[
+                            ("gr__cycles_active.avg", 1000.0 * b),
+                            ("gr__cycles_elapsed.max", 1000.0),
+                            ("sm__cycles_active.avg.pct_of_peak_sustained_elapsed", 100.0 * b),
+                        ],
+                    ));
+                }
+                next_ms = now_ms;
+                sampler.step(monotonic_ns(), &mut ring);
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            sampler.stop(monotonic_ns(), &mut ring);
+            ring.set_state(&WriterState::Stopped, monotonic_ns());
+        });
+        ready_rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the fake sampler started");
+        FakeSampler {
+            stop,
+            script,
+            thread: Some(thread),
+        }
+    }
+
+    fn script(&self, s: Script) {
+        self.script.store(s as u8, Ordering::Relaxed);
+    }
+}
+
+impl Drop for FakeSampler {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Graphics active % over `[b, e)` (CLOCK_MONOTONIC) from the script, computed here: each
+/// millisecond sample weighted by its overlap with the window.
+fn expected_active(b: u64, e: u64, offset: i128) -> f64 {
+    let (rb, re) = ((i128::from(b) + offset) as u64, (i128::from(e) + offset) as u64);
+    let (mut num, mut den) = (0.0, 0.0);
+    for k in rb / MS..=re / MS {
+        let lo = rb.max(k * MS);
+        let hi = re.min((k + 1) * MS);
+        if hi > lo {
+            num += (hi - lo) as f64 * busy(k);
+            den += (hi - lo) as f64;
+        }
+    }
+    100.0 * num / den
+}
+
+fn run_app(sb: &mut Sandbox, a: &Artifacts, path: &std::path::Path, args: &[&str]) -> dump::Dump {
+    sb.with_validation()
+        .set("FRAMESCOPE_DUMP", path.display().to_string())
+        .set("FRAMESCOPE_CONFIG", "counter_interval_ms=20");
+    let app = a.testapp.display().to_string();
+    let mut all = vec!["--headless", "--frame-boundary", "--scene", "passes"];
+    all.extend_from_slice(args);
+    let out = sb.run_under_framescope(a, &app, &all, LIMIT);
+    assert_eq!(out.code(), Some(0), "{}", out.describe());
+    framescope_tests::validation::assert_clean("pm", &out.combined());
+    let d = dump::read(path);
+    assert!(d.summary.is_some(), "a complete dump");
+    assert_eq!(d.summary.as_ref().unwrap()["dropped_frames"], 0);
+    d
+}
+
+fn attribution(f: &Value) -> &Value {
+    &f["attribution"]["pm"]
+}
+
+#[test]
+fn frames_and_long_passes_carry_the_sampled_counters_over_their_gpu_spans() {
+    let a = Artifacts::get();
+    let mut sb = Sandbox::new("pm-exact");
+    let sampler = FakeSampler::start(&sb, false);
+    let offset = i128::from(realtime_ns()) - i128::from(monotonic_ns());
+    let path = sb.path("pm.jsonl");
+    // Passes of several ms on lavapipe: 100 full-screen triangles of 512x512.
+    let d = run_app(
+        &mut sb,
+        &a,
+        &path,
+        &["--frames", "40", "--draws", "100", "--width", "512", "--height", "512"],
+    );
+    drop(sampler);
+    assert!(
+        d.header["counter_sources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s == "pm"),
+        "{}",
+        d.header
+    );
+    let mut frames = 0;
+    let mut passes = 0;
+    for f in &d.frames {
+        let at = attribution(f);
+        assert_eq!(at["over"], "gpu_span", "calibrated timestamps on lavapipe: {f}");
+        assert!(at["missing"].is_null(), "{f}");
+        let (b, e) = (f["gpu_begin_ns"].as_u64().unwrap(), f["gpu_end_ns"].as_u64().unwrap());
+        assert_eq!(f["counter_windows"]["pm"]["begin_ns"], b);
+        assert_eq!(f["counter_windows"]["pm"]["end_ns"], e);
+        let got = f["counters"]["pm_graphics_active_pct"].as_f64().unwrap();
+        let want = expected_active(b, e, offset);
+        assert!((got - want).abs() < 0.1, "frame {}: {got} against {want}", f["frame"]);
+        let sm = f["counters"]["pm_sm_active_pct"].as_f64().unwrap();
+        assert!(
+            (sm - want).abs() < 0.1,
+            "a ratio metric, weighted by overlap: {sm} against {want}"
+        );
+        frames += 1;
+        for s in f["samples"].as_array().unwrap() {
+            let span = s["gpu_ns"].as_u64().unwrap_or(0);
+            match s.get("counters") {
+                Some(c) => {
+                    assert!(span >= 4 * MS, "a sample shorter than 4 intervals got its own: {s}");
+                    let (b, e) = (s["gpu_begin_ns"].as_u64().unwrap(), s["gpu_end_ns"].as_u64().unwrap());
+                    let got = c["pm_graphics_active_pct"].as_f64().unwrap();
+                    let want = expected_active(b, e, offset);
+                    assert!((got - want).abs() < 0.1, "pass {s}: {got} against {want}");
+                    passes += 1;
+                }
+                None => assert!(
+                    span < 4 * MS || s["overwritten"] == true,
+                    "a long sample without its own: {s}"
+                ),
+            }
+        }
+    }
+    assert_eq!(frames, 40);
+    assert!(passes > 0, "no pass was 4 ms long: make the scene heavier");
+}
+
+#[test]
+fn an_overflow_and_a_killed_sampler_say_why_and_the_app_finishes() {
+    let a = Artifacts::get();
+    let mut sb = Sandbox::new("pm-fail");
+    let sampler = FakeSampler::start(&sb, false);
+    let path = sb.path("pm.jsonl");
+    let script = {
+        let (o, k) = (sampler.script.clone(), sampler.script.clone());
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(1500));
+            o.store(Script::Overflow as u8, Ordering::Relaxed);
+            std::thread::sleep(Duration::from_millis(1500));
+            k.store(Script::Kill as u8, Ordering::Relaxed);
+        })
+    };
+    // About 8 s of light frames: past the kill and the 2 s after which a silent sampler is gone.
+    let d = run_app(
+        &mut sb,
+        &a,
+        &path,
+        &["--frames", "400", "--draws", "1", "--sleep-ms", "20"],
+    );
+    script.join().unwrap();
+    sampler.script(Script::Run);
+    drop(sampler);
+    let overs: Vec<&Value> = d.frames.iter().map(|f| &attribution(f)["over"]).collect();
+    let attributed = overs.iter().filter(|o| **o == "gpu_span").count();
+    assert!(attributed > 50, "frames before the kill are attributed: {attributed}");
+    let missing: Vec<&str> = d
+        .frames
+        .iter()
+        .filter_map(|f| attribution(f)["missing"].as_str())
+        .collect();
+    assert!(
+        missing
+            .iter()
+            .any(|m| m.contains("silent") || m.contains("had not arrived")),
+        "after the kill frames say why: {missing:?}"
+    );
+    // The last frames, seconds after the kill, name the silent sampler.
+    let last = d.frames.last().unwrap();
+    let why = attribution(last)["missing"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{last}"));
+    assert!(why.contains("silent"), "{why}");
+    // The overflow left a gap: a frame across it is covered less than whole, or says why.
+    let gap = d.frames.iter().any(|f| {
+        let at = attribution(f);
+        at["covered"].as_f64().is_some_and(|c| c > 0.0 && c < 0.999)
+            || at["missing"].as_str().is_some_and(|m| m.contains("overflow"))
+    });
+    assert!(gap, "the overflow shows: {overs:?}");
+}
+
+#[test]
+fn without_permission_the_reason_names_the_fix_and_the_app_finishes() {
+    let a = Artifacts::get();
+    let mut sb = Sandbox::new("pm-denied");
+    let sampler = FakeSampler::start(&sb, true);
+    let path = sb.path("pm.jsonl");
+    let d = run_app(&mut sb, &a, &path, &["--frames", "20", "--draws", "1"]);
+    drop(sampler);
+    let u = d.header["unavailable"].to_string();
+    assert!(u.contains("NVreg_RestrictProfilingToAdminUsers=0"), "{u}");
+    for f in &d.frames {
+        assert!(attribution(f)["over"].is_null(), "{f}");
+    }
+    let why = attribution(d.frames.last().unwrap())["missing"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(why.contains("NVreg_RestrictProfilingToAdminUsers=0"), "{why}");
+}
