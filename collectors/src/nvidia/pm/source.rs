@@ -147,10 +147,7 @@ pub(super) fn counter_names() -> Vec<String> {
 /// CLOCK_REALTIME minus CLOCK_MONOTONIC, in ns: PM samples carry GPU time on the Unix epoch
 /// (`cupti-pm-sampling.md`), counter windows are on CLOCK_MONOTONIC.
 pub(super) fn realtime_offset_ns() -> i128 {
-    let real = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as i128);
-    real - i128::from(framescope_core::clock::monotonic_now_ns())
+    framescope_core::clock::realtime_offset_ns()
 }
 
 impl CounterSource for PmSource {
