@@ -36,6 +36,10 @@ pub struct Args {
     /// sampling interval in microseconds
     #[arg(long, value_name = "US", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(100..=1_000_000))]
     pub interval_us: u64,
+    /// how often the samples are decoded and published, in milliseconds: less often costs
+    /// less CPU and delays the values (frames wait for them at most 1 s)
+    #[arg(long, value_name = "MS", default_value_t = 20, value_parser = clap::value_parser!(u64).range(5..=500))]
+    pub decode_ms: u64,
     /// stop when process PID is gone (`framescope run --pm` passes the app's)
     #[arg(long, value_name = "PID", value_parser = clap::value_parser!(u32).range(1..))]
     pub while_pid: Option<u32>,
@@ -81,6 +85,25 @@ extern "C" fn on_signal(_: libc::c_int) {
 /// Samples kept in the ring: a minute at 1 kHz, so a reader that stalls a while loses nothing.
 const RING_SAMPLES: u64 = 1 << 16;
 
+/// One line at the end: where the sampler's CPU time went (docs/performance.md).
+fn report_costs(c: &framescope_collectors::nvidia::pm::sampler::Costs) {
+    if c.samples == 0 {
+        return;
+    }
+    let us = |ns: u64, n: u64| ns as f64 / n.max(1) as f64 / 1000.0;
+    eprintln!(
+        "framescope gpu-sampler: {} samples in {} decodes; per sample: evaluate {:.1} µs, info {:.1} µs, \
+         publish {:.2} µs; per decode: decode {:.1} µs, image initialise {:.1} µs",
+        c.samples,
+        c.decodes,
+        us(c.evaluate_ns, c.samples),
+        us(c.info_ns, c.samples),
+        us(c.publish_ns, c.samples),
+        us(c.decode_ns, c.decodes),
+        us(c.initialize_ns, c.decodes),
+    );
+}
+
 pub fn main(a: Args) -> i32 {
     let set = match MetricSet::parse(&a.metrics) {
         Ok(s) => s,
@@ -116,6 +139,7 @@ pub fn main(a: Args) -> i32 {
     };
     let mut cfg = SamplerConfig::new(a.device, set);
     cfg.interval_ns = a.interval_us * 1000;
+    cfg.decode_every_ns = a.decode_ms * 1_000_000;
     let decode_every = Duration::from_nanos(cfg.decode_every_ns);
     let interval_ns = cfg.interval_ns;
     let mut sampler = PmSampler::new(&api, cfg);
@@ -178,6 +202,7 @@ pub fn main(a: Args) -> i32 {
         }
         std::thread::sleep(decode_every);
     }
+    report_costs(&sampler.costs());
     let failure = match sampler.phase() {
         Phase::Failed(why) => Some(why.clone()),
         _ => None,

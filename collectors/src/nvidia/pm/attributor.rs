@@ -8,8 +8,9 @@ use super::source::{counter_names, fill, layout_of, ring_key, slots_for, Slot, S
 use framescope_core::attribution::{Arrival, Attributor};
 use std::path::PathBuf;
 
-/// Samples kept for windows still to be asked: 4 s at 1 kHz. Frames are held at most 1 s.
-const KEEP: usize = 4096;
+/// Time kept for windows still to be asked: frames are held at most 1 s, and the writer may
+/// come to them one flush interval and one sampler decode later.
+const KEEP_NS: u64 = 3_000_000_000;
 
 /// A ring that is not there is looked for again after this long.
 const REOPEN_NS: u64 = 1_000_000_000;
@@ -52,7 +53,7 @@ impl PmAttributor {
             layout: None,
             slots: Vec::new(),
             interval_ns: 1_000_000,
-            samples: Vec::with_capacity(KEEP),
+            samples: Vec::new(),
             batch: vec![PmSample::new(0, 0, &[]); 1024],
             offset_ns: 0,
             why_none: "no PM sampler".into(),
@@ -129,8 +130,10 @@ impl Attributor for PmAttributor {
                 break;
             }
         }
-        if self.samples.len() > KEEP {
-            let extra = self.samples.len() - KEEP;
+        // Bounded by time whatever the rate (3000 samples at 1 kHz, 30 000 at 10 kHz).
+        let keep = (KEEP_NS / self.interval_ns.max(1)).clamp(1024, 1 << 16) as usize;
+        if self.samples.len() > keep {
+            let extra = self.samples.len() - keep;
             self.samples.drain(..extra);
         }
         match reader.liveness(now_ns, STALE_AFTER.as_nanos() as u64) {

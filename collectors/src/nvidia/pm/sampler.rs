@@ -163,6 +163,29 @@ pub struct Step {
     pub overflowed: bool,
 }
 
+/// Where the sampler's own CPU time goes, for `framescope gpu-sampler` to report at its end
+/// (docs/performance.md: decoding less often in larger batches is what makes it small).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Costs {
+    pub decodes: u64,
+    pub samples: u64,
+    /// `cuptiPmSamplingDecodeData`, summed.
+    pub decode_ns: u64,
+    /// Re-initialising the counter-data image after each decode.
+    pub initialize_ns: u64,
+    /// `cuptiPmSamplingCounterDataGetSampleInfo` and the counter-data info, summed.
+    pub info_ns: u64,
+    /// `cuptiProfilerHostEvaluateToGpuValues`, summed over samples.
+    pub evaluate_ns: u64,
+    /// Publishing into the ring.
+    pub publish_ns: u64,
+}
+
+/// Nanoseconds since `t`.
+fn since(t: std::time::Instant) -> u64 {
+    t.elapsed().as_nanos().min(u128::from(u64::MAX)) as u64
+}
+
 /// The sampler of one GPU.
 pub struct PmSampler<'a> {
     api: &'a dyn CuptiApi,
@@ -177,6 +200,7 @@ pub struct PmSampler<'a> {
     last_end_ns: u64,
     values: [f64; MAX_METRICS],
     profiler_initialised: bool,
+    costs: Costs,
 }
 
 impl<'a> PmSampler<'a> {
@@ -195,7 +219,13 @@ impl<'a> PmSampler<'a> {
             last_end_ns: 0,
             values: [f64::NAN; MAX_METRICS],
             profiler_initialised: false,
+            costs: Costs::default(),
         }
+    }
+
+    /// Where its CPU time went so far.
+    pub fn costs(&self) -> Costs {
+        self.costs
     }
 
     pub fn phase(&self) -> &Phase {
@@ -440,33 +470,47 @@ impl<'a> PmSampler<'a> {
         let mut step = Step::default();
         // A full image is decoded again after it is emptied; a few rounds drain any backlog.
         for _ in 0..8 {
+            let t = std::time::Instant::now();
             let d = api
                 .pm_decode(s.sampler, &mut s.image)
                 .map_err(|e| ("cuptiPmSamplingDecodeData", e))?;
+            self.costs.decode_ns += since(t);
+            self.costs.decodes += 1;
             if d.overflow {
                 step.overflowed = true;
                 return Ok(step);
             }
+            let t = std::time::Instant::now();
             let info = api
                 .pm_counter_data_info(&s.image)
                 .map_err(|e| ("cuptiPmSamplingGetCounterDataInfo", e))?;
+            self.costs.info_ns += since(t);
             for i in 0..info.completed {
+                let t = std::time::Instant::now();
                 let (start, end) = api
                     .pm_sample_info(s.sampler, &s.image, i)
                     .map_err(|e| ("cuptiPmSamplingCounterDataGetSampleInfo", e))?;
+                let t2 = std::time::Instant::now();
+                self.costs.info_ns += since(t);
                 api.evaluate(s.host, &s.image, i, &names, &mut self.values[..n])
                     .map_err(|e| ("cuptiProfilerHostEvaluateToGpuValues", e))?;
+                self.costs.evaluate_ns += since(t2);
                 // Samples move forward in time; anything else (a repeat after a restart, a
                 // zero-length record) is not published.
                 if end <= start || end <= self.last_end_ns {
                     continue;
                 }
                 self.last_end_ns = end;
+                let t = std::time::Instant::now();
                 sink.publish(&PmSample::new(start, end, &self.values[..n]), now_ns);
+                self.costs.publish_ns += since(t);
+                self.costs.samples += 1;
                 step.published += 1;
             }
+            let t = std::time::Instant::now();
             api.pm_counter_data_initialize(s.sampler, &mut s.image)
                 .map_err(|e| ("cuptiPmSamplingCounterDataImageInitialize", e))?;
+            self.costs.initialize_ns += since(t);
             if !d.counter_data_full {
                 break;
             }
