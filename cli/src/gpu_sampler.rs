@@ -8,9 +8,9 @@
 use crate::usage::usage_error;
 use framescope_collectors::nvidia::pm::dl::DlCupti;
 use framescope_collectors::nvidia::pm::metrics::MetricSet;
+use framescope_collectors::nvidia::pm::ring::ring_key;
 use framescope_collectors::nvidia::pm::ring::{RingWriter, WriterState};
 use framescope_collectors::nvidia::pm::sampler::{Phase, PmSampler, SamplerConfig};
-use framescope_collectors::nvidia::pm::source::ring_key;
 use framescope_core::clock::monotonic_now_ns;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;

@@ -29,7 +29,7 @@ pub fn build(hint: &GpuHint) -> Vec<Built> {
             // Without NVML only where a sampler's ring is there already (a sampler on a
             // machine whose NVML this process cannot load, or a test's), so machines without
             // an NVIDIA GPU do not list PM sampling as off.
-            if crate::nvidia::pm::ring::exists(&crate::nvidia::pm::source::ring_key(0)) {
+            if crate::nvidia::pm::ring::exists(&crate::nvidia::pm::ring::ring_key(0)) {
                 out.push(Ok(Box::new(crate::nvidia::pm::source::PmSource::new(0))));
             }
         }

@@ -3,8 +3,8 @@
 //! the last few seconds, and [`super::attribute::integrate`] over any window asked.
 
 use super::attribute::{integrate, Layout, PmSample, Window};
-use super::ring::{Liveness, RingReader, WriterState};
-use super::source::{counter_names, fill, layout_of, ring_key, slots_for, Slot, STALE_AFTER};
+use super::counters::{counter_names, fill, layout_of, slots_for, Slot, STALE_AFTER};
+use super::ring::{ring_key, Liveness, RingReader, WriterState};
 use framescope_core::attribution::{Arrival, Attributor};
 use std::path::PathBuf;
 
@@ -104,7 +104,7 @@ impl Attributor for PmAttributor {
     }
 
     fn poll(&mut self, now_ns: u64) -> Arrival {
-        self.offset_ns = super::source::realtime_offset_ns();
+        self.offset_ns = framescope_core::clock::realtime_offset_ns();
         if self.reader.as_ref().is_some_and(RingReader::replaced) {
             self.reader = None;
             self.next_open_ns = 0;
@@ -220,7 +220,7 @@ mod tests {
         assert_eq!(a.poll(now), Arrival::Until(0));
         // 20 samples of 1 ms on the sampler's clock, ending a second ago: graphics active 100 %
         // in the first ten, 20 % in the rest; SM active 10 % then 30 %.
-        let real_now = super::super::source::realtime_offset_ns() + i128::from(now);
+        let real_now = framescope_core::clock::realtime_offset_ns() + i128::from(now);
         let t0 = real_now as u64 - 1_000_000_000;
         let ms = 1_000_000u64;
         // A session's wide first sample, left out.

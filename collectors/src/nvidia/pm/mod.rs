@@ -9,6 +9,7 @@
 //! * [`ring`]: the shared-memory ring the sampler publishes samples into and readers read.
 //! * [`sampler`]: the sampler's loop over the seam, with its failure reasons.
 //!
+//! * [`counters`]: the counters the app's frames carry and where each is in a ring.
 //! * [`source`]: the app side: a counter source reading the ring on the collector thread.
 //! * [`attributor`]: the dump writer's side: the counters over exactly a frame's or a pass's
 //!   GPU span, once the samples covering it arrived.
@@ -16,6 +17,7 @@
 pub mod api;
 pub mod attribute;
 pub mod attributor;
+pub mod counters;
 pub mod dl;
 pub mod fake;
 pub mod metrics;

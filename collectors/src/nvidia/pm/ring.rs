@@ -95,6 +95,11 @@ pub enum Liveness {
     Stale { silent_ns: u64 },
 }
 
+/// The ring's key for CUDA device `device` (what `framescope gpu-sampler --device` writes).
+pub fn ring_key(device: usize) -> String {
+    format!("gpu{device}")
+}
+
 /// The ring file of sampler `key` (a GPU's id) in `dir`.
 pub fn path_in(dir: &Path, key: &str) -> PathBuf {
     dir.join(format!("pm-{key}.ring"))

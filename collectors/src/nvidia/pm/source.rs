@@ -6,46 +6,15 @@
 //! frame carries with the window they cover. Attributing samples to exactly a frame's or a
 //! render pass's GPU span is [`super::attribute`]'s, done where frames are assembled.
 
-use super::attribute::{integrate, Attribution, Layout, PmSample, Window};
-use super::metrics::GRAPHICS_ACTIVE;
-use super::ring::{Liveness, RingReader, WriterState};
+use super::attribute::{integrate, Layout, PmSample, Window};
+use super::counters::{fill, layout_of, slots_for, Slot, COUNTERS, STALE_AFTER};
+use super::ring::{ring_key, Liveness, RingReader, WriterState};
 use crate::source::{CounterScope, CounterSource, ReadError, SourceCounter, StartError};
 use framescope_core::counters::CounterWindow;
 use std::time::Duration;
 
-/// The counters this source reports: framescope's name, and the PM metric it is (or
-/// [`GRAPHICS_ACTIVE`], derived from two counts). A sampler whose set lacks one leaves it NaN.
-const COUNTERS: &[(&str, &str)] = &[
-    ("pm_graphics_active_pct", GRAPHICS_ACTIVE.name),
-    (
-        "pm_sm_active_pct",
-        "sm__cycles_active.avg.pct_of_peak_sustained_elapsed",
-    ),
-    (
-        "pm_sm_issue_pct",
-        "sm__inst_executed_realtime.avg.pct_of_peak_sustained_elapsed",
-    ),
-    (
-        "pm_ps_warps_pct",
-        "sm__warps_active_shader_ps_realtime.avg.pct_of_peak_sustained_elapsed",
-    ),
-    (
-        "pm_cs_warps_pct",
-        "sm__warps_active_shader_cs_realtime.avg.pct_of_peak_sustained_elapsed",
-    ),
-    ("pm_dram_bw_pct", "dram__throughput.avg.pct_of_peak_sustained_elapsed"),
-];
-
-/// How long a sampler may say nothing (no sample, no heartbeat) before it counts as gone.
-pub(super) const STALE_AFTER: Duration = Duration::from_secs(2);
-
 /// Samples read per call; at 1 kHz and a 100 ms collector interval about 100 come.
 const BATCH: usize = 4096;
-
-/// The ring's key for CUDA device `device` (what `framescope gpu-sampler --device` writes).
-pub fn ring_key(device: usize) -> String {
-    format!("gpu{device}")
-}
 
 /// How to turn PM sampling on, for the header's `unavailable`.
 pub fn how_to_start(device: usize) -> String {
@@ -66,13 +35,6 @@ pub struct PmSource {
     batch: Vec<PmSample>,
     /// The ring's sampling interval: a sample much wider than it spans a session's start.
     interval_ns: u64,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Slot {
-    Metric(usize),
-    Derived(usize),
-    Missing,
 }
 
 impl PmSource {
@@ -97,57 +59,6 @@ impl PmSource {
         self.layout = Some(layout_of(&reader));
         self.reader = Some(reader);
     }
-}
-
-/// The layout of a ring's metrics, with the derived graphics-active share.
-pub(super) fn layout_of(reader: &RingReader) -> Layout {
-    let names: Vec<&str> = reader.names().iter().map(String::as_str).collect();
-    Layout::new(&names, reader.kinds(), &[GRAPHICS_ACTIVE])
-}
-
-/// Where each of [`COUNTERS`] is among a ring's metrics (`names`).
-pub(super) fn slots_for(names: &[String]) -> Vec<Slot> {
-    let has = |n: &str| names.iter().any(|x| x == n);
-    COUNTERS
-        .iter()
-        .map(|(_, metric)| {
-            if *metric == GRAPHICS_ACTIVE.name {
-                // Derived only where the sampler's set has both counts.
-                if has(GRAPHICS_ACTIVE.numerator) && has(GRAPHICS_ACTIVE.denominator) {
-                    Slot::Derived(0)
-                } else {
-                    Slot::Missing
-                }
-            } else {
-                names
-                    .iter()
-                    .position(|n| n == metric)
-                    .map_or(Slot::Missing, Slot::Metric)
-            }
-        })
-        .collect()
-}
-
-/// Writes [`COUNTERS`] from `a` into `out`.
-pub(super) fn fill(out: &mut [f64], a: &Attribution, slots: &[Slot]) {
-    for (o, slot) in out.iter_mut().zip(slots) {
-        *o = match *slot {
-            Slot::Metric(i) => a.values().get(i).copied().unwrap_or(f64::NAN),
-            Slot::Derived(i) => a.derived().get(i).copied().unwrap_or(f64::NAN),
-            Slot::Missing => f64::NAN,
-        };
-    }
-}
-
-/// The names of [`COUNTERS`], for an attributor.
-pub(super) fn counter_names() -> Vec<String> {
-    COUNTERS.iter().map(|(n, _)| (*n).to_string()).collect()
-}
-
-/// CLOCK_REALTIME minus CLOCK_MONOTONIC, in ns: PM samples carry GPU time on the Unix epoch
-/// (`cupti-pm-sampling.md`), counter windows are on CLOCK_MONOTONIC.
-pub(super) fn realtime_offset_ns() -> i128 {
-    framescope_core::clock::realtime_offset_ns()
 }
 
 impl CounterSource for PmSource {
@@ -236,7 +147,7 @@ impl CounterSource for PmSource {
         };
         let a = integrate(samples, layout, window, window.end_ns);
         fill(out, &a, &self.slots);
-        let offset = realtime_offset_ns();
+        let offset = framescope_core::clock::realtime_offset_ns();
         let mono = |t: u64| u64::try_from((i128::from(t) - offset).max(0)).unwrap_or(0);
         Ok(CounterWindow {
             begin_ns: mono(window.start_ns),
