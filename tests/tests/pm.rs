@@ -48,6 +48,14 @@ enum Script {
     Kill = 2,
 }
 
+/// What is wrong from the start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Fault {
+    None,
+    NoPermission,
+    Busy,
+}
+
 struct FakeSampler {
     stop: Arc<AtomicBool>,
     script: Arc<AtomicU8>,
@@ -56,8 +64,8 @@ struct FakeSampler {
 
 impl FakeSampler {
     /// Runs the sampler loop over the fake in `runtime/framescope` of `sb`, as `framescope
-    /// gpu-sampler` does; `deny` makes enabling the monitors fail for lack of permission.
-    fn start(sb: &Sandbox, deny: bool) -> FakeSampler {
+    /// gpu-sampler` does, with `fault` from the start.
+    fn start(sb: &Sandbox, fault: Fault) -> FakeSampler {
         use std::os::unix::fs::DirBuilderExt;
         let dir: PathBuf = sb.path("runtime/framescope");
         std::fs::DirBuilder::new().mode(0o700).create(&dir).unwrap();
@@ -84,13 +92,16 @@ impl FakeSampler {
                 .collect(),
             64,
         );
-        if deny {
-            fake.fail(
+        match fault {
+            Fault::None => {}
+            Fault::NoPermission => fake.fail(
                 Call::PmEnable,
                 framescope_collectors::nvidia::pm::api::CuptiError::Cupti(
                     framescope_collectors::nvidia::pm::api::code::INSUFFICIENT_PRIVILEGES,
                 ),
-            );
+            ),
+            // Another profiler holds the GPU's monitors for the whole run.
+            Fault::Busy => fake.hold_monitors_elsewhere(),
         }
         let mut sampler_cfg = SamplerConfig::new(0, set);
         sampler_cfg.decode_every_ns = 10 * MS;
@@ -217,7 +228,7 @@ fn attribution(f: &Value) -> &Value {
 fn frames_and_long_passes_carry_the_sampled_counters_over_their_gpu_spans() {
     let a = Artifacts::get();
     let mut sb = Sandbox::new("pm-exact");
-    let sampler = FakeSampler::start(&sb, false);
+    let sampler = FakeSampler::start(&sb, Fault::None);
     // CLOCK_REALTIME − CLOCK_MONOTONIC from the tightest of a few brackets, so that a
     // preemption between the reads does not shift every expected window.
     let offset = (0..20)
@@ -292,7 +303,7 @@ fn frames_and_long_passes_carry_the_sampled_counters_over_their_gpu_spans() {
 fn an_overflow_and_a_killed_sampler_say_why_and_the_app_finishes() {
     let a = Artifacts::get();
     let mut sb = Sandbox::new("pm-fail");
-    let sampler = FakeSampler::start(&sb, false);
+    let sampler = FakeSampler::start(&sb, Fault::None);
     let path = sb.path("pm.jsonl");
     // The script follows the frames written: an overflow after 60, the kill after 150.
     let script = {
@@ -355,16 +366,17 @@ fn an_overflow_and_a_killed_sampler_say_why_and_the_app_finishes() {
     assert!(gap, "the overflow shows: {notes:?}");
 }
 
-#[test]
-fn without_permission_the_reason_names_the_fix_and_the_app_finishes() {
+/// A sampler that cannot sample from the start: the header's `unavailable` and every frame say
+/// why, and the dump is complete.
+fn refused(name: &str, fault: Fault, expect: &str) {
     let a = Artifacts::get();
-    let mut sb = Sandbox::new("pm-denied");
-    let sampler = FakeSampler::start(&sb, true);
+    let mut sb = Sandbox::new(name);
+    let sampler = FakeSampler::start(&sb, fault);
     let path = sb.path("pm.jsonl");
     let d = run_app(&mut sb, &a, &path, &["--frames", "20", "--draws", "1"]);
     drop(sampler);
     let u = d.header["unavailable"].to_string();
-    assert!(u.contains("NVreg_RestrictProfilingToAdminUsers=0"), "{u}");
+    assert!(u.contains(expect), "{u}");
     for f in &d.frames {
         assert!(attribution(f)["over"].is_null(), "{f}");
     }
@@ -372,5 +384,19 @@ fn without_permission_the_reason_names_the_fix_and_the_app_finishes() {
         .as_str()
         .unwrap()
         .to_string();
-    assert!(why.contains("NVreg_RestrictProfilingToAdminUsers=0"), "{why}");
+    assert!(why.contains(expect), "{why}");
+}
+
+#[test]
+fn without_permission_the_reason_names_the_fix_and_the_app_finishes() {
+    refused(
+        "pm-denied",
+        Fault::NoPermission,
+        "NVreg_RestrictProfilingToAdminUsers=0",
+    );
+}
+
+#[test]
+fn another_profiler_holding_the_monitors_is_busy_and_the_app_finishes() {
+    refused("pm-busy", Fault::Busy, "busy");
 }
