@@ -366,6 +366,8 @@ impl Dump {
             // before reading it (tens of bytes per array element): a forged 16 MiB summary
             // would take hundreds of MiB. A real one is under 1 KiB.
             Some("summary") if line.len() > MAX_SUMMARY_LINE => self.bad_line(n),
+            // Raw counter samples: the frames carry their values over each frame.
+            Some("series") => {}
             Some("summary") => match serde_json::from_slice::<SummaryRecord>(line) {
                 Ok(s) => self.summary = Some(s),
                 Err(_) => self.bad_line(n),

@@ -46,7 +46,15 @@ pub trait Attributor: Send {
 
     /// Samples that end before `t_ns` are no longer needed (windows are asked in order).
     fn forget_before(&mut self, t_ns: u64);
+
+    /// Hands over, once each, the raw samples that arrived since the last call: begin and end
+    /// (`CLOCK_MONOTONIC`) and the counters in [`Attributor::counters`] order, for the dump's
+    /// `series` lines (GPU counter tracks at sampling resolution in `export --perfetto`).
+    fn take_series(&mut self, _out: &mut dyn FnMut(u64, u64, &[f64])) {}
 }
+
+/// Most samples one `series` line holds (100 ms at 10 kHz).
+pub const SERIES_PER_LINE: usize = 1000;
 
 /// Builds an [`Attributor`] for the writer's thread; `None` when the source cannot give one.
 pub type AttributorFactory = Box<dyn Fn() -> Option<Box<dyn Attributor>> + Send + Sync>;

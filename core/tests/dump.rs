@@ -571,6 +571,8 @@ fn the_header_wait_for_counters_never_drops_samples() {
 struct Script {
     names: Vec<String>,
     until: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    t0: u64,
+    series_taken: bool,
 }
 
 impl framescope_core::attribution::Attributor for Script {
@@ -592,6 +594,13 @@ impl framescope_core::attribution::Attributor for Script {
         until.min(e).saturating_sub(b) as f64 / (e - b) as f64
     }
     fn forget_before(&mut self, _t_ns: u64) {}
+    fn take_series(&mut self, out: &mut dyn FnMut(u64, u64, &[f64])) {
+        if !self.series_taken {
+            self.series_taken = true;
+            out(self.t0 + 50 * MS, self.t0 + 51 * MS, &[42.0]);
+            out(self.t0 + 51 * MS, self.t0 + 52 * MS, &[f64::NAN]);
+        }
+    }
 }
 
 /// With an attributing source, the writer holds each frame until the samples covering its GPU
@@ -619,17 +628,19 @@ fn attributed_frames_wait_for_their_samples_and_carry_values_over_their_gpu_span
     });
     let until = Arc::new(AtomicU64::new(0));
     let u = until.clone();
+    let t0 = framescope_core::clock::monotonic_now_ns();
     board.set_attributor(Box::new(move || {
         Some(Box::new(Script {
             names: vec!["pm_x".into()],
             until: u.clone(),
+            t0,
+            series_taken: false,
         }) as Box<dyn framescope_core::attribution::Attributor>)
     }));
     board.mark_started();
     let mut header = Header::new(Api::Vulkan);
     header.counter_board = Some(board);
     let w = DumpWriter::start(DumpOptions::new(path.to_str().unwrap()), header);
-    let t0 = framescope_core::clock::monotonic_now_ns();
     let frame = |f: u64, b: u64, e: u64| {
         let mut r = FrameRecord {
             frame: f,
@@ -695,5 +706,12 @@ fn attributed_frames_wait_for_their_samples_and_carry_values_over_their_gpu_span
     let why = f[1]["attribution"]["pm"]["missing"].as_str().unwrap();
     assert!(why.contains("had not arrived"), "{why}");
     assert_eq!(c.summary.as_ref().unwrap()["frames"], 2);
+    // The raw samples in one `series` line, NaN as null.
+    let series: Vec<&serde_json::Value> = lines.iter().filter(|l| l["type"] == "series").collect();
+    assert_eq!(series.len(), 1);
+    assert_eq!(series[0]["source"], "pm");
+    assert_eq!(series[0]["begin_ns"], json!([t0 + 50 * MS, t0 + 51 * MS]));
+    assert_eq!(series[0]["end_ns"], json!([t0 + 51 * MS, t0 + 52 * MS]));
+    assert_eq!(series[0]["values"]["pm_x"], json!([42, null]));
     std::fs::remove_file(&path).unwrap();
 }

@@ -9,6 +9,8 @@ pub struct Dump {
     pub frames: Vec<Value>,
     /// `mark` records, in order.
     pub marks: Vec<Value>,
+    /// `series` records, in order.
+    pub series: Vec<Value>,
     pub summary: Option<Value>,
 }
 
@@ -43,6 +45,7 @@ fn parse(text: &str) -> Dump {
     let mut header = None;
     let mut frames = Vec::new();
     let mut marks = Vec::new();
+    let mut series = Vec::new();
     let mut summary = None;
     for (i, line) in text.lines().enumerate() {
         let v: Value =
@@ -63,6 +66,10 @@ fn parse(text: &str) -> Dump {
                 assert!(summary.is_none(), "mark after the summary on line {}", i + 1);
                 marks.push(v);
             }
+            Some("series") => {
+                assert!(summary.is_none(), "series after the summary on line {}", i + 1);
+                series.push(v);
+            }
             Some("summary") => {
                 assert!(summary.is_none(), "second summary on line {}", i + 1);
                 summary = Some(v);
@@ -74,6 +81,7 @@ fn parse(text: &str) -> Dump {
         header: header.expect("no header"),
         frames,
         marks,
+        series,
         summary,
     }
 }

@@ -7,6 +7,7 @@ pub mod dump;
 pub mod glmark;
 pub mod image;
 pub mod lane;
+pub mod python;
 pub mod runner;
 pub mod validation;
 pub mod xvfb;

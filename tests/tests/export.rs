@@ -3,9 +3,8 @@
 //! package's `perfetto_trace_pb2`, run by tests/tests/export_perfetto.py), to the MangoHud
 //! and PresentMon CSV layouts, and to Parquet (read back by pyarrow, export_parquet.py).
 
-use framescope_tests::{artifacts::require_program, dump, validation, Artifacts, Sandbox, Xvfb};
+use framescope_tests::{dump, validation, Artifacts, Sandbox, Xvfb};
 use serde_json::Value;
-use std::process::Command;
 use std::time::Duration;
 
 const LIMIT: Duration = Duration::from_secs(180);
@@ -15,37 +14,11 @@ const MANGOHUD_SYSTEM: &str = "os,cpu,gpu,ram,kernel,driver,cpuscheduler";
 const MANGOHUD_COLUMNS: &str = "fps,frametime,cpu_load,cpu_power,gpu_load,cpu_temp,gpu_temp,gpu_core_clock,gpu_mem_clock,gpu_vram_used,gpu_power,ram_used,swap_used,process_rss,cpu_mhz,elapsed";
 const PRESENTMON_COLUMNS: &str = "Application,ProcessID,SwapChainAddress,PresentRuntime,SyncInterval,PresentFlags,AllowsTearing,PresentMode,TimeInSeconds,MsBetweenPresents,MsBetweenDisplayChange,MsInPresentAPI,MsUntilDisplayed,MsCPUBusy,MsCPUWait,MsGPULatency,MsGPUTime,MsGPUBusy,MsGPUWait";
 
-/// The Python that has the `perfetto` and `protobuf` packages: `FRAMESCOPE_TEST_PYTHON`, or
-/// `python3` on PATH.
-fn python() -> String {
-    std::env::var("FRAMESCOPE_TEST_PYTHON").unwrap_or_else(|_| {
-        require_program("python3");
-        "python3".into()
-    })
-}
+use framescope_tests::python::python_json;
 
 /// Decodes `trace` with Perfetto's protos; a missing package is a failure, never a skip.
 fn decode(sb: &Sandbox, trace: &std::path::Path) -> Value {
-    python_json(sb, "export_perfetto.py", include_str!("export_perfetto.py"), trace)
-}
-
-/// Runs the Python reader `source` on `file`; its stdout is JSON.
-fn python_json(sb: &Sandbox, name: &str, source: &str, file: &std::path::Path) -> Value {
-    let script = sb.path(name);
-    std::fs::write(&script, source).expect("write decoder");
-    // Not through the sandbox: its private HOME would hide a user-level Python install.
-    let out = Command::new(python())
-        .arg(&script)
-        .arg(file)
-        .output()
-        .expect("start python3");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success(),
-        "{name} failed ({}): {stderr}\n(PyPI packages perfetto, protobuf>=6.31.1 and pyarrow are needed: `cargo xtask install-deps`)",
-        out.status
-    );
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("decoder output: {e}: {stderr}"))
+    framescope_tests::python::decode_perfetto(sb, trace)
 }
 
 fn timed_samples(d: &dump::Dump) -> u64 {

@@ -297,6 +297,48 @@ fn frames_and_long_passes_carry_the_sampled_counters_over_their_gpu_spans() {
     }
     assert_eq!(frames, 40);
     assert!(passes > 0, "no pass was 4 ms long: make the scene heavier");
+
+    // The raw samples, in `series` lines: one per millisecond of the script, each with its
+    // own value, none twice.
+    let mut begins = Vec::new();
+    for x in &d.series {
+        assert_eq!(x["source"], "pm");
+        let b = x["begin_ns"].as_array().unwrap();
+        let active = x["values"]["pm_graphics_active_pct"].as_array().unwrap();
+        assert_eq!(b.len(), active.len());
+        for (b, v) in b.iter().zip(active) {
+            let b = b.as_u64().unwrap();
+            let k = ((i128::from(b) + offset + i128::from(MS / 2)) / i128::from(MS)) as u64;
+            assert!(
+                (v.as_f64().unwrap() - 100.0 * busy(k)).abs() < 1e-6,
+                "sample at {b}: {v}"
+            );
+            begins.push(b);
+        }
+    }
+    assert!(begins.len() > 100, "{} raw samples", begins.len());
+    assert!(begins.windows(2).all(|w| w[1] > w[0]), "in time order, none twice");
+    let first = d.frames[0]["gpu_begin_ns"].as_u64().unwrap();
+    assert!(begins[0] <= first, "the samples cover the run from its first frame");
+
+    // `export --perfetto`: the frames' values and the raw samples on GPU counter tracks.
+    let trace = sb.path("pm.perfetto-trace");
+    let out = sb.run(
+        &a.framescope,
+        &["export", path.to_str().unwrap(), "--perfetto", trace.to_str().unwrap()],
+        LIMIT,
+    );
+    assert_eq!(out.code(), Some(0), "{}", out.describe());
+    let v = framescope_tests::python::decode_perfetto(&sb, &trace);
+    assert_eq!(v["errors"], Value::Array(vec![]), "{v}");
+    assert_eq!(v["unknown_fields"], 0, "{v}");
+    let values = &v["gpu_counter_values"];
+    assert_eq!(values["pm_graphics_active_pct"], 40, "one value a frame: {v}");
+    assert_eq!(
+        values["pm_graphics_active_pct (samples)"],
+        begins.len(),
+        "one value a raw sample: {v}"
+    );
 }
 
 #[test]

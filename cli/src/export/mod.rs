@@ -18,7 +18,7 @@ mod sink;
 use crate::lines::{Line, Lines, GIVE_UP, MAX_LINE};
 use crate::output::{create_output, FileId};
 use crate::text::{escape, show};
-use records::{Frame, Header, Mark};
+use records::{Frame, Header, Mark, Series};
 use serde::Deserialize;
 use sink::Sink;
 use std::ffi::{OsStr, OsString};
@@ -141,6 +141,7 @@ fn export(args: &Job) -> Result<(), String> {
                 Event::Header(h) => sink.header(h),
                 Event::Frame(f) => sink.frame(f),
                 Event::Mark(m) => sink.mark(m),
+                Event::Series(x) => sink.series(x),
             };
             res.map_err(|e| format!("cannot write '{}': {e}", show(path)))?;
         }
@@ -170,6 +171,7 @@ enum Event<'a> {
     Header(&'a Header),
     Frame(&'a Frame),
     Mark(&'a Mark),
+    Series(&'a Series),
 }
 
 #[derive(Default, Debug)]
@@ -300,6 +302,10 @@ impl<'n> Reader<'n> {
                     Ok(m) => emit(Event::Mark(&m))?,
                     Err(e) => self.warn(n, &format!("unreadable mark record ({e})")),
                 },
+                Some("series") if header_seen => match serde_json::from_slice::<Series>(text) {
+                    Ok(x) => emit(Event::Series(&x))?,
+                    Err(e) => self.warn(n, &format!("unreadable series record ({e})")),
+                },
                 _ => self.warn(n, "not a dump record"),
             }
             lines.since_record = 0;
@@ -336,6 +342,7 @@ pub fn fuzz_one(data: &[u8]) {
                 Event::Header(h) => sink.header(h),
                 Event::Frame(f) => sink.frame(f),
                 Event::Mark(m) => sink.mark(m),
+                Event::Series(x) => sink.series(x),
             };
         }
         Ok(())
@@ -359,6 +366,7 @@ mod tests {
                 Event::Header(h) => format!("header {}", h.app_name()),
                 Event::Frame(f) => format!("frame {}", f.frame),
                 Event::Mark(m) => format!("mark {}", m.label),
+                Event::Series(x) => format!("series {} {}", x.source, x.begin_ns.len()),
             });
             Ok(())
         })?;
@@ -373,13 +381,15 @@ not json
 {"type":"frame","frame":0,"t_ns":11}
 {"type":"frame","frame":"x","t_ns":11}
 {"type":"nope"}
+{"type":"series","source":"pm","begin_ns":[1,2],"end_ns":[2,3],"values":{"pm_x":[1.5,null]}}
+{"type":"series","source":"pm","begin_ns":"x"}
 
 {"type":"frame","frame":2,"t_ns":30,"cpu_frame_ns":20}
 {"type":"summary","frames":2}
 {"type":"fra"#;
         let (seen, stats) = read(d, GIVE_UP).unwrap();
-        assert_eq!(seen, ["header app", "frame 0", "frame 2"]);
-        assert_eq!(stats.warnings, 4);
+        assert_eq!(seen, ["header app", "frame 0", "series pm 2", "frame 2"]);
+        assert_eq!(stats.warnings, 5);
         assert_eq!(stats.frames, 2);
     }
 

@@ -21,7 +21,7 @@
 //! Field numbers are those of Perfetto's published `perfetto_trace.proto`.
 
 use super::protobuf::Msg;
-use super::records::{Frame, Header, Mark, Sample};
+use super::records::{Frame, Header, Mark, Sample, Series};
 use super::sink::Sink;
 use std::collections::HashMap;
 use std::io::{self, Write};
@@ -156,6 +156,11 @@ const GPU_BUSY_COUNTER_ID: u64 = 1;
 
 /// Counters of the catalogue that get a track; a forged header may list millions.
 const MAX_COUNTERS: usize = 256;
+/// GPU counter ids of the raw samples of `pm` counters (`series` records):
+/// `SERIES_ID_BASE + index in the catalogue`, after every catalogue counter's id.
+const SERIES_ID_BASE: u64 = 2 + MAX_COUNTERS as u64;
+/// The counter source whose `series` records become counter tracks of their own.
+const SERIES_SOURCE: &str = "pm";
 /// Hardware queues (command buffer index × overlap lane); a forged dump may name any index.
 const MAX_GPU_TRACKS: usize = 1024;
 /// Longest slice or track name written.
@@ -181,6 +186,8 @@ pub struct Perfetto<W: Write> {
     out: W,
     first: bool,
     counters: Vec<(String, CounterPlace)>,
+    /// `pm` counters by name: the GPU counter id of their raw samples.
+    series_ids: HashMap<String, u64>,
     lanes: Vec<Lane>,
     /// Lanes of one command buffer index, in the order they were made.
     lanes_of: HashMap<u32, Vec<usize>>,
@@ -264,6 +271,7 @@ impl<W: Write> Perfetto<W> {
             out,
             first: true,
             counters: Vec::new(),
+            series_ids: HashMap::new(),
             lanes: Vec::new(),
             lanes_of: HashMap::new(),
             next_event_id: 1,
@@ -547,6 +555,15 @@ impl<W: Write> Sink for Perfetto<W> {
                 let id = 2 + k as u64;
                 let what = format!("{} ({})", clip(&c.source), clip(&c.unit));
                 descriptor.message(field::DESCRIPTOR_SPECS, &counter_spec(id, &c.name, &what, &c.unit));
+                if c.source == SERIES_SOURCE {
+                    // Frames carry these over each frame's span; the samples themselves get a
+                    // track of their own, at the sampler's resolution.
+                    let sid = SERIES_ID_BASE + k as u64;
+                    let name = format!("{} (samples)", clip(&c.name));
+                    let what = format!("{}: raw samples ({})", clip(&c.source), clip(&c.unit));
+                    descriptor.message(field::DESCRIPTOR_SPECS, &counter_spec(sid, &name, &what, &c.unit));
+                    self.series_ids.insert(c.name.clone(), sid);
+                }
                 CounterPlace::Gpu(id)
             };
             places.push((c.name.clone(), place));
@@ -590,6 +607,34 @@ impl<W: Write> Sink for Perfetto<W> {
         self.counters = counters;
         res?;
         self.gpu_samples(f)
+    }
+
+    /// One `GpuCounterEvent` per raw sample, at its begin, with the `pm` counters it has.
+    fn series(&mut self, x: &Series) -> io::Result<()> {
+        if x.source != SERIES_SOURCE || self.series_ids.is_empty() {
+            return Ok(());
+        }
+        for (i, &t) in x.begin_ns.iter().enumerate() {
+            let mut ev = Msg::new();
+            let mut any = false;
+            for (name, values) in &x.values {
+                let (Some(id), Some(Some(v))) = (self.series_ids.get(name), values.get(i)) else {
+                    continue;
+                };
+                if !v.is_finite() {
+                    continue;
+                }
+                let mut c = Msg::new();
+                c.uint(field::COUNTER_ID, *id).double(field::COUNTER_DOUBLE_VALUE, *v);
+                ev.message(field::COUNTER_EVENT_COUNTERS, &c);
+                any = true;
+            }
+            if any {
+                ev.uint(field::COUNTER_EVENT_GPU_ID, 0);
+                self.timed(t, field::PACKET_GPU_COUNTER_EVENT, &ev, false)?;
+            }
+        }
+        Ok(())
     }
 
     fn mark(&mut self, m: &Mark) -> io::Result<()> {

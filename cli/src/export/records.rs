@@ -101,3 +101,12 @@ pub struct Mark {
     pub t_ns: u64,
     pub label: String,
 }
+
+/// A `series` record: a counter source's raw samples.
+#[derive(Deserialize)]
+pub struct Series {
+    pub source: String,
+    pub begin_ns: Vec<u64>,
+    #[serde(default)]
+    pub values: BTreeMap<String, Vec<Option<f64>>>,
+}

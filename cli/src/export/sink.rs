@@ -1,6 +1,6 @@
 //! What every export format implements, and the text rules they share.
 
-use super::records::{Frame, Header, Mark};
+use super::records::{Frame, Header, Mark, Series};
 use std::io;
 
 /// One output format. Called with the header first (an empty one when the dump has none),
@@ -10,6 +10,11 @@ pub trait Sink {
     fn frame(&mut self, f: &Frame) -> io::Result<()>;
     /// A `mark` record (`framescope ctl PID mark LABEL`); the CSV layouts have no place for it.
     fn mark(&mut self, _m: &Mark) -> io::Result<()> {
+        Ok(())
+    }
+    /// A `series` record (a counter source's raw samples); only the trace format has a place
+    /// for them.
+    fn series(&mut self, _s: &Series) -> io::Result<()> {
         Ok(())
     }
     /// Flushes; returns notes for the user about what could not be exported.

@@ -2,27 +2,10 @@
 //! and replaces its window values of the attributing source with the values over exactly
 //! its GPU span (and gives long enough samples their own).
 
-use crate::attribution::{frame_window, Arrival, Attributor, Over, HOLD_BOUND_NS};
+use super::record::FrameAttribution;
+use crate::attribution::{frame_window, Arrival, Attributor, Over, HOLD_BOUND_NS, SERIES_PER_LINE};
 use crate::frame::FrameRecord;
 use crate::sample::SampleRecord;
-
-/// What the dump says about a frame's attributed counters.
-#[derive(Clone, Debug, PartialEq)]
-pub struct FrameAttribution {
-    /// The source (`pm`).
-    pub source: String,
-    /// The window the values cover; `None` when the frame kept the source's window values.
-    pub over: Option<Over>,
-    /// Fraction of the window the samples covered.
-    pub covered: f64,
-    /// Why the frame has no attributed values.
-    pub missing: Option<String>,
-    /// Catalogue names of the attributed counters.
-    pub names: Vec<String>,
-    /// (index into the frame's samples, values in `names` order) for the samples long enough
-    /// to get their own.
-    pub samples: Vec<(usize, Vec<f64>)>,
-}
 
 pub struct Attributing {
     attributor: Box<dyn Attributor>,
@@ -34,6 +17,8 @@ pub struct Attributing {
     values: Vec<f64>,
     /// The note of the frame last attributed (its buffers reused).
     note: FrameAttribution,
+    /// Raw samples for the next `series` lines: begin, end, then the values.
+    series: Vec<f64>,
 }
 
 impl Attributing {
@@ -68,12 +53,31 @@ impl Attributing {
             arrival: Arrival::Gone("not polled yet".into()),
             values: vec![f64::NAN; n],
             note,
+            series: Vec::new(),
         })
     }
 
     /// Takes in what arrived; once per writer round.
     pub fn poll(&mut self, now_ns: u64) {
         self.arrival = self.attributor.poll(now_ns);
+    }
+
+    /// Appends `series` lines with the raw samples that arrived since the last call and lie in
+    /// `[from_ns, until_ns)`.
+    pub fn write_series(&mut self, from_ns: u64, until_ns: u64, out: &mut Vec<u8>) {
+        let series = &mut self.series;
+        series.clear();
+        self.attributor.take_series(&mut |b, e, v| {
+            if b >= from_ns && b < until_ns {
+                series.push(b as f64);
+                series.push(e as f64);
+                series.extend_from_slice(v);
+            }
+        });
+        let row = 2 + self.note.names.len();
+        for chunk in self.series.chunks(row * SERIES_PER_LINE) {
+            super::record::write_series(out, &self.note.source, &self.note.names, chunk, row);
+        }
     }
 
     /// Whether `r` must wait for samples still to come.

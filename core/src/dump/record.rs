@@ -3,7 +3,6 @@
 //! Frame lines are serialised straight from a [`FrameRecord`] into a reused buffer (no
 //! intermediate `serde_json::Value`), in a stable field order with `type` first.
 
-use super::attributing::FrameAttribution;
 use crate::frame::{vk_format_name, vk_present_mode_name, DispatchKind, DrawKind, FrameRecord, GpuMissing};
 use crate::sample::{DrawParams, PipelineStats, SampleRecord};
 use crate::stats::Summary;
@@ -225,6 +224,24 @@ pub(crate) fn write_header(out: &mut Vec<u8>, h: &Header, p: &ProcessFacts) {
     };
     serde_json::to_writer(&mut *out, &line).expect("header serialises");
     out.push(b'\n');
+}
+
+/// What the dump says about a frame's attributed counters.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FrameAttribution {
+    /// The source (`pm`).
+    pub source: String,
+    /// The window the values cover; `None` when the frame kept the source's window values.
+    pub over: Option<crate::attribution::Over>,
+    /// Fraction of the window the samples covered.
+    pub covered: f64,
+    /// Why the frame has no attributed values.
+    pub missing: Option<String>,
+    /// Catalogue names of the attributed counters.
+    pub names: Vec<String>,
+    /// (index into the frame's samples, values in `names` order) for the samples long enough
+    /// to get their own.
+    pub samples: Vec<(usize, Vec<f64>)>,
 }
 
 struct FrameLine<'a> {
@@ -522,6 +539,32 @@ pub fn write_frame(
         attribution,
     };
     serde_json::to_writer(&mut *out, &line).expect("frame serialises");
+    out.push(b'\n');
+}
+
+/// Appends one `series` line: a source's raw samples, `rows` holding per sample its begin and
+/// end (`CLOCK_MONOTONIC` ns, exact as f64 up to 2^53 ns, 104 days of uptime) and then one
+/// value per name.
+pub fn write_series(out: &mut Vec<u8>, source: &str, names: &[String], rows: &[f64], row: usize) {
+    let n = rows.len() / row.max(1);
+    let col = |k: usize| -> Vec<Option<Number>> {
+        (0..n)
+            .map(|i| rows[i * row + k])
+            .map(|v| v.is_finite().then_some(Number(v)))
+            .collect()
+    };
+    let mut values = Map::new();
+    for (k, name) in names.iter().enumerate() {
+        values.insert(name.clone(), serde_json::to_value(col(2 + k)).unwrap_or(Json::Null));
+    }
+    let line = serde_json::json!({
+        "type": "series",
+        "source": source,
+        "begin_ns": col(0),
+        "end_ns": col(1),
+        "values": values,
+    });
+    serde_json::to_writer(&mut *out, &line).expect("series serialises");
     out.push(b'\n');
 }
 

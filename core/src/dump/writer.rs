@@ -523,6 +523,7 @@ fn run(s: &Shared, opts: &DumpOptions, header: &Header) {
             if stopping {
                 wait_for_last(a, frames.back());
             }
+            a.write_series(window_start, window_end.unwrap_or(u64::MAX), &mut batch);
         }
         let mut window_over = false;
         while let Some(head) = frames.front() {

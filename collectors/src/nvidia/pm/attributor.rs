@@ -34,6 +34,9 @@ pub struct PmAttributor {
     /// CLOCK_REALTIME − CLOCK_MONOTONIC at the last poll.
     offset_ns: i128,
     why_none: String,
+    /// The end (sampler's clock) of the last sample handed to `take_series`.
+    series_until_ns: u64,
+    series_values: Vec<f64>,
 }
 
 impl PmAttributor {
@@ -57,6 +60,8 @@ impl PmAttributor {
             batch: vec![PmSample::new(0, 0, &[]); 1024],
             offset_ns: 0,
             why_none: "no PM sampler".into(),
+            series_until_ns: 0,
+            series_values: Vec::new(),
         }
     }
 
@@ -169,6 +174,28 @@ impl Attributor for PmAttributor {
         a.covered_ns as f64 / (window.end_ns - window.start_ns) as f64
     }
 
+    fn take_series(&mut self, out: &mut dyn FnMut(u64, u64, &[f64])) {
+        let Some(layout) = self.layout.as_ref() else {
+            return;
+        };
+        let first = self.samples.partition_point(|s| s.end_ns <= self.series_until_ns);
+        self.series_values.resize(self.names.len(), f64::NAN);
+        for s in &self.samples[first..] {
+            if s.start_ns < self.series_until_ns {
+                continue;
+            }
+            let window = Window {
+                start_ns: s.start_ns,
+                end_ns: s.end_ns,
+            };
+            let a = integrate(std::slice::from_ref(s), layout, window, s.end_ns);
+            fill(&mut self.series_values, &a, &self.slots);
+            let mono = |t: u64| u64::try_from((i128::from(t) - self.offset_ns).max(0)).unwrap_or(u64::MAX);
+            out(mono(s.start_ns), mono(s.end_ns), &self.series_values);
+            self.series_until_ns = s.end_ns;
+        }
+    }
+
     fn forget_before(&mut self, t_ns: u64) {
         let t = self.to_real(t_ns);
         let n = self.samples.partition_point(|s| s.end_ns <= t);
@@ -257,6 +284,14 @@ mod tests {
         assert_eq!(a.integrate(mono(t0 - 200 * ms), mono(t0 - 100 * ms), &mut out), 0.0);
         assert!(out.iter().all(|v| v.is_nan()));
         assert_eq!(a.min_span_ns(), 4 * ms);
+        // The raw samples, each once, with the values of their own millisecond.
+        let mut rows = Vec::new();
+        a.take_series(&mut |b, e, v| rows.push((b, e, v[0])));
+        assert_eq!(rows.len(), 20, "the session start is not a sample of the series");
+        assert_eq!(rows[0].2, 100.0);
+        assert_eq!(rows[19].2, 20.0);
+        assert!(rows.iter().all(|(b, e, _)| e - b == ms));
+        a.take_series(&mut |_, _, _| panic!("handed over twice"));
         a.forget_before(mono(t0 + 10 * ms));
         assert_eq!(a.samples.len(), 10);
         // The sampler stops: nothing more will come.
