@@ -38,7 +38,7 @@ pub struct Args {
     pub interval_us: u64,
     /// how often the samples are decoded and published, in milliseconds: less often costs
     /// less CPU and delays the values (frames wait for them at most 1 s)
-    #[arg(long, value_name = "MS", default_value_t = 20, value_parser = clap::value_parser!(u64).range(5..=500))]
+    #[arg(long, value_name = "MS", default_value_t = 100, value_parser = clap::value_parser!(u64).range(5..=500))]
     pub decode_ms: u64,
     /// stop when process PID is gone (`framescope run --pm` passes the app's)
     #[arg(long, value_name = "PID", value_parser = clap::value_parser!(u32).range(1..))]
@@ -93,7 +93,8 @@ fn report_costs(c: &framescope_collectors::nvidia::pm::sampler::Costs) {
     let us = |ns: u64, n: u64| ns as f64 / n.max(1) as f64 / 1000.0;
     eprintln!(
         "framescope gpu-sampler: {} samples in {} decodes; per sample: evaluate {:.1} µs, info {:.1} µs, \
-         publish {:.2} µs; per decode: decode {:.1} µs, image initialise {:.1} µs",
+         publish {:.2} µs; per decode: decode {:.1} µs, image initialise {:.1} µs; {} overlapping, {} after a \
+         gap ({:.1} ms in gaps)",
         c.samples,
         c.decodes,
         us(c.evaluate_ns, c.samples),
@@ -101,6 +102,9 @@ fn report_costs(c: &framescope_collectors::nvidia::pm::sampler::Costs) {
         us(c.publish_ns, c.samples),
         us(c.decode_ns, c.decodes),
         us(c.initialize_ns, c.decodes),
+        c.overlaps,
+        c.gaps,
+        c.gap_ns as f64 / 1e6,
     );
 }
 

@@ -10,7 +10,7 @@
 //! passed, never on the app's.
 
 /// How long the dump writer holds a frame past the end of its window for the samples that
-/// cover it. The NVIDIA sampler publishes every 20 ms; a sampler that stops publishing is
+/// cover it. The NVIDIA sampler publishes every 100 ms; a sampler that stops publishing is
 /// reported as gone after 2 s, which is also when held frames go out without values.
 pub const HOLD_BOUND_NS: u64 = 1_000_000_000;
 

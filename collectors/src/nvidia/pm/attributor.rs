@@ -126,10 +126,20 @@ impl Attributor for PmAttributor {
         loop {
             let got = reader.read(&mut self.batch).read;
             for s in &self.batch[..got] {
-                let after_last = self.samples.last().is_none_or(|l| s.start_ns >= l.end_ns);
-                if s.end_ns > s.start_ns && s.end_ns - s.start_ns <= wide && after_last {
-                    self.samples.push(*s);
+                if s.end_ns <= s.start_ns || s.end_ns - s.start_ns > wide {
+                    continue;
                 }
+                // Samples must not overlap for integration: one that starts before the last
+                // one's end (CUPTI's sample times may touch or cross by a little) keeps only
+                // its new part; one that does not advance is a repeat.
+                let mut s = *s;
+                if let Some(l) = self.samples.last() {
+                    if s.end_ns <= l.end_ns {
+                        continue;
+                    }
+                    s.start_ns = s.start_ns.max(l.end_ns);
+                }
+                self.samples.push(s);
             }
             if got < self.batch.len() {
                 break;

@@ -57,25 +57,30 @@ pub struct SamplerConfig {
 }
 
 impl SamplerConfig {
-    /// 1 kHz, decoded every 20 ms (what the H100 run used), a 64 MiB hardware buffer, busy
-    /// retried after 250 ms doubling to 8 s.
+    /// 1 kHz, decoded every 100 ms, a 64 MiB hardware buffer, busy retried after 250 ms
+    /// doubling to 8 s. On the H100 under load, decoding every 100 ms left no time in gaps
+    /// between samples where every 20 ms left 13 ms in 13 s, at no more CPU
+    /// (docs/performance.md).
     pub fn new(device: usize, set: MetricSet) -> SamplerConfig {
         SamplerConfig {
             device,
             set,
             interval_ns: 1_000_000,
-            decode_every_ns: 20_000_000,
+            decode_every_ns: 100_000_000,
             hardware_buffer_bytes: 64 << 20,
             busy_backoff_ns: 250_000_000,
             busy_backoff_max_ns: 8_000_000_000,
         }
     }
 
-    /// Samples the image must hold between two decodes: four times the expected count, so a
-    /// late decode still fits (a full image is decoded again in the same step anyway).
+    /// Samples the image holds: one and a half times the count expected between two decodes.
+    /// A late decode loses nothing (the samples wait in the hardware buffer, and a full image
+    /// is decoded again in the same step), and re-initialising the image after each decode
+    /// costs about 7 µs a slot on the H100 (docs/performance.md): four times the count made
+    /// that a fifth of the sampler's own work.
     fn max_samples(&self) -> u32 {
         let per = self.decode_every_ns / self.interval_ns.max(1);
-        u32::try_from(per.saturating_mul(4).max(64)).unwrap_or(u32::MAX)
+        u32::try_from((per.saturating_mul(3) / 2).max(32)).unwrap_or(u32::MAX)
     }
 }
 
@@ -179,6 +184,11 @@ pub struct Costs {
     pub evaluate_ns: u64,
     /// Publishing into the ring.
     pub publish_ns: u64,
+    /// Samples that began before the previous one ended, and after it ended (a gap), with the
+    /// time in gaps: CUPTI's sample times as they come.
+    pub overlaps: u64,
+    pub gaps: u64,
+    pub gap_ns: u64,
 }
 
 /// Nanoseconds since `t`.
@@ -500,6 +510,12 @@ impl<'a> PmSampler<'a> {
                 if end <= start || end <= self.last_end_ns {
                     continue;
                 }
+                if self.last_end_ns > 0 && start < self.last_end_ns {
+                    self.costs.overlaps += 1;
+                } else if self.last_end_ns > 0 && start > self.last_end_ns {
+                    self.costs.gaps += 1;
+                    self.costs.gap_ns += start - self.last_end_ns;
+                }
                 self.last_end_ns = end;
                 let t = std::time::Instant::now();
                 sink.publish(&PmSample::new(start, end, &self.values[..n]), now_ns);
@@ -657,7 +673,7 @@ mod tests {
     fn more_samples_than_the_image_holds_are_decoded_in_rounds() {
         let api = fake();
         let mut c = cfg();
-        c.decode_every_ns = 10 * MS; // 40 → 64 samples per image
+        c.decode_every_ns = 10 * MS; // 15 → 32 samples per image
         let mut s = PmSampler::new(&api, c);
         let mut sink = Sink::default();
         s.step(0, &mut sink);
