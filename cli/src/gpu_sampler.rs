@@ -108,6 +108,17 @@ fn report_costs(c: &framescope_collectors::nvidia::pm::sampler::Costs) {
     );
 }
 
+/// A sampler that cannot start leaves a ring that holds only its reason (state `Failed`), so
+/// the apps' headers and frames say why they have no PM counters instead of "no sampler".
+fn leave_reason(device: usize, set: &MetricSet, why: &str) {
+    let names: Vec<&str> = set.metrics.iter().map(String::as_str).collect();
+    let kinds = vec![framescope_collectors::nvidia::pm::metrics::MetricKind::Count; names.len()];
+    // Without a ring (no private runtime directory) the line already printed is all there is.
+    if let Ok(ring) = RingWriter::create(&ring_key(device), &names, &kinds, 1, 1_000_000) {
+        ring.set_state(&WriterState::Failed(why.to_string()), monotonic_now_ns());
+    }
+}
+
 pub fn main(a: Args) -> i32 {
     let set = match MetricSet::parse(&a.metrics) {
         Ok(s) => s,
@@ -137,10 +148,12 @@ pub fn main(a: Args) -> i32 {
         Ok(api) => api,
         Err(e) => {
             eprintln!("framescope gpu-sampler: {e}");
+            leave_reason(a.device, &set, &e.to_string());
             signal_ready(a.ready_fd, false);
             return 1;
         }
     };
+    let asked = set.clone();
     let mut cfg = SamplerConfig::new(a.device, set);
     cfg.interval_ns = a.interval_us * 1000;
     cfg.decode_every_ns = a.decode_ms * 1_000_000;
@@ -149,6 +162,7 @@ pub fn main(a: Args) -> i32 {
     let mut sampler = PmSampler::new(&api, cfg);
     if let Err(e) = sampler.prepare() {
         eprintln!("framescope gpu-sampler: {e}");
+        leave_reason(a.device, &asked, &e);
         signal_ready(a.ready_fd, false);
         return 1;
     }

@@ -442,3 +442,42 @@ fn without_permission_the_reason_names_the_fix_and_the_app_finishes() {
 fn another_profiler_holding_the_monitors_is_busy_and_the_app_finishes() {
     refused("pm-busy", Fault::Busy, "busy");
 }
+
+/// `framescope run --pm` where CUPTI cannot be loaded (no CUDA on the test machines): the
+/// sampler leaves its reason, so the header and every frame name the missing library, and the
+/// app finishes with a complete dump.
+#[test]
+fn a_missing_cupti_library_is_named_in_the_header_and_every_frame() {
+    let a = Artifacts::get();
+    let mut sb = Sandbox::new("pm-nolib");
+    let path = sb.path("pm.jsonl");
+    let missing = sb.path("no-cupti");
+    sb.with_validation()
+        .set("FRAMESCOPE_DUMP", path.display().to_string())
+        .set("FRAMESCOPE_CUPTI_DIR", missing.display().to_string());
+    let app = a.testapp.display().to_string();
+    let out = sb.run(
+        &a.framescope,
+        &[
+            "run",
+            "--pm",
+            "--",
+            &app,
+            "--headless",
+            "--frame-boundary",
+            "--frames",
+            "20",
+        ],
+        LIMIT,
+    );
+    assert_eq!(out.code(), Some(0), "{}", out.describe());
+    let d = dump::read(&path);
+    assert!(d.summary.is_some(), "a complete dump");
+    assert_eq!(d.frames.len(), 20);
+    let u = d.header["unavailable"].to_string();
+    assert!(u.contains("libcupti.so.12 not found"), "{u}");
+    for f in &d.frames {
+        let why = attribution(f)["missing"].as_str().unwrap_or_else(|| panic!("{f}"));
+        assert!(why.contains("libcupti.so.12 not found"), "{why}");
+    }
+}

@@ -3,7 +3,7 @@
 //! the last few seconds, and [`super::attribute::integrate`] over any window asked.
 
 use super::attribute::{integrate, Layout, PmSample, Window};
-use super::counters::{counter_names, fill, layout_of, slots_for, Slot, STALE_AFTER};
+use super::counters::{counter_names, failed, fill, layout_of, slots_for, Slot, STALE_AFTER};
 use super::ring::{ring_key, Liveness, RingReader, WriterState};
 use framescope_core::attribution::{Arrival, Attributor};
 use std::path::PathBuf;
@@ -154,7 +154,7 @@ impl Attributor for PmAttributor {
         match reader.liveness(now_ns, STALE_AFTER.as_nanos() as u64) {
             Liveness::Alive(WriterState::Running) => {}
             Liveness::Alive(WriterState::Waiting(why)) => return Arrival::Gone(format!("the PM sampler waits: {why}")),
-            Liveness::Alive(WriterState::Failed(why)) => return Arrival::Gone(format!("the PM sampler failed: {why}")),
+            Liveness::Alive(WriterState::Failed(why)) => return Arrival::Gone(failed(&why, reader.silent_ns(now_ns))),
             Liveness::Alive(WriterState::Stopped) => return Arrival::Gone("the PM sampler stopped".into()),
             Liveness::Stale { silent_ns } => {
                 return Arrival::Gone(format!("the PM sampler is silent ({} ms)", silent_ns / 1_000_000))

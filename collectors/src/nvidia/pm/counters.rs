@@ -84,3 +84,13 @@ pub(super) fn fill(out: &mut [f64], a: &Attribution, slots: &[Slot]) {
 pub(super) fn counter_names() -> Vec<String> {
     COUNTERS.iter().map(|(n, _)| (*n).to_string()).collect()
 }
+
+/// "the PM sampler failed: why", with how long ago where that is more than a moment: a failed
+/// sampler leaves its ring (and reason) until the next one replaces it.
+pub(super) fn failed(why: &str, silent_ns: u64) -> String {
+    if silent_ns > STALE_AFTER.as_nanos() as u64 {
+        format!("the PM sampler failed {} s ago: {why}", silent_ns / 1_000_000_000)
+    } else {
+        format!("the PM sampler failed: {why}")
+    }
+}

@@ -562,6 +562,12 @@ impl RingReader {
         Liveness::Alive(state)
     }
 
+    /// How long the writer has said nothing (`CLOCK_MONOTONIC` ns): the age of a failed
+    /// sampler's reason.
+    pub fn silent_ns(&self, now_ns: u64) -> u64 {
+        now_ns.saturating_sub(self.map.words()[w::HEARTBEAT].load(Ordering::Acquire))
+    }
+
     /// Whether the file at the ring's path is no longer the one mapped (a new sampler made a
     /// new ring, or the old one was removed): reopen to follow it.
     pub fn replaced(&self) -> bool {

@@ -7,7 +7,7 @@
 //! render pass's GPU span is [`super::attribute`]'s, done where frames are assembled.
 
 use super::attribute::{integrate, Layout, PmSample, Window};
-use super::counters::{fill, layout_of, slots_for, Slot, COUNTERS, STALE_AFTER};
+use super::counters::{failed, fill, layout_of, slots_for, Slot, COUNTERS, STALE_AFTER};
 use super::ring::{ring_key, Liveness, RingReader, WriterState};
 use crate::source::{CounterScope, CounterSource, ReadError, SourceCounter, StartError};
 use framescope_core::counters::CounterWindow;
@@ -82,7 +82,8 @@ impl CounterSource for PmSource {
                 return Err(StartError::Retry(format!("the PM sampler waits: {why}")))
             }
             Liveness::Alive(WriterState::Failed(why)) => {
-                return Err(StartError::Retry(format!("the PM sampler failed: {why}")))
+                let silent = reader.silent_ns(framescope_core::clock::monotonic_now_ns());
+                return Err(StartError::Retry(failed(&why, silent)));
             }
             Liveness::Alive(WriterState::Stopped) | Liveness::Stale { .. } => {
                 return Err(StartError::Retry(format!(
