@@ -276,6 +276,22 @@ fn frames_and_long_passes_carry_the_sampled_counters_over_their_gpu_spans() {
             (sm - want).abs() < 0.1,
             "a ratio metric, weighted by overlap: {sm} against {want}"
         );
+        // Over the frame's CPU interval too (none for the first frame, which has no start).
+        let iv = &at["interval"];
+        if f["cpu_frame_ns"].is_u64() {
+            let (b, e) = (iv["begin_ns"].as_u64().unwrap(), iv["end_ns"].as_u64().unwrap());
+            assert_eq!(e, f["t_ns"].as_u64().unwrap());
+            assert_eq!(e - b, f["cpu_frame_ns"].as_u64().unwrap());
+            let got = iv["counters"]["pm_graphics_active_pct"].as_f64().unwrap();
+            let want = expected_active(b, e, offset);
+            assert!(
+                (got - want).abs() < 0.1,
+                "frame {} interval: {got} against {want}",
+                f["frame"]
+            );
+        } else {
+            assert!(iv.is_null(), "{f}");
+        }
         frames += 1;
         for s in f["samples"].as_array().unwrap() {
             let span = s["gpu_ns"].as_u64().unwrap_or(0);

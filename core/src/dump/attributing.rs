@@ -45,6 +45,7 @@ impl Attributing {
             missing: None,
             names: attributor.counters().to_vec(),
             samples: Vec::new(),
+            interval: None,
         };
         Some(Attributing {
             attributor,
@@ -85,16 +86,16 @@ impl Attributing {
         let Arrival::Until(until) = self.arrival else {
             return false;
         };
-        match frame_window(r) {
-            Some((_, end, _)) => end > until && now_ns < end.saturating_add(HOLD_BOUND_NS),
+        match needed_until(r) {
+            Some(end) => end > until && now_ns < end.saturating_add(HOLD_BOUND_NS),
             None => false,
         }
     }
 
     /// The window end of the newest held frame is in: for a finish that waits a little.
     pub fn covers(&self, r: &FrameRecord) -> bool {
-        match (&self.arrival, frame_window(r)) {
-            (Arrival::Until(until), Some((_, end, _))) => end <= *until,
+        match (&self.arrival, needed_until(r)) {
+            (Arrival::Until(until), Some(end)) => end <= *until,
             _ => true,
         }
     }
@@ -106,6 +107,7 @@ impl Attributing {
         note.over = None;
         note.covered = 0.0;
         note.missing = None;
+        note.interval = None;
         let Some((begin, end, over)) = frame_window(r) else {
             note.missing = Some("the first frame has no window".into());
             return note;
@@ -157,9 +159,26 @@ impl Attributing {
                 }
             }
         }
-        self.attributor.forget_before(begin);
+        // The frame's interval too (the previous frame's end to its own, on the CPU clock):
+        // the GPU's activity over the frame's share of wall time, as overlays show a GPU load.
+        let mut forget = begin;
+        if let Some(d) = r.cpu_frame_ns.filter(|d| *d > 0) {
+            let (b, e) = (r.t_ns.saturating_sub(d), r.t_ns);
+            let mut v = vec![f64::NAN; self.values.len()];
+            if self.attributor.integrate(b, e, &mut v) > 0.0 {
+                note.interval = Some((b, e, v));
+            }
+            forget = forget.min(b);
+        }
+        self.attributor.forget_before(forget);
         note
     }
+}
+
+/// Until when the samples must be in for `r`: the end of its window and of its CPU interval.
+fn needed_until(r: &FrameRecord) -> Option<u64> {
+    let end = frame_window(r)?.1;
+    Some(if r.cpu_frame_ns.is_some() { end.max(r.t_ns) } else { end })
 }
 
 #[cfg(test)]
@@ -239,7 +258,13 @@ mod tests {
         a.poll(0);
         let mut r = frame(10_000, 20_000);
         assert!(a.holds(&r, 20_000), "its samples end at 15 µs");
-        assert!(!a.holds(&r, 20_000 + HOLD_BOUND_NS), "not past the bound");
+        let mut a2 = attributing(20_000);
+        a2.poll(0);
+        assert!(
+            a2.holds(&r, 20_000),
+            "its CPU interval ends at 20.1 µs, after its GPU span"
+        );
+        assert!(!a.holds(&r, r.t_ns + HOLD_BOUND_NS), "not past the bound");
         let mut a = attributing(30_000);
         a.poll(0);
         assert!(!a.holds(&r, 20_000));
@@ -259,6 +284,8 @@ mod tests {
         assert_eq!(r.counter_windows[1].begin_ns, 10_000);
         assert_eq!(r.counter_windows[1].end_ns, 20_000);
         assert_eq!(note.samples, vec![(1, vec![13.5])], "only the 5 µs sample gets its own");
+        // And over the frame's CPU interval, [t − 20 µs, t) with t = 20.1 µs.
+        assert_eq!(note.interval, Some((100, 20_100, vec![10.1])));
         pass.overwritten = true;
         assert!(a.apply(&mut frame(10_000, 20_000), &[pass]).samples.is_empty());
     }

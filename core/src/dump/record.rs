@@ -242,6 +242,8 @@ pub struct FrameAttribution {
     /// (index into the frame's samples, values in `names` order) for the samples long enough
     /// to get their own.
     pub samples: Vec<(usize, Vec<f64>)>,
+    /// The same counters over the frame's CPU interval (begin, end, values in `names` order).
+    pub interval: Option<(u64, u64, Vec<f64>)>,
 }
 
 struct FrameLine<'a> {
@@ -260,12 +262,20 @@ impl Serialize for AttributionMap<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let a = self.0;
         let mut m = s.serialize_map(Some(1))?;
+        let interval = a.interval.as_ref().map(|(b, e, v)| {
+            serde_json::json!({
+                "begin_ns": b,
+                "end_ns": e,
+                "counters": serde_json::to_value(SampleCounters(&a.names, v)).unwrap_or_default(),
+            })
+        });
         m.serialize_entry(
             &a.source,
             &serde_json::json!({
                 "over": a.over.map(|o| o.name()),
                 "covered": (a.covered * 1e4).round() / 1e4,
                 "missing": a.missing,
+                "interval": interval,
             }),
         )?;
         m.end()
