@@ -147,7 +147,11 @@ def passes(path):
 def gl(path):
     h, frames, s = read(path)
     late, v, share = per_frame(frames, "gl")
-    print(f"  per-frame graphics active mean {mean([f['counters'][ACTIVE] for f in v]):.2f} %; "
+    iv = [x for x in (interval_active(f) for f in late) if x is not None]
+    gpm = [f["counters"].get("gpm_graphics_util_pct") for f in late]
+    gpm = [x for x in gpm if x is not None]
+    print(f"  per-frame graphics active mean {mean([f['counters'][ACTIVE] for f in v]):.2f} % over the GPU spans, "
+          f"{mean(iv):.2f} % over the CPU intervals ({len(iv)} frames; GPM {mean(gpm):.2f} %); "
           f"ok (>= 95 %): {share >= 0.95}")
 
 
