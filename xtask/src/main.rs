@@ -113,6 +113,7 @@ const DRIVER_LANE_TESTS: &[&str] = &[
     "steady_allocations",
     "zink",
     "lifecycle",
+    "perf_query",
 ];
 
 /// Replaces the README's config key table (between its `config-keys` markers) with the one the

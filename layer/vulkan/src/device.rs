@@ -36,6 +36,8 @@ pub struct DeviceAugment {
     pub fell_back: bool,
     /// Why a source could not be used: (source, reason).
     pub unavailable: Vec<(String, String)>,
+    /// The driver's counters (`VK_KHR_performance_query`), for the dump header.
+    pub driver_counters: Vec<crate::perf_counters::DriverCounter>,
 }
 
 pub struct Device {

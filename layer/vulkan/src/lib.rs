@@ -18,6 +18,7 @@ mod device;
 mod instance;
 mod layers_above;
 mod loader_abi;
+mod perf_counters;
 mod registry;
 // Features, each with its per-device state, below the wiring.
 mod counters;

@@ -168,6 +168,7 @@ pub unsafe extern "system" fn create_device(
     let plan = guarded(&device::CREATE_DEVICE, || unsafe { augment_plan(&inst, phys, ci) }).unwrap_or_default();
     let mut augment = DeviceAugment {
         unavailable: plan.unavailable.clone(),
+        driver_counters: plan.driver_counters.clone(),
         frame_boundary: plan.frame_boundary,
         ..DeviceAugment::default()
     };
@@ -348,6 +349,7 @@ struct AugmentPlan {
     add: Vec<&'static CStr>,
     frame_boundary: FrameBoundaryMode,
     unavailable: Vec<(String, String)>,
+    driver_counters: Vec<crate::perf_counters::DriverCounter>,
 }
 
 /// # Safety
@@ -375,6 +377,25 @@ unsafe fn augment_plan(inst: &Instance, phys: vk::PhysicalDevice, ci: *const vk:
         plan.unavailable.push((
             "calibrated_timestamps".into(),
             "VK_EXT_calibrated_timestamps not supported by the device".into(),
+        ));
+    }
+    if supported(crate::perf_counters::EXTENSION) {
+        // SAFETY: the device supports the extension.
+        plan.driver_counters = unsafe { crate::perf_counters::enumerate(inst, phys) };
+        plan.unavailable.push((
+            "vk_performance_query".into(),
+            format!(
+                "the device's {} VK_KHR_performance_query counters are listed in the header's performance_counters; \
+                 collecting them per command buffer and render pass is not built yet",
+                plan.driver_counters.len()
+            ),
+        ));
+    } else {
+        plan.unavailable.push((
+            "vk_performance_query".into(),
+            "VK_KHR_performance_query not supported by the device: no driver counters per command buffer and \
+             render pass (RADV, ANV, Turnip and v3dv have them; NVIDIA's come from PM sampling)"
+                .into(),
         ));
     }
     plan

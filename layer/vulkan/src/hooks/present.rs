@@ -151,6 +151,10 @@ fn header(d: &DeviceState) -> Header {
         .insert("calibrated_timestamps".into(), d.calibrated_fns.is_some().into());
     h.extra
         .insert("layers_above".into(), crate::layers_above::layers_above().into());
+    if !d.augment.driver_counters.is_empty() {
+        let list: Vec<serde_json::Value> = d.augment.driver_counters.iter().map(|c| c.to_json()).collect();
+        h.extra.insert("performance_counters".into(), list.into());
+    }
     crate::hud::header_extra(d, &mut h);
     for (source, reason) in &d.augment.unavailable {
         h.unavailable.push(Unavailable {
