@@ -32,7 +32,7 @@ fn clock_ns(clock: libc::clockid_t) -> i128 {
 /// read is bracketed by two monotonic ones and the tightest of a few brackets kept.
 pub fn realtime_offset_ns() -> i128 {
     let mut best = (i128::MAX, 0i128);
-    for _ in 0..5 {
+    for _ in 0..20 {
         let a = clock_ns(libc::CLOCK_MONOTONIC);
         let r = clock_ns(libc::CLOCK_REALTIME);
         let b = clock_ns(libc::CLOCK_MONOTONIC);

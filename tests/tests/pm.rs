@@ -204,6 +204,23 @@ fn expected_active(b: u64, e: u64, offset: i128) -> f64 {
     100.0 * num / den
 }
 
+/// The test and the attributor each estimate CLOCK_REALTIME − CLOCK_MONOTONIC from bracketed
+/// reads; on a loaded 2-core CI machine the two estimates were seen some µs apart, which moves
+/// a window's edges across the script's sawtooth. Accept any value the window takes for an
+/// offset within this of ours (and 0.1 points of rounding), nothing else.
+const OFFSET_SLACK_NS: i128 = 100_000;
+
+fn assert_active(got: f64, b: u64, e: u64, offset: i128, what: &str) {
+    let step = OFFSET_SLACK_NS / 20;
+    let (lo, hi) = (-20..=20)
+        .map(|j| expected_active(b, e, offset + j * step))
+        .fold((f64::MAX, f64::MIN), |(lo, hi), v| (lo.min(v), hi.max(v)));
+    assert!(
+        got > lo - 0.1 && got < hi + 0.1,
+        "{what}: {got}, expected {lo}..{hi} (offset within {OFFSET_SLACK_NS} ns of the test's)"
+    );
+}
+
 fn run_app(sb: &mut Sandbox, a: &Artifacts, path: &std::path::Path, args: &[&str]) -> dump::Dump {
     sb.with_validation()
         .set("FRAMESCOPE_DUMP", path.display().to_string())
@@ -269,12 +286,11 @@ fn frames_and_long_passes_carry_the_sampled_counters_over_their_gpu_spans() {
         assert_eq!(f["counter_windows"]["pm"]["begin_ns"], b);
         assert_eq!(f["counter_windows"]["pm"]["end_ns"], e);
         let got = f["counters"]["pm_graphics_active_pct"].as_f64().unwrap();
-        let want = expected_active(b, e, offset);
-        assert!((got - want).abs() < 0.1, "frame {}: {got} against {want}", f["frame"]);
+        assert_active(got, b, e, offset, &format!("frame {}", f["frame"]));
         let sm = f["counters"]["pm_sm_active_pct"].as_f64().unwrap();
         assert!(
-            (sm - want).abs() < 0.1,
-            "a ratio metric, weighted by overlap: {sm} against {want}"
+            (sm - got).abs() < 0.1,
+            "a ratio metric, weighted by overlap like the cycle counts: {sm} against {got}"
         );
         // Over the frame's CPU interval too (none for the first frame, which has no start).
         let iv = &at["interval"];
@@ -282,12 +298,14 @@ fn frames_and_long_passes_carry_the_sampled_counters_over_their_gpu_spans() {
             let (b, e) = (iv["begin_ns"].as_u64().unwrap(), iv["end_ns"].as_u64().unwrap());
             assert_eq!(e, f["t_ns"].as_u64().unwrap());
             assert_eq!(e - b, f["cpu_frame_ns"].as_u64().unwrap());
+            assert_eq!(iv["covered"], 1.0, "frame {} interval {iv}", f["frame"]);
             let got = iv["counters"]["pm_graphics_active_pct"].as_f64().unwrap();
-            let want = expected_active(b, e, offset);
-            assert!(
-                (got - want).abs() < 0.1,
-                "frame {} interval: {got} against {want}",
-                f["frame"]
+            assert_active(
+                got,
+                b,
+                e,
+                offset,
+                &format!("frame {} interval {iv}, cpu_frame_ns {}", f["frame"], f["cpu_frame_ns"]),
             );
         } else {
             assert!(iv.is_null(), "{f}");
@@ -300,8 +318,7 @@ fn frames_and_long_passes_carry_the_sampled_counters_over_their_gpu_spans() {
                     assert!(span >= 4 * MS, "a sample shorter than 4 intervals got its own: {s}");
                     let (b, e) = (s["gpu_begin_ns"].as_u64().unwrap(), s["gpu_end_ns"].as_u64().unwrap());
                     let got = c["pm_graphics_active_pct"].as_f64().unwrap();
-                    let want = expected_active(b, e, offset);
-                    assert!((got - want).abs() < 0.1, "pass {s}: {got} against {want}");
+                    assert_active(got, b, e, offset, &format!("pass {s}"));
                     passes += 1;
                 }
                 None => assert!(

@@ -2,7 +2,7 @@
 //! and replaces its window values of the attributing source with the values over exactly
 //! its GPU span (and gives long enough samples their own).
 
-use super::record::FrameAttribution;
+use super::record::{FrameAttribution, IntervalValues};
 use crate::attribution::{frame_window, Arrival, Attributor, Over, HOLD_BOUND_NS, SERIES_PER_LINE};
 use crate::frame::FrameRecord;
 use crate::sample::SampleRecord;
@@ -161,12 +161,20 @@ impl Attributing {
         }
         // The frame's interval too (the previous frame's end to its own, on the CPU clock):
         // the GPU's activity over the frame's share of wall time, as overlays show a GPU load.
-        let mut forget = begin;
+        // The next frame's CPU interval starts at this frame's end, which on a GPU that runs
+        // behind (lavapipe's queue thread under load) can be before this frame's GPU begin.
+        let mut forget = begin.min(r.t_ns);
         if let Some(d) = r.cpu_frame_ns.filter(|d| *d > 0) {
             let (b, e) = (r.t_ns.saturating_sub(d), r.t_ns);
-            let mut v = vec![f64::NAN; self.values.len()];
-            if self.attributor.integrate(b, e, &mut v) > 0.0 {
-                note.interval = Some((b, e, v));
+            let mut values = vec![f64::NAN; self.values.len()];
+            let covered = self.attributor.integrate(b, e, &mut values);
+            if covered > 0.0 {
+                note.interval = Some(IntervalValues {
+                    begin_ns: b,
+                    end_ns: e,
+                    covered,
+                    values,
+                });
             }
             forget = forget.min(b);
         }
@@ -212,8 +220,8 @@ mod tests {
         }
         fn integrate(&mut self, b: u64, e: u64, out: &mut [f64]) -> f64 {
             out[0] = (b + e) as f64 / 2.0 / 1000.0;
-            // The part of the window the samples so far cover.
-            (self.until.min(e).saturating_sub(b)) as f64 / (e - b) as f64
+            // The part of the window the samples so far (and not yet forgotten) cover.
+            (self.until.min(e).saturating_sub(b.max(self.forgotten))) as f64 / (e - b) as f64
         }
         fn forget_before(&mut self, t_ns: u64) {
             self.forgotten = t_ns;
@@ -285,9 +293,29 @@ mod tests {
         assert_eq!(r.counter_windows[1].end_ns, 20_000);
         assert_eq!(note.samples, vec![(1, vec![13.5])], "only the 5 µs sample gets its own");
         // And over the frame's CPU interval, [t − 20 µs, t) with t = 20.1 µs.
-        assert_eq!(note.interval, Some((100, 20_100, vec![10.1])));
+        let iv = note.interval.as_ref().unwrap();
+        assert_eq!((iv.begin_ns, iv.end_ns, &iv.values[..]), (100, 20_100, &[10.1][..]));
         pass.overwritten = true;
         assert!(a.apply(&mut frame(10_000, 20_000), &[pass]).samples.is_empty());
+    }
+
+    #[test]
+    fn a_gpu_running_behind_does_not_lose_the_next_frames_interval() {
+        let mut a = attributing(100_000);
+        a.poll(0);
+        // Its GPU work starts after the CPU marked its end (a queue thread under load).
+        let mut first = frame(30_000, 40_000);
+        first.t_ns = 25_000;
+        first.cpu_frame_ns = None;
+        assert_eq!(a.apply(&mut first, &[]).over, Some(Over::GpuSpan));
+        let mut next = frame(46_000, 50_000);
+        next.t_ns = 45_000;
+        let iv = a.apply(&mut next, &[]).interval.clone().unwrap();
+        assert_eq!((iv.begin_ns, iv.end_ns), (25_000, 45_000));
+        assert_eq!(
+            iv.covered, 1.0,
+            "the samples from the first frame's end are still there"
+        );
     }
 
     #[test]

@@ -242,8 +242,19 @@ pub struct FrameAttribution {
     /// (index into the frame's samples, values in `names` order) for the samples long enough
     /// to get their own.
     pub samples: Vec<(usize, Vec<f64>)>,
-    /// The same counters over the frame's CPU interval (begin, end, values in `names` order).
-    pub interval: Option<(u64, u64, Vec<f64>)>,
+    /// The same counters over the frame's CPU interval.
+    pub interval: Option<IntervalValues>,
+}
+
+/// Counters over a frame's CPU interval, the previous frame's end to its own.
+#[derive(Clone, Debug, PartialEq)]
+pub struct IntervalValues {
+    pub begin_ns: u64,
+    pub end_ns: u64,
+    /// Fraction of the interval the samples covered.
+    pub covered: f64,
+    /// In the attribution's `names` order.
+    pub values: Vec<f64>,
 }
 
 struct FrameLine<'a> {
@@ -262,11 +273,12 @@ impl Serialize for AttributionMap<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let a = self.0;
         let mut m = s.serialize_map(Some(1))?;
-        let interval = a.interval.as_ref().map(|(b, e, v)| {
+        let interval = a.interval.as_ref().map(|i| {
             serde_json::json!({
-                "begin_ns": b,
-                "end_ns": e,
-                "counters": serde_json::to_value(SampleCounters(&a.names, v)).unwrap_or_default(),
+                "begin_ns": i.begin_ns,
+                "end_ns": i.end_ns,
+                "covered": (i.covered * 1e4).round() / 1e4,
+                "counters": serde_json::to_value(SampleCounters(&a.names, &i.values)).unwrap_or_default(),
             })
         });
         m.serialize_entry(
