@@ -244,6 +244,11 @@ config_keys! {
         default: "3",
         doc: "`samples=draw` on Vulkan: the share of GPU busy time (percent) that the whole mode may add against `samples=off`. Each frame times a window of consecutive draw positions per command buffer, sized from framescope's own measurement against quiet baseline frames (every 16th frame takes no sample of framescope's at all); the count settles over 48 frames, then moves only when the measured cost misses the budget by more than the noise; the window moves on every frame, so every draw of a steady workload is timed within `ceil(draws / window)` frames; frames carry `draws_timed` and `draw_window`. 100 times every draw of every frame. The GL shim times every draw",
     },
+    driver_counters: bool {
+        ty: ValueType::Bool,
+        default: "0",
+        doc: "Vulkan: the driver's own counters (`VK_KHR_performance_query`: RADV, ANV, Turnip, v3dv) per render pass (per command buffer where a counter's scope or `samples=cmdbuf` asks for it): every counter the queue family lists, split into groups that each need one pass and rotated across frames, one group a frame (samples and frames carry `driver_counters` with the group; summary means are over the frames that carried each counter). Needs `samples` at `cmdbuf` or finer and the driver's profiling lock; why it is off is in the header's `unavailable` (`vk_performance_query`). Off by default: drivers may serialise work around these queries (RADV waits for idle)",
+    },
     ///
     /// See [`Config::counts_commands`].
     command_counts: bool {
@@ -686,6 +691,7 @@ mod tests {
             "sample_stats",
             "sample_stats_every",
             "sample_budget",
+            "driver_counters",
             "command_counts",
             "counters",
             "counter_interval_ms",
@@ -796,7 +802,7 @@ mod tests {
              (valid keys: dump, dump_start, dump_duration, dump_paused, dump_toggle_key, ctl, hud, hud_refresh_ms, hud_position, hud_scale, \
              hud_font_size, hud_alpha, hud_history, hud_toggle_key, hud_fps, hud_frame_time, hud_frame_graph, \
              hud_gpu, hud_gpu_graph, hud_counts, hud_device, hud_swapchain, hud_counters, hud_regions, hud_draws, screenshot, \
-             screenshot_path, gpu_timing, samples, sample_stats, sample_stats_every, sample_budget, command_counts, counters, counter_interval_ms, log)"
+             screenshot_path, gpu_timing, samples, sample_stats, sample_stats_every, sample_budget, driver_counters, command_counts, counters, counter_interval_ms, log)"
         );
         assert_eq!(
             lines[1],

@@ -170,6 +170,8 @@ pub struct SampleRecord {
     /// The command buffer was submitted again before these results were read: its query
     /// slots were rewritten, so no numbers are reported.
     pub overwritten: bool,
+    /// Driver counters (`VK_KHR_performance_query`) over the sample, where it carried a query.
+    pub driver: Option<crate::driver_values::DriverValues>,
 }
 
 impl SampleRecord {

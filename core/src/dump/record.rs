@@ -3,6 +3,7 @@
 //! Frame lines are serialised straight from a [`FrameRecord`] into a reused buffer (no
 //! intermediate `serde_json::Value`), in a stable field order with `type` first.
 
+use crate::driver_values::{DriverGroup, DriverValues, FrameGroupValues};
 use crate::frame::{vk_format_name, vk_present_mode_name, DispatchKind, DrawKind, FrameRecord, GpuMissing};
 use crate::sample::{DrawParams, PipelineStats, SampleRecord};
 use crate::stats::Summary;
@@ -112,6 +113,8 @@ pub struct Header {
     /// Free extra top-level fields (e.g. `"device_create_fallback": true`). A name that
     /// collides with a standard field is dropped.
     pub extra: Map<String, Json>,
+    /// The groups the driver counters being collected were split into (empty when none are).
+    pub driver_groups: Vec<DriverGroup>,
 }
 
 impl Header {
@@ -127,6 +130,7 @@ impl Header {
             counter_board: None,
             command_counts: true,
             extra: Map::new(),
+            driver_groups: Vec::new(),
         }
     }
 }
@@ -199,6 +203,24 @@ const HEADER_FIELDS: &[&str] = &[
 pub(crate) fn write_header(out: &mut Vec<u8>, h: &Header, p: &ProcessFacts) {
     let mut extra = h.extra.clone();
     extra.retain(|k, _| !HEADER_FIELDS.contains(&k.as_str()));
+    if !h.driver_groups.is_empty() {
+        let groups: Vec<Json> = h
+            .driver_groups
+            .iter()
+            .enumerate()
+            .map(|(i, g)| {
+                serde_json::json!({
+                    "group": i,
+                    "family": g.family,
+                    "scope": g.scope,
+                    "counters": g.names,
+                    "units": g.units,
+                    "storages": g.storages,
+                })
+            })
+            .collect();
+        extra.insert("performance_counter_groups".into(), groups.into());
+    }
     let line = HeaderLine {
         kind: "header",
         schema: crate::SCHEMA_ID,
@@ -263,6 +285,9 @@ struct FrameLine<'a> {
     sources: &'a [String],
     samples: &'a [SampleRecord],
     attribution: Option<&'a FrameAttribution>,
+    /// The header's driver-counter groups and the frame's values of them.
+    groups: &'a [DriverGroup],
+    driver: &'a [FrameGroupValues],
 }
 
 /// `attribution`: per attributing source, the window its counters cover or why they are the
@@ -330,7 +355,7 @@ impl Serialize for Windows<'_> {
     }
 }
 
-struct Samples<'a>(&'a [SampleRecord], Option<&'a FrameAttribution>);
+struct Samples<'a>(&'a [SampleRecord], Option<&'a FrameAttribution>, &'a [DriverGroup]);
 
 impl Serialize for Samples<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -344,13 +369,13 @@ impl Serialize for Samples<'_> {
                 }
                 _ => None,
             };
-            seq.serialize_element(&SampleLine(x, counters))?;
+            seq.serialize_element(&SampleLine(x, counters, self.2))?;
         }
         seq.end()
     }
 }
 
-struct SampleLine<'a>(&'a SampleRecord, Option<SampleCounters<'a>>);
+struct SampleLine<'a>(&'a SampleRecord, Option<SampleCounters<'a>>, &'a [DriverGroup]);
 
 impl Serialize for SampleLine<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -379,7 +404,52 @@ impl Serialize for SampleLine<'_> {
         if let Some(c) = &self.1 {
             m.serialize_entry("counters", c)?;
         }
+        if let Some(d) = &x.driver {
+            let names = self.2.get(usize::from(d.group)).map_or(&[][..], |g| &g.names[..]);
+            m.serialize_entry("driver_counters", &SampleDriver(d, names, x.overwritten))?;
+        }
         m.end()
+    }
+}
+
+/// A sample's driver counters: its group, whether its command buffer was recorded in an
+/// earlier frame, and the values by name (null where overwritten).
+struct SampleDriver<'a>(&'a DriverValues, &'a [String], bool);
+
+impl Serialize for SampleDriver<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let d = self.0;
+        let mut m = s.serialize_map(Some(3))?;
+        m.serialize_entry("group", &d.group)?;
+        m.serialize_entry("reused", &d.reused)?;
+        let values: &[f64] = if self.2 { &[] } else { d.values() };
+        let nan = [f64::NAN; crate::driver_values::MAX_GROUP];
+        let values = if values.is_empty() {
+            &nan[..self.1.len().min(nan.len())]
+        } else {
+            values
+        };
+        m.serialize_entry("counters", &SampleCounters(self.1, values))?;
+        m.end()
+    }
+}
+
+/// A frame's driver counters, one entry per group its samples carried.
+struct FrameDriver<'a>(&'a [FrameGroupValues], &'a [DriverGroup]);
+
+impl Serialize for FrameDriver<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(Some(self.0.len()))?;
+        for v in self.0 {
+            let names = self.1.get(usize::from(v.group)).map_or(&[][..], |g| &g.names[..]);
+            seq.serialize_element(&serde_json::json!({
+                "group": v.group,
+                "samples": v.samples,
+                "reused": v.reused,
+                "counters": serde_json::to_value(SampleCounters(names, &v.values)).unwrap_or_default(),
+            }))?;
+        }
+        seq.end()
     }
 }
 
@@ -535,12 +605,22 @@ impl Serialize for FrameLine<'_> {
         if let Some(a) = self.attribution {
             m.serialize_entry("attribution", &AttributionMap(a))?;
         }
-        m.serialize_entry("samples", &Samples(self.samples, self.attribution))?;
+        m.serialize_entry("samples", &Samples(self.samples, self.attribution, self.groups))?;
+        if !self.groups.is_empty() {
+            m.serialize_entry("driver_counters", &FrameDriver(self.driver, self.groups))?;
+        }
         if let Some(st) = &r.stats {
             m.serialize_entry("stats", &StatsMap(st))?;
         }
         m.end()
     }
+}
+
+/// The header's driver-counter groups and a frame's values of them.
+#[derive(Clone, Copy)]
+pub struct DriverFrame<'a> {
+    pub groups: &'a [DriverGroup],
+    pub values: &'a [FrameGroupValues],
 }
 
 /// Appends one frame line (with `\n`) to `out`; `catalogue` and `sources` are the header's
@@ -552,6 +632,7 @@ pub fn write_frame(
     sources: &[String],
     samples: &[SampleRecord],
     attribution: Option<&FrameAttribution>,
+    driver: DriverFrame<'_>,
 ) {
     let line = FrameLine {
         r,
@@ -559,6 +640,8 @@ pub fn write_frame(
         sources,
         samples,
         attribution,
+        groups: driver.groups,
+        driver: driver.values,
     };
     serde_json::to_writer(&mut *out, &line).expect("frame serialises");
     out.push(b'\n');

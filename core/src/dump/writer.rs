@@ -14,7 +14,7 @@
 use super::attributing::Attributing;
 use super::open::{self, Kind};
 use super::path;
-use super::record::{write_frame, write_header, Header, ProcessFacts, SummaryRecord};
+use super::record::{write_frame, write_header, DriverFrame, Header, ProcessFacts, SummaryRecord};
 use crate::clock::monotonic_now_ns;
 use crate::config::{Config, LogLevel};
 use crate::draw_keys::{DrawTable, TOP};
@@ -492,6 +492,7 @@ fn run(s: &Shared, opts: &DumpOptions, header: &Header) {
         .and_then(|b| b.attributor())
         .and_then(|a| Attributing::new(a, &header.counters, &header.counter_sources));
     let mut frame_samples: Vec<SampleRecord> = Vec::new();
+    let mut driver = Vec::new();
     let flush_interval = opts.flush_interval.min(Duration::from_millis(100));
     // Capture changes and marks, applied to frames by their time.
     let mut timeline = crate::capture::Timeline::new(!opts.paused);
@@ -559,6 +560,7 @@ fn run(s: &Shared, opts: &DumpOptions, header: &Header) {
                 draws.add_sample(x);
             }
             let note = attributing.as_mut().map(|a| a.apply(&mut r, &frame_samples));
+            crate::driver_values::frame_values(&header.driver_groups, &frame_samples, &mut driver);
             write_frame(
                 &mut batch,
                 &r,
@@ -566,11 +568,23 @@ fn run(s: &Shared, opts: &DumpOptions, header: &Header) {
                 &header.counter_sources,
                 &frame_samples,
                 note,
+                DriverFrame {
+                    groups: &header.driver_groups,
+                    values: &driver,
+                },
             );
             stats.add(r.t_ns, r.cpu_frame_ns, r.gpu.busy_ns);
             for (i, v) in r.counters.iter() {
                 if let Some(c) = header.counters.get(i) {
                     stats.add_counter(&c.name, v);
+                }
+            }
+            // Means over the frames that carried each counter's group (summary `counters`).
+            for v in &driver {
+                if let Some(g) = header.driver_groups.get(usize::from(v.group)) {
+                    for (name, x) in g.names.iter().zip(&v.values) {
+                        stats.add_counter(&crate::driver_values::summary_name(name), *x);
+                    }
                 }
             }
         }

@@ -698,6 +698,7 @@ impl Sampler {
                     stats: None,
                     params: s.params,
                     overwritten: false,
+                    driver: None,
                 };
                 session.push_sample(r);
             }

@@ -35,6 +35,12 @@ pub struct DeviceState {
     queues: RwLock<HashMap<u64, Arc<QueueState>>>,
     command_buffers: RwLock<HashMap<u64, Arc<CmdBufState>>>,
     swapchains: RwLock<HashMap<u64, SwapchainInfo>>,
+    /// Queue family of each of the app's command pools (driver-counter queries use pools of
+    /// the command pool's family).
+    pool_families: RwLock<HashMap<u64, u32>>,
+    /// The driver-counter groups collected (for the dump header), or why none are.
+    pub driver_groups: Vec<framescope_core::driver_values::DriverGroup>,
+    pub driver_counters_off: Option<String>,
     pub hud: DeviceHud,
 }
 
@@ -77,6 +83,8 @@ unsafe impl Send for QueueInner {}
 
 pub struct CmdBufState {
     pub pool: vk::CommandPool,
+    /// The pool's queue family (`None` for a pool made before the device was tracked).
+    pub family: Option<u32>,
     pub primary: bool,
     pub counts: CmdCounts,
     /// Sampling state of the current recording; locked by the recording thread and at submit.
@@ -113,6 +121,22 @@ impl DeviceState {
         if level != Level::Off && samples.is_none() {
             framescope_core::log::error(format_args!("cannot create query pools for samples; samples are off"));
         }
+        let mut samples = samples;
+        let mut driver_groups = Vec::new();
+        let mut driver_counters_off = None;
+        if dev.augment.perf_query {
+            use crate::samples::perf::{PerfState, Setup};
+            match samples.as_mut() {
+                None => driver_counters_off = Some("samples are off, and driver counters ride on them".into()),
+                Some(s) => match PerfState::setup(&dev, &dev.augment.driver_counters, level == Level::CmdBuf) {
+                    Setup::On(state, groups) => {
+                        s.perf = Some(state);
+                        driver_groups = groups;
+                    }
+                    Setup::Off(why) => driver_counters_off = Some(why),
+                },
+            }
+        }
         let hint = counters::gpu_hint(&dev.instance, dev.physical, &dev.properties);
         DeviceState {
             dev: Arc::new(dev),
@@ -123,6 +147,9 @@ impl DeviceState {
             queues: RwLock::new(HashMap::default()),
             command_buffers: RwLock::new(HashMap::default()),
             swapchains: RwLock::new(HashMap::default()),
+            pool_families: RwLock::new(HashMap::default()),
+            driver_groups,
+            driver_counters_off,
             hud: DeviceHud::new(),
         }
     }
@@ -167,11 +194,17 @@ impl DeviceState {
         self.command_buffers.read().get(&cb.as_raw()).cloned()
     }
 
+    pub fn add_command_pool(&self, pool: vk::CommandPool, family: u32) {
+        self.pool_families.write().insert(pool.as_raw(), family);
+    }
+
     pub fn add_command_buffers(&self, pool: vk::CommandPool, primary: bool, cbs: &[vk::CommandBuffer]) {
+        let family = self.pool_families.read().get(&pool.as_raw()).copied();
         let mut map = self.command_buffers.write();
         for &cb in cbs {
             let state = CmdBufState {
                 pool,
+                family,
                 primary,
                 counts: CmdCounts::default(),
                 rec: Arc::new(Mutex::new(Recording::default())),
@@ -189,6 +222,7 @@ impl DeviceState {
     }
 
     pub fn remove_pool(&self, pool: vk::CommandPool) {
+        self.pool_families.write().remove(&pool.as_raw());
         self.command_buffers.write().retain(|_, s| s.pool != pool);
     }
 

@@ -73,6 +73,7 @@ fn device_hook(name: &[u8]) -> vk::PFN_vkVoidFunction {
         b"vkBeginCommandBuffer" => pfn!(cmdbuf::begin_command_buffer, vk::PFN_vkBeginCommandBuffer),
         b"vkEndCommandBuffer" => pfn!(cmdbuf::end_command_buffer, vk::PFN_vkEndCommandBuffer),
         b"vkDestroyCommandPool" => pfn!(cmdbuf::destroy_command_pool, vk::PFN_vkDestroyCommandPool),
+        b"vkCreateCommandPool" => pfn!(cmdbuf::create_command_pool, vk::PFN_vkCreateCommandPool),
         b"vkCmdExecuteCommands" => pfn!(commands::cmd_execute_commands, vk::PFN_vkCmdExecuteCommands),
         b"vkCmdEndRenderPass" => pfn!(sh::cmd_end_render_pass, vk::PFN_vkCmdEndRenderPass),
         b"vkCmdEndRenderPass2" => pfn!(sh::cmd_end_render_pass2, vk::PFN_vkCmdEndRenderPass2),
@@ -177,5 +178,8 @@ pub unsafe fn get_device_proc_addr(dev: vk::Device, n: &CStr) -> vk::PFN_vkVoidF
 /// must get NULL for them as if we were not there.
 fn hidden_from_app(d: &device_state::DeviceState, name: &[u8]) -> bool {
     let calibrated = ash::ext::calibrated_timestamps::NAME;
-    name == b"vkGetCalibratedTimestampsEXT" && d.augment.added_extensions.contains(&calibrated)
+    let added = |ext: &CStr| d.augment.added_extensions.contains(&ext);
+    (name == b"vkGetCalibratedTimestampsEXT" && added(calibrated))
+        || (matches!(name, b"vkAcquireProfilingLockKHR" | b"vkReleaseProfilingLockKHR")
+            && added(crate::perf_counters::EXTENSION))
 }

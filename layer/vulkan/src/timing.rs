@@ -103,7 +103,7 @@ impl QueueTiming {
             ring_values: Vec::with_capacity(2 * MAX_SLOTS as usize),
             ring_first: 0,
             spans: SpanReads::default(),
-            caps: [0; 10],
+            caps: [0; 12],
         }))
     }
 

@@ -735,9 +735,12 @@ fn submitted(d: &mut Dev, cbs: &[u64], pass: u32) {
             let Some(slot) = p.results.get_mut(query as usize) else {
                 continue;
             };
-            let Some(at) = p.passes.iter().position(|&g| g == pass) else {
+            // The pass index counts the pool's own passes (0..numPasses of its counter set),
+            // whichever hardware passes they are.
+            let at = pass as usize;
+            if at >= p.passes.len() {
                 continue;
-            };
+            }
             let entry = slot.get_or_insert_with(|| (t, vec![false; p.passes.len()]));
             entry.0 = t;
             entry.1[at] = true;

@@ -8,6 +8,7 @@ use framescope_core::guard::{guarded, Site};
 use std::sync::atomic::Ordering;
 
 static ALLOCATE: Site = Site::new("vkAllocateCommandBuffers");
+static CREATE_POOL: Site = Site::new("vkCreateCommandPool");
 static BEGIN: Site = Site::new("vkBeginCommandBuffer");
 static FREE: Site = Site::new("vkFreeCommandBuffers");
 
@@ -33,6 +34,27 @@ pub unsafe extern "system" fn allocate_command_buffers(
                 )
             };
             d.add_command_buffers(pool, level == vk::CommandBufferLevel::PRIMARY, cbs);
+        });
+    }
+    r
+}
+
+pub unsafe extern "system" fn create_command_pool(
+    device: vk::Device,
+    info: *const vk::CommandPoolCreateInfo<'_>,
+    alloc: *const vk::AllocationCallbacks<'_>,
+    out: *mut vk::CommandPool,
+) -> vk::Result {
+    // SAFETY: `device` is a handle the app (or the loader) passed to this command.
+    let Some(d) = (unsafe { device_state::lookup(device.as_raw()) }) else {
+        return vk::Result::ERROR_DEVICE_LOST;
+    };
+    // SAFETY: forwarding the app's arguments.
+    let r = unsafe { (d.fns.fp_v1_0().create_command_pool)(device, info, alloc, out) };
+    if r == vk::Result::SUCCESS {
+        // SAFETY: success: `out` holds the new pool; `info` is the app's valid create info.
+        guarded(&CREATE_POOL, || {
+            d.add_command_pool(unsafe { *out }, unsafe { (*info).queue_family_index })
         });
     }
     r
@@ -103,6 +125,9 @@ pub unsafe extern "system" fn begin_command_buffer(
             let mut rec = st.rec.lock();
             rec.restart(st.primary, simultaneous, inherited, window, quiet, max_draws);
             rec.stats_on = sd.state.stats_rotation.carries_now();
+            if st.primary {
+                rec.perf = sd.state.perf.as_ref().zip(st.family).and_then(|(p, f)| p.group_now(f));
+            }
             rec.on_begin(&sd, cb, sd.state.level);
         });
     }

@@ -208,6 +208,16 @@ pub unsafe extern "system" fn create_device(
         };
         // SAFETY: `copy` is of the app's create info of this call; restored right after it.
         let patched = stats.and_then(|p| unsafe { p.apply(&mut copy) });
+        // The feature the extension's pools need (VUID-VkQueryPoolCreateInfo-queryType-03237),
+        // chained in front of the app's structs, only when we add the extension.
+        let mut perf_features = vk::PhysicalDevicePerformanceQueryFeaturesKHR {
+            performance_counter_query_pools: vk::TRUE,
+            ..Default::default()
+        };
+        if names.contains(&crate::perf_counters::EXTENSION.as_ptr()) {
+            perf_features.p_next = copy.p_next as *mut c_void;
+            copy.p_next = std::ptr::addr_of!(perf_features).cast();
+        }
         // SAFETY: forwarding a valid create info.
         let r = unsafe { create(phys, &copy, alloc, out) };
         if let Some(restore) = patched {
@@ -226,6 +236,7 @@ pub unsafe extern "system" fn create_device(
         r = create_with(&names, want_stats.then_some(&stats));
         if r == vk::Result::SUCCESS {
             augment.added_extensions = plan.add.clone();
+            augment.perf_query = plan.perf_query;
             augment.pipeline_stats = stats.app_enabled || want_stats;
         } else {
             framescope_core::log::error(format_args!(
@@ -350,6 +361,8 @@ struct AugmentPlan {
     frame_boundary: FrameBoundaryMode,
     unavailable: Vec<(String, String)>,
     driver_counters: Vec<crate::perf_counters::DriverCounter>,
+    /// `VK_KHR_performance_query` is in `add`: `performanceCounterQueryPools` goes on too.
+    perf_query: bool,
 }
 
 /// # Safety
@@ -382,14 +395,32 @@ unsafe fn augment_plan(inst: &Instance, phys: vk::PhysicalDevice, ci: *const vk:
     if supported(crate::perf_counters::EXTENSION) {
         // SAFETY: the device supports the extension.
         plan.driver_counters = unsafe { crate::perf_counters::enumerate(inst, phys) };
-        plan.unavailable.push((
-            "vk_performance_query".into(),
-            format!(
-                "the device's {} VK_KHR_performance_query counters are listed in the header's performance_counters; \
-                 collecting them per command buffer and render pass is not built yet",
-                plan.driver_counters.len()
-            ),
-        ));
+        let cfg = framescope_core::settings::get();
+        let n = plan.driver_counters.len();
+        let why_not = if app
+            .iter()
+            .any(|e| e.as_bytes() == crate::perf_counters::EXTENSION.to_bytes())
+        {
+            Some("the app uses VK_KHR_performance_query itself; framescope leaves the profiling lock to it".to_string())
+        } else if !cfg.driver_counters {
+            Some(format!(
+                "driver_counters=0 (the default): the device's {n} counters are listed in the header's \
+                 performance_counters; driver_counters=1 collects them per render pass, rotated across frames"
+            ))
+        } else if cfg.effective_samples() == framescope_core::config::Samples::Off {
+            Some("driver_counters needs samples at cmdbuf or finer (and gpu_timing=1)".to_string())
+        } else if n == 0 {
+            Some("the device lists no counters".to_string())
+        } else {
+            None
+        };
+        match why_not {
+            Some(why) => plan.unavailable.push(("vk_performance_query".into(), why)),
+            None => {
+                plan.add.push(crate::perf_counters::EXTENSION);
+                plan.perf_query = true;
+            }
+        }
     } else {
         plan.unavailable.push((
             "vk_performance_query".into(),

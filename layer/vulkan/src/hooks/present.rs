@@ -96,6 +96,9 @@ pub fn end_frame(d: &DeviceState, record: FrameRecord) {
     d.poll_retired(&mut frames);
     if let Some(s) = d.samples.as_ref() {
         s.stats_rotation.end_frame();
+        if let Some(p) = &s.perf {
+            p.end_frame();
+        }
     }
     let window = d
         .samples
@@ -156,6 +159,13 @@ fn header(d: &DeviceState) -> Header {
         h.extra.insert("performance_counters".into(), list.into());
     }
     crate::hud::header_extra(d, &mut h);
+    h.driver_groups = d.driver_groups.clone();
+    if let Some(why) = &d.driver_counters_off {
+        h.unavailable.push(Unavailable {
+            source: "vk_performance_query".into(),
+            reason: why.clone(),
+        });
+    }
     for (source, reason) in &d.augment.unavailable {
         h.unavailable.push(Unavailable {
             source: source.clone(),

@@ -190,9 +190,14 @@ fn resolve_samples(
     let Some(pending) = timing.as_mut().and_then(|t| t.last_pending()) else {
         return;
     };
+    let perf = d
+        .samples
+        .as_ref()
+        .and_then(|s| s.perf.as_ref())
+        .map(|p| (&p.layouts, p.frame()));
     for (k, cb) in cbs.enumerate() {
         if let Some(st) = d.command_buffer(cb) {
-            pending.add_command_buffer(&st.rec, cb_base + k as u32, labels);
+            pending.add_command_buffer(&st.rec, cb_base + k as u32, labels, perf);
         }
     }
 }

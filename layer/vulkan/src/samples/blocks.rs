@@ -29,6 +29,8 @@ pub const STATS_COUNT: usize = 7;
 pub enum Kind {
     Timestamp,
     Stats,
+    /// Performance queries of driver-counter group `n` (`perf`).
+    Perf(u8),
 }
 
 /// Queue families whose reset buffers a block keeps inline; further ones (rare: few devices
@@ -134,9 +136,29 @@ impl BlockPool {
             Kind::Stats => ci
                 .query_type(vk::QueryType::PIPELINE_STATISTICS)
                 .pipeline_statistics(STATS),
+            Kind::Perf(_) => return None,
         };
         // SAFETY: valid create info for a live device.
         let pool = unsafe { fns.create_query_pool(&ci, None) }.ok()?;
+        Some(Self::of_pool(pool, blocks))
+    }
+
+    /// Performance queries of the counters `indices` of queue family `family`
+    /// (`VK_KHR_performance_query`; the set needs one pass).
+    pub fn new_perf(fns: &ash::Device, family: u32, indices: &[u32], blocks: u32) -> Option<BlockPool> {
+        let mut perf = vk::QueryPoolPerformanceCreateInfoKHR::default()
+            .queue_family_index(family)
+            .counter_indices(indices);
+        let ci = vk::QueryPoolCreateInfo::default()
+            .query_count(blocks * BLOCK)
+            .query_type(vk::QueryType::PERFORMANCE_QUERY_KHR)
+            .push_next(&mut perf);
+        // SAFETY: valid create info for a live device with performanceCounterQueryPools.
+        let pool = unsafe { fns.create_query_pool(&ci, None) }.ok()?;
+        Some(Self::of_pool(pool, blocks))
+    }
+
+    fn of_pool(pool: vk::QueryPool, blocks: u32) -> BlockPool {
         let list = (0..blocks)
             .map(|i| {
                 Arc::new(Block {
@@ -150,10 +172,10 @@ impl BlockPool {
                 })
             })
             .collect();
-        Some(BlockPool {
+        BlockPool {
             pool,
             blocks: Mutex::new(list),
-        })
+        }
     }
 
     /// The first block nobody else holds, or `None` when all are in use. First fit keeps the

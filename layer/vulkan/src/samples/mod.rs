@@ -17,6 +17,7 @@
 
 pub mod blocks;
 pub mod budget;
+pub mod perf;
 pub mod recording;
 pub mod resolve;
 pub mod span_reads;
@@ -110,6 +111,8 @@ pub struct SampleState {
     pub window: budget::DrawWindow,
     /// Which frames take pipeline statistics (`sample_stats_every`).
     pub stats_rotation: StatsRotation,
+    /// Driver counters (`driver_counters`), when the device collects them.
+    pub perf: Option<perf::PerfState>,
 }
 
 /// Pipeline statistics on one frame in `every` (`sample_stats_every`): recordings begun in that
@@ -190,6 +193,7 @@ impl SampleState {
             // none and every other frame does; rotating them as well made its cost estimate
             // wander (H100, 10 000 draws: +4.2 % of GPU busy against +2.5 %, 2026-11-27).
             stats_rotation: StatsRotation::new(if level == Level::Draw { 1 } else { stats_every }),
+            perf: None,
         })
     }
 
@@ -209,6 +213,9 @@ impl SampleState {
         self.ts.destroy(d);
         if let Some(s) = &self.stats {
             s.destroy(d);
+        }
+        if let Some(p) = &self.perf {
+            p.destroy(d);
         }
         self.reset_pools.destroy(d);
     }

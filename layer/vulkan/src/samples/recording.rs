@@ -4,6 +4,7 @@
 //! uncontended; the device-wide lock is taken only to take a new block.
 
 use super::blocks::{Block, Kind, BLOCK};
+use super::perf::PerfScope;
 use super::{BindPoint, Level, Sampling};
 use ash::vk;
 use framescope_core::sample::DrawParams;
@@ -51,6 +52,12 @@ pub enum Event {
     },
     /// Secondaries executed here: their events are resolved in place.
     Execute(SharedRecording),
+    /// A driver-counter query of group `group` ended: its values belong to the sample the
+    /// event before it closed (the command buffer's or the render pass's).
+    Perf {
+        slot: SlotRef,
+        group: u8,
+    },
 }
 
 #[derive(Clone, Copy, Default)]
@@ -85,8 +92,14 @@ pub struct Recording {
     pub events: Vec<Event>,
     pub ts_blocks: Vec<Arc<Block>>,
     pub stats_blocks: Vec<Arc<Block>>,
+    pub perf_blocks: Vec<Arc<Block>>,
     ts_used: u32,
     stats_used: u32,
+    perf_used: u32,
+    /// The driver-counter group this recording carries and the rotation frame it was begun
+    /// in (`perf::PerfState::group_now`); set after [`Recording::restart`], primaries only.
+    pub perf: Option<(u8, u64)>,
+    perf_open: Option<SlotRef>,
     /// Bumped at every begin: samples of an older generation live in blocks no longer ours.
     pub generation: u64,
     /// Submissions of this generation, and how many of them had their results read.
@@ -140,8 +153,12 @@ impl Recording {
         self.events.clear();
         self.ts_blocks.clear();
         self.stats_blocks.clear();
+        self.perf_blocks.clear();
         self.ts_used = 0;
         self.stats_used = 0;
+        self.perf_used = 0;
+        self.perf = None;
+        self.perf_open = None;
         self.generation += 1;
         self.submits = 0;
         self.read = 0;
@@ -166,6 +183,14 @@ impl Recording {
         let (blocks, used, pool) = match kind {
             Kind::Timestamp => (&mut self.ts_blocks, &mut self.ts_used, Some(&s.ts)),
             Kind::Stats => (&mut self.stats_blocks, &mut self.stats_used, s.stats.as_ref()),
+            Kind::Perf(g) => (
+                &mut self.perf_blocks,
+                &mut self.perf_used,
+                s.perf
+                    .as_ref()
+                    .and_then(|p| p.groups.get(usize::from(g)))
+                    .map(|g| &g.pool),
+            ),
         };
         if u32::from(views) > BLOCK {
             return None;
@@ -190,6 +215,7 @@ impl Recording {
         let b = match kind {
             Kind::Timestamp => &self.ts_blocks[s.block as usize],
             Kind::Stats => &self.stats_blocks[s.block as usize],
+            Kind::Perf(_) => &self.perf_blocks[s.block as usize],
         };
         (b.pool, b.first + u32::from(s.index))
     }
@@ -252,7 +278,46 @@ impl Recording {
         Some(s)
     }
 
+    /// The scope of this recording's driver-counter queries, when it carries a group.
+    fn perf_scope(&self, d: &Sampling<'_>) -> Option<(u8, PerfScope)> {
+        let (g, _) = self.perf?;
+        let group = d.state.perf.as_ref()?.groups.get(usize::from(g))?;
+        (self.primary && !self.quiet).then_some((g, group.scope))
+    }
+
+    /// Begins a driver-counter query of the recording's group where `scope` is its scope.
+    fn begin_perf(&mut self, d: &Sampling<'_>, cb: vk::CommandBuffer, scope: PerfScope) {
+        let Some((g, s)) = self.perf_scope(d) else { return };
+        if s != scope || self.perf_open.is_some() {
+            return;
+        }
+        let Some(slot) = self.alloc(d, Kind::Perf(g)) else {
+            self.skipped += 1;
+            return;
+        };
+        let (pool, q) = self.query(Kind::Perf(g), slot);
+        // SAFETY: a query of our performance pool of this command pool's family, reset by our
+        // reset buffer at the start of each submission; the profiling lock is held since the
+        // device was created; no other performance query is active in this command buffer.
+        unsafe { (d.fns.fp_v1_0().cmd_begin_query)(cb, pool, q, vk::QueryControlFlags::empty()) };
+        self.perf_open = Some(slot);
+    }
+
+    fn end_perf(&mut self, d: &Sampling<'_>, cb: vk::CommandBuffer, scope: PerfScope) {
+        let Some((g, s)) = self.perf_scope(d) else { return };
+        if s != scope {
+            return;
+        }
+        let Some(slot) = self.perf_open.take() else { return };
+        let (pool, q) = self.query(Kind::Perf(g), slot);
+        // SAFETY: ends the query this recording began.
+        unsafe { (d.fns.fp_v1_0().cmd_end_query)(cb, pool, q) };
+        self.events.push(Event::Perf { slot, group: g });
+    }
+
     pub fn on_begin(&mut self, d: &Sampling<'_>, cb: vk::CommandBuffer, level: Level) {
+        // A command-buffer-scope query begins first (VUID-vkCmdBeginQuery-queryPool-03224).
+        self.begin_perf(d, cb, PerfScope::CmdBuf);
         if self.primary && level >= Level::CmdBuf {
             if let Some(ts) = self.timestamp(d, cb, vk::PipelineStageFlags::TOP_OF_PIPE) {
                 self.events.push(Event::CmdBufBegin(ts));
@@ -267,6 +332,8 @@ impl Recording {
                 self.events.push(Event::CmdBufEnd(ts));
             }
         }
+        // And ends last (VUID-vkCmdEndQuery-queryPool-03228).
+        self.end_perf(d, cb, PerfScope::CmdBuf);
     }
 
     /// Before the app's begin-render-pass: the pass's begin timestamp (outside the pass).
@@ -276,6 +343,8 @@ impl Recording {
                 self.events.push(Event::PassBegin(ts));
             }
         }
+        // Outside the render pass instance (VUID-vkCmdBeginQuery-queryPool-03225).
+        self.begin_perf(d, cb, PerfScope::Pass);
     }
 
     /// After the app's begin-render-pass: pass-level statistics unless draws carry them.
@@ -358,6 +427,7 @@ impl Recording {
                 self.events.push(Event::PassEnd { ts, stats });
             }
         }
+        self.end_perf(d, cb, PerfScope::Pass);
     }
 
     pub fn label_begin(&mut self, d: &Sampling<'_>, cb: vk::CommandBuffer, name: u32) {

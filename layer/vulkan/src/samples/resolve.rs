@@ -5,11 +5,13 @@
 //! `span_reads`) and finished samples go to the dump.
 
 use super::blocks::{Block, BLOCK, STATS_COUNT};
+use super::perf::PerfLayout;
 use super::recording::{Event, Recording, SharedRecording, SlotRef};
 use super::span_reads::SpanReads;
 use super::SampleState;
 use crate::device::Device;
 use ash::vk;
+use framescope_core::driver_values::{DriverValues, MAX_GROUP};
 use framescope_core::sample::{DrawParams, LabelPath, PipelineStats, SampleRecord, Scope, MAX_LABEL_DEPTH};
 use std::sync::Arc;
 
@@ -36,6 +38,16 @@ struct StatsRange {
     count: u16,
 }
 
+/// A driver-counter query of a pinned block, the group it counts and whether its recording
+/// was begun in an earlier frame than the submission's.
+#[derive(Clone, Copy)]
+struct PerfSlot {
+    pin: u16,
+    q: u8,
+    group: u8,
+    reused: bool,
+}
+
 #[derive(Clone, Copy)]
 pub struct PendingSample {
     scope: Scope,
@@ -46,6 +58,7 @@ pub struct PendingSample {
     end: Option<Pin>,
     stats: Option<StatsRange>,
     params: Option<DrawParams>,
+    perf: Option<PerfSlot>,
     /// Recordings whose slots this sample reads (index into `Pending::recs`).
     recs: [u16; 2],
 }
@@ -65,6 +78,12 @@ pub struct Pending {
     /// Every block the samples read: `resets` plus label begins from earlier submissions.
     ts_pins: Vec<Arc<Block>>,
     stats_pins: Vec<Arc<Block>>,
+    perf_pins: Vec<Arc<Block>>,
+    /// The device's driver-counter groups (what reading their queries needs) and the
+    /// rotation's frame at submit.
+    perf: Option<(Arc<[PerfLayout]>, u64)>,
+    /// `MAX_GROUP` values per sample with a driver-counter query, in `samples` order.
+    perf_values: Vec<f64>,
     samples: Vec<PendingSample>,
     stats_slots: Vec<StatsSlot>,
     /// (command buffer, generation, submit serial) of each recording read.
@@ -88,7 +107,7 @@ fn pin(pins: &mut Vec<Arc<Block>>, b: &Arc<Block>) -> u16 {
 }
 
 /// The capacities of a [`Pending`]'s buffers, to give new ones the room old ones grew to.
-pub type Capacities = [usize; 10];
+pub type Capacities = [usize; 12];
 
 impl Pending {
     pub fn capacities(&self) -> Capacities {
@@ -103,6 +122,8 @@ impl Pending {
             self.ts_values.capacity(),
             self.stats_values.capacity(),
             self.overwritten.capacity(),
+            self.perf_pins.capacity(),
+            self.perf_values.capacity(),
         ]
     }
 
@@ -121,6 +142,8 @@ impl Pending {
         to(&mut self.ts_values, c[7]);
         to(&mut self.stats_values, c[8]);
         to(&mut self.overwritten, c[9]);
+        to(&mut self.perf_pins, c[10]);
+        to(&mut self.perf_values, c[11]);
     }
 
     /// Empty buffers with at least `c`'s capacities.
@@ -136,6 +159,9 @@ impl Pending {
             ts_values: Vec::with_capacity(c[7]),
             stats_values: Vec::with_capacity(c[8]),
             overwritten: Vec::with_capacity(c[9]),
+            perf_pins: Vec::with_capacity(c[10]),
+            perf: None,
+            perf_values: Vec::with_capacity(c[11]),
         }
     }
 
@@ -143,6 +169,8 @@ impl Pending {
         self.resets.clear();
         self.ts_pins.clear();
         self.stats_pins.clear();
+        self.perf_pins.clear();
+        self.perf = None;
         self.samples.clear();
         self.stats_slots.clear();
         self.recs.clear();
@@ -157,8 +185,18 @@ impl Pending {
     }
 
     /// Resolves one submitted command buffer (index `cmdbuf` in its frame) into samples, with
-    /// the queue's open labels. The recording's submit serial is bumped here.
-    pub fn add_command_buffer(&mut self, state: &SharedRecording, cmdbuf: u32, labels: &mut Vec<OpenLabel>) {
+    /// the queue's open labels and the device's driver-counter groups with the rotation's
+    /// frame. The recording's submit serial is bumped here.
+    pub fn add_command_buffer(
+        &mut self,
+        state: &SharedRecording,
+        cmdbuf: u32,
+        labels: &mut Vec<OpenLabel>,
+        perf: Option<(&Arc<[PerfLayout]>, u64)>,
+    ) {
+        if let (None, Some((layouts, frame))) = (&self.perf, perf) {
+            self.perf = Some((Arc::clone(layouts), frame));
+        }
         let mut rec = state.lock();
         let r = self.push_rec(state, &mut rec);
         self.walk(&rec, r, cmdbuf, labels, 0);
@@ -168,14 +206,26 @@ impl Pending {
         // Each recording's blocks are pinned once, in order, so a slot maps to its pin in O(1).
         if self.ts_pins.len() + rec.ts_blocks.len() > u16::MAX as usize
             || self.stats_pins.len() + rec.stats_blocks.len() > u16::MAX as usize
+            || self.perf_pins.len() + rec.perf_blocks.len() > u16::MAX as usize
         {
             return;
         }
         let (ts_base, st_base) = (self.ts_pins.len() as u16, self.stats_pins.len() as u16);
+        let perf_base = self.perf_pins.len() as u16;
         self.ts_pins.extend(rec.ts_blocks.iter().cloned());
         self.stats_pins.extend(rec.stats_blocks.iter().cloned());
-        self.resets
-            .extend(rec.ts_blocks.iter().chain(&rec.stats_blocks).cloned());
+        self.perf_pins.extend(rec.perf_blocks.iter().cloned());
+        self.resets.extend(
+            rec.ts_blocks
+                .iter()
+                .chain(&rec.stats_blocks)
+                .chain(&rec.perf_blocks)
+                .cloned(),
+        );
+        let reused = match (&self.perf, rec.perf) {
+            (Some((_, now)), Some((_, begun))) => begun != *now,
+            _ => false,
+        };
         let ts = |_: &mut Self, x: SlotRef| -> Pin { (ts_base + x.block, x.index) };
         let st = |x: SlotRef| StatsSlot {
             pin: st_base + x.block,
@@ -202,6 +252,7 @@ impl Pending {
             end: None,
             stats: None,
             params: None,
+            perf: None,
             recs: [r, r],
         };
         for e in &rec.events {
@@ -312,6 +363,19 @@ impl Pending {
                     self.walk(&srec, sr, cmdbuf, labels, depth + 1);
                 }
                 Event::Execute(_) => {}
+                Event::Perf { slot, group } => {
+                    // The sample the query surrounds is the one its closing event just made.
+                    if let Some(s) = self.samples.last_mut().filter(|s| {
+                        s.recs[1] == r && s.perf.is_none() && matches!(s.scope, Scope::CmdBuf | Scope::RenderPass)
+                    }) {
+                        s.perf = Some(PerfSlot {
+                            pin: perf_base + slot.block,
+                            q: slot.index,
+                            group: *group,
+                            reused,
+                        });
+                    }
+                }
             }
         }
     }
@@ -381,12 +445,31 @@ impl Pending {
                 read_block(d, b, out, STATS_COUNT + 1);
             }
         }
+        let mut perf_ok = true;
+        self.perf_values.clear();
+        if let Some((layouts, _)) = &self.perf {
+            for s in &self.samples {
+                let Some(p) = s.perf else { continue };
+                let start = self.perf_values.len();
+                self.perf_values.resize(start + MAX_GROUP, f64::NAN);
+                let (Some(layout), Some(b)) = (
+                    layouts.get(usize::from(p.group)),
+                    self.perf_pins.get(usize::from(p.pin)),
+                ) else {
+                    continue;
+                };
+                let out = &mut self.perf_values[start..];
+                perf_ok &= super::perf::read(d, layout, b.pool, b.first + u32::from(p.q), out);
+            }
+        }
         let ts_ok = |p: Option<Pin>| {
             p.is_none_or(|(pin, q)| self.ts_values[(pin as usize * BLOCK as usize + q as usize) * 2 + 1] != 0)
         };
-        self.samples
-            .iter()
-            .all(|s| ts_ok(s.begin) && ts_ok(s.end) && s.stats.is_none_or(|r| self.stats_sum(r).is_some()))
+        perf_ok
+            && self
+                .samples
+                .iter()
+                .all(|s| ts_ok(s.begin) && ts_ok(s.end) && s.stats.is_none_or(|r| self.stats_sum(r).is_some()))
     }
 
     /// The statistics of `r` summed over its queries and their views; `None` until the first
@@ -445,9 +528,20 @@ impl Pending {
                 }
             })
         };
+        let mut perf_at = 0;
         for s in &self.samples {
             let over = s.recs.iter().any(|&r| overwritten[r as usize]);
             let stats = s.stats.and_then(|r| self.stats_sum(r));
+            let driver = s.perf.map(|p| {
+                let values = self.perf_values.get(perf_at..perf_at + MAX_GROUP).unwrap_or(&[]);
+                perf_at += MAX_GROUP;
+                let n = self
+                    .perf
+                    .as_ref()
+                    .and_then(|(l, _)| l.get(usize::from(p.group)))
+                    .map_or(0, |l| l.n);
+                DriverValues::new(p.group, p.reused, &values[..n.min(values.len())])
+            });
             out(SampleRecord {
                 frame,
                 scope: s.scope,
@@ -459,6 +553,7 @@ impl Pending {
                 stats: if over { None } else { stats },
                 params: s.params,
                 overwritten: over,
+                driver,
             });
         }
         self.clear();
