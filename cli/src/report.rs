@@ -63,6 +63,8 @@ struct MarkFields {
 const MAX_REGIONS: usize = 4096;
 /// Regions shown, most GPU time first.
 const REGIONS_SHOWN: usize = 10;
+/// Rows of the driver counters by render pass (label path, counter).
+const PASS_DRIVER_SHOWN: usize = 48;
 
 /// Longest `summary` line parsed.
 const MAX_SUMMARY_LINE: usize = 64 << 10;
@@ -92,6 +94,16 @@ struct Fields {
     counters: Option<std::collections::BTreeMap<String, Option<f64>>>,
     #[serde(default)]
     samples: Vec<SampleFields>,
+    /// Per group the frame's samples carried: its values over them.
+    #[serde(default)]
+    driver_counters: Vec<DriverFields>,
+}
+
+/// Driver counters (`VK_KHR_performance_query`) of a frame or a sample, by name.
+#[derive(Deserialize)]
+struct DriverFields {
+    #[serde(default)]
+    counters: std::collections::BTreeMap<String, Option<f64>>,
 }
 
 /// The fields of a sample that the per-draw aggregates read.
@@ -107,6 +119,7 @@ struct SampleFields {
     overwritten: bool,
     params: Option<ParamFields>,
     stats: Option<std::collections::BTreeMap<String, u64>>,
+    driver_counters: Option<DriverFields>,
 }
 
 #[derive(Deserialize)]
@@ -147,6 +160,27 @@ struct Header {
     gpu_time: Option<String>,
     #[serde(default)]
     counters: Vec<CounterEntry>,
+    #[serde(default)]
+    performance_counter_groups: Vec<DriverGroupEntry>,
+}
+
+/// A group of driver counters the layer collected in turn.
+#[derive(Deserialize)]
+struct DriverGroupEntry {
+    #[serde(default)]
+    counters: Vec<String>,
+    #[serde(default)]
+    units: Vec<String>,
+}
+
+impl Header {
+    /// The unit of driver counter `name`, when a group names it.
+    fn driver_unit(&self, name: &str) -> Option<&str> {
+        self.performance_counter_groups.iter().find_map(|g| {
+            let k = g.counters.iter().position(|c| c == name)?;
+            Some(g.units.get(k).map_or("", String::as_str))
+        })
+    }
 }
 
 #[derive(Deserialize, Default)]
@@ -174,6 +208,8 @@ struct Dump {
     regions: std::collections::HashMap<(String, String), (u64, u64)>,
     /// Region samples not aggregated: past [`MAX_REGIONS`] or a label path too long.
     ignored_regions: u64,
+    /// Driver counters of render-pass samples by (label path, counter): samples, sum.
+    pass_driver: std::collections::BTreeMap<(String, String), (u64, f64)>,
     /// Frame indices missing between consecutive frame records (lost frames).
     gaps: u64,
     truncated_last_line: bool,
@@ -267,6 +303,18 @@ impl Dump {
                 _ => {}
             }
         }
+        for g in &f.driver_counters {
+            for (name, v) in &g.counters {
+                let Some(v) = v.filter(|v| v.is_finite()) else { continue };
+                let named = self.header.as_ref().is_none_or(|h| h.driver_unit(name).is_some());
+                let name = framescope_core::driver_values::summary_name(name);
+                if named && (self.builder.counter_names() < MAX_COUNTERS || self.builder.has_counter(&name)) {
+                    self.builder.add_counter(&name, v);
+                } else {
+                    self.ignored_counters += 1;
+                }
+            }
+        }
         for (k, (name, v)) in f.counters.into_iter().flatten().enumerate() {
             let Some(v) = v.filter(|v| v.is_finite()) else { continue };
             let known = k < MAX_COUNTERS
@@ -318,6 +366,19 @@ impl Dump {
 
     /// A render-pass or label sample, into the per-region totals.
     fn region_sample(&mut self, scope: String, s: SampleFields) {
+        if scope == "renderpass" && !s.overwritten && s.label.len() <= MAX_LABEL_PATH {
+            for (name, v) in s.driver_counters.iter().flat_map(|d| &d.counters) {
+                let Some(v) = v.filter(|v| v.is_finite()) else { continue };
+                let key = (s.label.clone(), name.clone());
+                if self.pass_driver.len() >= MAX_COUNTERS * 16 && !self.pass_driver.contains_key(&key) {
+                    self.ignored_regions += 1;
+                    continue;
+                }
+                let e = self.pass_driver.entry(key).or_default();
+                e.0 += 1;
+                e.1 += v;
+            }
+        }
         let Some(ns) = s.gpu_ns.filter(|_| !s.overwritten) else {
             return;
         };
@@ -506,10 +567,16 @@ fn render(path: &OsStr, d: &Dump, rec: &SummaryRecord, notes: &[String]) -> Stri
     out.push_str(&format!("  frames without gpu time: {}\n\n", s.gpu_missing_frames));
     if !s.counters.is_empty() {
         let unit = |name: &str| {
-            d.header
-                .as_ref()
-                .and_then(|h| h.counters.iter().find(|c| c.name == name))
-                .map_or(String::new(), |c| escape(&c.unit))
+            let h = d.header.as_ref();
+            let driver = name
+                .strip_prefix(&framescope_core::driver_values::summary_name(""))
+                .and_then(|n| h?.driver_unit(n));
+            match driver {
+                Some(u) => escape(u),
+                None => h
+                    .and_then(|h| h.counters.iter().find(|c| c.name == name))
+                    .map_or(String::new(), |c| escape(&c.unit)),
+            }
         };
         out.push_str(&format!(
             "  {:<26}{:>8}{:>14}{:>14}{:>14}{:>8}\n",
@@ -553,6 +620,30 @@ fn render(path: &OsStr, d: &Dump, rec: &SummaryRecord, notes: &[String]) -> Stri
                 total as f64 / n.max(1) as f64 / 1e6,
                 total as f64 / 1e6
             ));
+        }
+        out.push('\n');
+    }
+    if !d.pass_driver.is_empty() {
+        out.push_str(&format!(
+            "  driver counters by render pass (means over the passes that carried each)\n  {:<36}{:<26}{:>14}{:>9}\n",
+            "label", "counter", "mean", "passes"
+        ));
+        for ((label, name), (n, sum)) in d.pass_driver.iter().take(PASS_DRIVER_SHOWN) {
+            let label = if label.is_empty() {
+                "-".to_string()
+            } else {
+                escape(label)
+            };
+            out.push_str(&format!(
+                "  {:<36}{:<26}{:>14.3}{:>9}\n",
+                label,
+                escape(name),
+                sum / (*n).max(1) as f64,
+                n
+            ));
+        }
+        if d.pass_driver.len() > PASS_DRIVER_SHOWN {
+            out.push_str(&format!("  ... and {} more\n", d.pass_driver.len() - PASS_DRIVER_SHOWN));
         }
         out.push('\n');
     }

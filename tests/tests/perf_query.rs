@@ -12,13 +12,20 @@ const DOUBLE: &str = "VK_LAYER_FRAMESCOPE_perf_double";
 
 /// Runs the headless test app for 5 frames under framescope, with the double when `double`.
 fn run(name: &str, double: bool) -> dump::Dump {
-    run_with(name, double, "", &[], &[], 5)
+    run_with(name, double, "", &[], &[], 5).0
 }
 
 /// Runs the headless test app under framescope with config `config`, app arguments `args`
 /// (after `--headless --frame-boundary --frames N`) and further environment `env`, with the
 /// double below framescope when `double`.
-fn run_with(name: &str, double: bool, config: &str, args: &[&str], env: &[(&str, &str)], frames: usize) -> dump::Dump {
+fn run_with(
+    name: &str,
+    double: bool,
+    config: &str,
+    args: &[&str],
+    env: &[(&str, &str)],
+    frames: usize,
+) -> (dump::Dump, Sandbox, std::path::PathBuf) {
     let a = Artifacts::get();
     let mut sb = Sandbox::new(name);
     let path = sb.path("dump.jsonl");
@@ -71,7 +78,7 @@ fn run_with(name: &str, double: bool, config: &str, args: &[&str], env: &[(&str,
     let d = dump::read(&path);
     assert_eq!(d.frames.len(), frames);
     assert!(d.summary.is_some());
-    d
+    (d, sb, path)
 }
 
 fn unavailable(h: &Value, source: &str) -> String {
@@ -160,11 +167,12 @@ fn known(name: &str, (draws, per): (f64, f64)) -> f64 {
 
 #[test]
 fn per_pass_driver_counters_equal_the_work_and_the_two_groups_alternate() {
-    let d = run_with(
+    let (d, sb, path) = run_with(
         "perfq-collect",
         true,
-        "driver_counters=1",
-        &["--scene", "regions"],
+        // Label sampling names the passes by their label paths.
+        "driver_counters=1,samples=label",
+        &["--scene", "regions", "--labels"],
         &[],
         12,
     );
@@ -227,11 +235,35 @@ fn per_pass_driver_counters_equal_the_work_and_the_two_groups_alternate() {
     assert_eq!(sc["driver: Draws"]["mean"].as_f64(), Some(111.0), "{sc}");
     assert_eq!(sc["driver: Draws"]["frames"], 6, "{sc}");
     assert_eq!(sc["driver: Draws x 1000"]["frames"], 6, "{sc}");
+    // `report` recomputes the same summary from the frames, and shows the per-pass means.
+    let a = Artifacts::get();
+    let rep = sb.run(&a.framescope, &["report", path.to_str().unwrap()], LIMIT);
+    assert_eq!(rep.code(), Some(0), "{}", rep.describe());
+    let text = &rep.stdout;
+    assert!(text.contains("summary written by the dump"), "{text}");
+    let rows: Vec<Vec<&str>> = text.lines().map(|l| l.split_whitespace().collect()).collect();
+    // `driver: Draws  generic  111.000  111.000  111.000  6`
+    let counter = rows
+        .iter()
+        .find(|r| r.len() == 7 && r[..2] == ["driver:", "Draws"])
+        .unwrap_or_else(|| panic!("no driver: Draws row: {text}"));
+    assert_eq!(counter[2..], ["generic", "111.000", "111.000", "111.000", "6"]);
+    // `Frame/Shadows  Vertices  3000.000  6`: label, counter name, mean, passes.
+    let pass = |label: &str, name: &str| -> (String, String) {
+        let r = rows
+            .iter()
+            .find(|r| r.len() > 3 && r[0] == label && r[1..r.len() - 2].join(" ") == name)
+            .unwrap_or_else(|| panic!("no {label} {name} row: {text}"));
+        (r[r.len() - 2].to_string(), r[r.len() - 1].to_string())
+    };
+    assert_eq!(pass("Frame/Shadows", "Vertices"), ("3000.000".into(), "6".into()));
+    assert_eq!(pass("Frame/Main", "Draws x 1000"), ("100000.000".into(), "6".into()));
+    assert_eq!(pass("Frame/Post", "Vertices per draw"), ("3.000".into(), "6".into()));
 }
 
 #[test]
 fn reused_command_buffers_keep_their_group_and_say_so() {
-    let d = run_with(
+    let (d, ..) = run_with(
         "perfq-reuse",
         true,
         "driver_counters=1",
@@ -262,7 +294,7 @@ fn reused_command_buffers_keep_their_group_and_say_so() {
 
 #[test]
 fn a_refused_profiling_lock_is_unavailable_and_the_app_is_unaffected() {
-    let d = run_with(
+    let (d, ..) = run_with(
         "perfq-lock",
         true,
         "driver_counters=1",
