@@ -53,6 +53,19 @@ pub struct DriverGroup {
     pub units: Vec<&'static str>,
     /// The driver's storage names (`uint64`, `float64`, ...).
     pub storages: Vec<&'static str>,
+    /// Per counter, what it means in framescope's names where the driver is known (RADV,
+    /// ANV): (vendor-neutral metric, vendor database name, factor into their unit).
+    pub meanings: Vec<Option<Meaning>>,
+}
+
+/// A driver counter's vendor-neutral metric and vendor database name, and the factor from
+/// the driver's unit into theirs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Meaning {
+    pub common: Option<String>,
+    pub vendor_db: String,
+    pub vendor: Option<String>,
+    pub scale: f64,
 }
 
 impl DriverGroup {
@@ -101,7 +114,8 @@ pub fn frame_values(groups: &[DriverGroup], samples: &[crate::sample::SampleReco
         };
         let mut weights = vec![0.0; n];
         for s in samples {
-            let Some(d) = s.driver.filter(|d| usize::from(d.group) == g) else {
+            // An overwritten sample's query slot was rewritten by a later submission.
+            let Some(d) = s.driver.filter(|d| usize::from(d.group) == g && !s.overwritten) else {
                 continue;
             };
             acc.samples += 1;
@@ -151,6 +165,7 @@ mod tests {
                 .iter()
                 .map(|u| if *u == "percentage" { "float64" } else { "uint64" })
                 .collect(),
+            meanings: vec![None; units.len()],
         }
     }
 

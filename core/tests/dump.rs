@@ -715,3 +715,91 @@ fn attributed_frames_wait_for_their_samples_and_carry_values_over_their_gpu_span
     assert_eq!(series[0]["values"]["pm_x"], json!([42, null]));
     std::fs::remove_file(&path).unwrap();
 }
+
+#[test]
+fn driver_counters_go_into_samples_frames_and_the_summary_with_their_meanings() {
+    use framescope_core::driver_values::{DriverGroup, DriverValues, Meaning};
+    use framescope_core::sample::{SampleRecord, Scope};
+    let path = temp_path("driver");
+    let mut h = header();
+    // As RADV lists them (its cache hit ratio in 0..1 with unit bytes).
+    h.driver_groups = vec![DriverGroup {
+        family: 0,
+        scope: "render_pass",
+        names: vec!["L2 cache hit ratio".into(), "VRAM read size".into()],
+        units: vec!["bytes", "bytes"],
+        storages: vec!["float64", "uint64"],
+        meanings: vec![
+            Some(Meaning {
+                common: Some("l2_hit_pct".into()),
+                vendor_db: "amd-gpa".into(),
+                vendor: Some("L2CacheHit".into()),
+                scale: 100.0,
+            }),
+            Some(Meaning {
+                common: Some("mem_read_bytes".into()),
+                vendor_db: "amd-gpa".into(),
+                vendor: Some("FetchSize".into()),
+                scale: 1.0,
+            }),
+        ],
+    }];
+    let w = DumpWriter::start(DumpOptions::new(path.to_str().unwrap()), h);
+    let origin = w.origin_ns();
+    let pass = |frame: u64, ns: u64, ratio: f64, bytes: f64, overwritten: bool| SampleRecord {
+        frame,
+        scope: Scope::RenderPass,
+        gpu_begin_ns: Some(1000),
+        gpu_end_ns: Some(1000 + ns),
+        overwritten,
+        driver: Some(DriverValues::new(0, frame == 2, &[ratio, bytes])),
+        ..SampleRecord::default()
+    };
+    for f in 1..3u64 {
+        // A pass of 100 ns at 0.5 and one of 300 ns at 0.9; 1000 + 3000 bytes.
+        w.push_sample(pass(f, 100, 0.5, 1000.0, false));
+        w.push_sample(pass(f, 300, 0.9, 3000.0, false));
+        w.push_sample(pass(f, 300, 0.1, 1e9, true));
+        w.push(FrameRecord {
+            frame: f,
+            t_ns: origin + f * MS,
+            ..FrameRecord::default()
+        });
+    }
+    w.finish();
+    let lines = read_lines(&path);
+    let c = check_structure(&lines);
+    let header = &lines[0];
+    let groups = &header["performance_counter_groups"];
+    assert_eq!(groups[0]["counters"][0], "L2 cache hit ratio");
+    assert_eq!(groups[0]["meanings"][0]["vendor"], "L2CacheHit");
+    assert_eq!(c.frames.len(), 2);
+    for f in &c.frames {
+        let frame = f["frame"].as_u64().unwrap();
+        let s = f["samples"].as_array().unwrap();
+        assert_eq!(s[0]["driver_counters"]["counters"]["VRAM read size"], 1000.0);
+        assert_eq!(s[0]["driver_counters"]["reused"], frame == 2);
+        assert!(
+            s[2]["driver_counters"]["counters"]["VRAM read size"].is_null(),
+            "an overwritten sample's values are not given: {}",
+            s[2]
+        );
+        let d = &f["driver_counters"].as_array().unwrap()[0];
+        assert_eq!(d["group"], 0);
+        assert_eq!(
+            d["samples"], 2,
+            "the overwritten sample's values are rewritten ones: {d}"
+        );
+        assert_eq!(d["reused"], if frame == 2 { 2 } else { 0 });
+        // Bytes add up; the ratio is weighted by GPU time: (0.5·100 + 0.9·300) / 400 = 0.8.
+        assert_eq!(d["counters"]["VRAM read size"], 4000.0, "{d}");
+        let ratio = d["counters"]["L2 cache hit ratio"].as_f64().unwrap();
+        assert!((ratio - 0.8).abs() < 1e-12, "{d}");
+        assert!((d["common"]["l2_hit_pct"].as_f64().unwrap() - 80.0).abs() < 1e-9, "{d}");
+        assert_eq!(d["common"]["mem_read_bytes"], 4000.0);
+    }
+    let sc = &c.summary.as_ref().unwrap()["counters"];
+    assert_eq!(sc["driver: VRAM read size"]["mean"], 4000.0, "{sc}");
+    assert_eq!(sc["driver: VRAM read size"]["frames"], 2);
+    std::fs::remove_file(&path).unwrap();
+}

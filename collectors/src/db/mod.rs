@@ -4,6 +4,7 @@
 
 pub mod amd;
 pub mod common;
+pub mod driver_names;
 mod error;
 pub mod generic;
 pub mod oa_formats;

@@ -216,6 +216,12 @@ pub(crate) fn write_header(out: &mut Vec<u8>, h: &Header, p: &ProcessFacts) {
                     "counters": g.names,
                     "units": g.units,
                     "storages": g.storages,
+                    "meanings": g.meanings.iter().map(|m| m.as_ref().map(|m| serde_json::json!({
+                        "common": m.common,
+                        "vendor_db": m.vendor_db,
+                        "vendor": m.vendor,
+                        "scale": m.scale,
+                    }))).collect::<Vec<_>>(),
                 })
             })
             .collect();
@@ -441,12 +447,23 @@ impl Serialize for FrameDriver<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut seq = s.serialize_seq(Some(self.0.len()))?;
         for v in self.0 {
-            let names = self.1.get(usize::from(v.group)).map_or(&[][..], |g| &g.names[..]);
+            let Some(g) = self.1.get(usize::from(v.group)) else {
+                continue;
+            };
+            // The same values under the vendor-neutral names where the driver is known.
+            let mut common = Map::new();
+            for (m, x) in g.meanings.iter().zip(&v.values) {
+                if let (Some(Some(name)), true) = (m.as_ref().map(|m| &m.common), x.is_finite()) {
+                    let scaled = x * m.as_ref().map_or(1.0, |m| m.scale);
+                    common.insert(name.clone(), serde_json::to_value(Number(scaled)).unwrap_or_default());
+                }
+            }
             seq.serialize_element(&serde_json::json!({
                 "group": v.group,
                 "samples": v.samples,
                 "reused": v.reused,
-                "counters": serde_json::to_value(SampleCounters(names, &v.values)).unwrap_or_default(),
+                "counters": serde_json::to_value(SampleCounters(&g.names, &v.values)).unwrap_or_default(),
+                "common": common,
             }))?;
         }
         seq.end()

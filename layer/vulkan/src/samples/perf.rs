@@ -26,7 +26,7 @@ use super::blocks::BlockPool;
 use crate::device::Device;
 use crate::perf_counters::DriverCounter;
 use ash::vk;
-use framescope_core::driver_values::{DriverGroup, MAX_GROUP};
+use framescope_core::driver_values::{DriverGroup, Meaning, MAX_GROUP};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -192,6 +192,18 @@ impl PerfState {
                     Some((_, list)) => list.push(idx),
                     None => by_family.push((family, vec![idx])),
                 }
+                let driver = d.driver_properties().map(|(name, _)| name).unwrap_or_default();
+                let meanings = members
+                    .iter()
+                    .map(|c| {
+                        framescope_collectors::db::driver_names::lookup(&driver, &c.name, c.unit).map(|m| Meaning {
+                            common: m.common,
+                            vendor_db: m.vendor_db,
+                            vendor: m.vendor,
+                            scale: m.scale,
+                        })
+                    })
+                    .collect();
                 descs.push(DriverGroup {
                     family,
                     scope: match scope {
@@ -201,6 +213,7 @@ impl PerfState {
                     names: members.iter().map(|c| c.name.clone()).collect(),
                     units: members.iter().map(|c| c.unit).collect(),
                     storages: members.iter().map(|c| c.storage).collect(),
+                    meanings,
                 });
                 groups.push(PerfGroup { scope, pool });
             }
