@@ -7,6 +7,7 @@
 //! [`DumpWriter::finish`] at `vkDestroyDevice` (and registers [`DumpWriter::finish_at_exit`]).
 
 mod attributing;
+pub mod driver_frames;
 pub mod open;
 pub mod path;
 mod record;

@@ -3,7 +3,8 @@
 //! Frame lines are serialised straight from a [`FrameRecord`] into a reused buffer (no
 //! intermediate `serde_json::Value`), in a stable field order with `type` first.
 
-use crate::driver_values::{DriverGroup, DriverValues, FrameGroupValues};
+use super::driver_frames::FrameGroupValues;
+use crate::driver_values::{DriverGroup, DriverValues};
 use crate::frame::{vk_format_name, vk_present_mode_name, DispatchKind, DrawKind, FrameRecord, GpuMissing};
 use crate::sample::{DrawParams, PipelineStats, SampleRecord};
 use crate::stats::Summary;

@@ -560,7 +560,7 @@ fn run(s: &Shared, opts: &DumpOptions, header: &Header) {
                 draws.add_sample(x);
             }
             let note = attributing.as_mut().map(|a| a.apply(&mut r, &frame_samples));
-            crate::driver_values::frame_values(&header.driver_groups, &frame_samples, &mut driver);
+            super::driver_frames::frame_values(&header.driver_groups, &frame_samples, &mut driver);
             write_frame(
                 &mut batch,
                 &r,
