@@ -542,7 +542,40 @@ fn gl_unavailable(h: &serde_json::Value) -> Vec<serde_json::Value> {
         .as_array()
         .unwrap()
         .iter()
-        .filter(|u| u["source"].as_str().is_some_and(|s| s.starts_with("gl_")))
+        // Driver counters are off by default and say so; their own test checks that.
+        .filter(|u| {
+            u["source"]
+                .as_str()
+                .is_some_and(|s| s.starts_with("gl_") && s != "gl_performance_monitor")
+        })
         .cloned()
         .collect()
+}
+
+/// llvmpipe has neither GL performance-monitor extension: with `driver_counters=1` the header
+/// says so, and by default it names the key; frames are as without it (the collection itself
+/// is tested on a fake function table in the shim's unit tests).
+#[test]
+fn gl_driver_counters_name_what_the_context_lacks() {
+    let x = Xvfb::start();
+    for (config, want) in [
+        (None, "driver_counters=0 (the default)"),
+        (
+            Some("driver_counters=1"),
+            "the context has neither GL_AMD_performance_monitor nor GL_INTEL_performance_query",
+        ),
+    ] {
+        let tag = format!("gl-driver-{}", config.is_some());
+        let (d, _) = run_glapp(&x, &tag, config, &[]);
+        let why = d.header["unavailable"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|u| u["source"] == "gl_performance_monitor")
+            .map(|u| u["reason"].as_str().unwrap().to_string())
+            .unwrap_or_else(|| panic!("{tag}: {}", d.header));
+        assert!(why.contains(want), "{tag}: {why}");
+        assert!(d.header.get("performance_counter_groups").is_none(), "{tag}");
+        assert!(d.frames.iter().all(|f| f.get("driver_counters").is_none()), "{tag}");
+    }
 }

@@ -22,7 +22,7 @@
 
 use crate::gl::{GlFns, GlInfo};
 use crate::winsys::{self, WinSys};
-use crate::{draws, samples};
+use crate::{draws, monitors, samples};
 use framescope_core::assembly::{AssemblerOptions, FrameAssembler};
 use framescope_core::clock::monotonic_now_ns;
 use framescope_core::dump::{Api, DeviceInfo, DumpWriter, Header, Unavailable};
@@ -74,6 +74,8 @@ struct Ctx {
     /// Samples and per-frame statistics (`samples` module); `None` with `samples=off` or
     /// without timer queries.
     samples: Option<samples::CtxSamples>,
+    /// Driver counters (`driver_counters=1`), or why there are none (`None`: not asked for).
+    monitors: Result<monitors::Monitors, Option<String>>,
 }
 
 struct State {
@@ -159,6 +161,7 @@ impl Ctx {
             abandoned: 0,
             frames: 0,
             samples: None,
+            monitors: Err(None),
         };
         let Some((gl, info)) = GlFns::load(ws) else {
             log::error(format_args!(
@@ -194,6 +197,9 @@ impl Ctx {
         }
         if c.timing {
             c.samples = samples::create(&gl, &c.info, cfg.samples);
+        }
+        if cfg.driver_counters {
+            c.monitors = monitors::create(ws, &gl, &c.info).map_err(Some);
         }
         c.skip = false;
         c.gl = Some(gl);
@@ -322,6 +328,19 @@ impl Ctx {
         }
         h.unavailable
             .extend(samples::unavailable(self.samples.as_ref(), self.timing, self.info.es));
+        match &self.monitors {
+            Ok(m) => h.driver_groups = m.groups(),
+            Err(why) => h.unavailable.push(Unavailable {
+                source: "gl_performance_monitor".into(),
+                reason: why.clone().unwrap_or_else(|| {
+                    format!(
+                        "driver_counters=0 (the default); driver_counters=1 reads {} or {} per frame, rotated",
+                        monitors::AMD,
+                        monitors::INTEL
+                    )
+                }),
+            }),
+        }
         // GL timestamps are mapped onto CLOCK_MONOTONIC from glGetInteger64v(GL_TIMESTAMP).
         h.extra.insert("calibrated_timestamps".into(), self.timing.into());
         h.extra.insert("hud_enabled".into(), settings::get().hud.into());
@@ -351,6 +370,9 @@ fn find_or_create(st: &mut State, ws: WinSys, key: usize) -> usize {
         c.begin_frame();
         if let Some(s) = &c.samples {
             s.begin_frame();
+        }
+        if let Ok(m) = c.monitors.as_mut() {
+            m.begin_frame();
         }
     }
     st.contexts.push(c);
@@ -406,6 +428,9 @@ fn close_frame(ws: WinSys, key: usize, counts: FrameCounts) -> Option<(u64, Arc<
     if let Some(s) = &c.samples {
         s.end_frame(a);
     }
+    if let Ok(m) = c.monitors.as_mut() {
+        m.end_frame(|| a.on_submit());
+    }
     c.frames += 1;
     let record = FrameRecord {
         end: FrameEnd::Present,
@@ -455,6 +480,10 @@ pub fn after_swap(t: &SwapToken) -> bool {
     if let Some(s) = &c.samples {
         s.read_available(session);
         s.begin_frame();
+    }
+    if let Ok(m) = c.monitors.as_mut() {
+        m.read_available(|frame, v| monitors::emit(session, frame, v));
+        m.begin_frame();
     }
     session.poll(now);
     true
@@ -509,6 +538,9 @@ pub fn on_destroy(ws: WinSys, key: usize) {
     let session = session_of(&mut st.session, &c);
     if let Some(s) = &c.samples {
         s.destroy(current, session);
+    }
+    if let Ok(m) = c.monitors.as_mut() {
+        m.destroy(current, |frame, v| monitors::emit(session, frame, v));
     }
     if current {
         // Current here: collect what is ready and free the query names.

@@ -35,6 +35,7 @@ static ALLOC: framescope_core::alloc_count::CountingAlloc = framescope_core::all
 // Low-level services: typed function pointers, the dynamic linker, the window systems.
 mod dl;
 mod loader;
+mod perf_fns;
 mod winsys;
 // One table of GL entry points per context, and what the context is.
 mod gl;
@@ -42,6 +43,7 @@ mod gl;
 mod draws;
 mod frames;
 mod hud;
+mod monitors;
 mod sample_hooks;
 mod samples;
 mod stats;

@@ -41,6 +41,7 @@ fn_ptr_impls! {
     (A, B, C, D, E, F, G, H)
     (A, B, C, D, E, F, G, H, I)
     (A, B, C, D, E, F, G, H, I, J)
+    (A, B, C, D, E, F, G, H, I, J, K)
 }
 
 /// The function at `addr` as an `F`, or `None` for address 0.
