@@ -45,7 +45,7 @@ impl Config {
         let mut out: Vec<String> = Vec::new();
         for n in self.hud_counters.split(',').filter(|n| !n.is_empty() && *n != "none") {
             match HUD_COUNTER_PRESETS.iter().find(|(p, _)| *p == n) {
-                Some(("all", _)) => out.push("all".into()),
+                Some((p @ ("all" | "driver"), _)) => out.push((*p).into()),
                 Some((_, list)) => out.extend(list.iter().map(|s| s.to_string())),
                 None => out.push(n.to_string()),
             }
@@ -194,7 +194,7 @@ config_keys! {
     hud_counters: String {
         ty: ValueType::NameList,
         default: "basic",
-        doc: "HUD lines, one per counter: names from the dump header's catalogue (the same names on every vendor where the meaning is the same) or presets: `basic` (GPU %, temperature, clock, power, VRAM, CPU %, RAM), `gpm` (NVIDIA GPM activity), `pm` (NVIDIA PM sampling: graphics engine active, SM active, pixel and compute warps, DRAM bandwidth; needs `framescope gpu-sampler`), `all`; `none` (or 0) for no counter lines; a counter this machine does not have shows no line",
+        doc: "HUD lines, one per counter: names from the dump header's catalogue (the same names on every vendor where the meaning is the same) or presets: `basic` (GPU %, temperature, clock, power, VRAM, CPU %, RAM), `gpm` (NVIDIA GPM activity), `pm` (NVIDIA PM sampling: graphics engine active, SM active, pixel and compute warps, DRAM bandwidth; needs `framescope gpu-sampler`), `driver` (the driver's own counters of `driver_counters=1`, each from the newest frame that carried its group), `all` (the catalogue and the driver's counters); `none` (or 0) for no counter lines; a counter this machine does not have shows no line",
     },
     hud_regions: u64 {
         ty: ValueType::UInt { min: 0, max: 16 },

@@ -21,6 +21,7 @@ pub mod counter_values;
 pub mod counters;
 pub mod ctl;
 pub mod draw_keys;
+pub mod driver_latest;
 pub mod driver_values;
 pub mod dump;
 pub mod frame;

@@ -44,6 +44,8 @@ pub struct FrameSession {
     /// The last consistent copy of the board; a frame whose read raced a write gets this.
     snapshot: CounterSnapshot,
     frames_closed: u64,
+    /// Driver counters' newest values, for the HUD.
+    driver: crate::driver_latest::DriverLatest,
 }
 
 /// Where emitted frames go; split from the assembler so both can be borrowed at once.
@@ -74,6 +76,7 @@ impl FrameSession {
             counters: opts.counters,
             snapshot: CounterSnapshot::default(),
             frames_closed: 0,
+            driver: Default::default(),
         }
     }
 
@@ -156,9 +159,25 @@ impl FrameSession {
         if let Some(r) = self.regions.as_mut() {
             r.add(&s);
         }
+        if s.driver.is_some() {
+            self.driver.add(&s);
+        }
         if let Some(w) = &self.dump {
             w.push_sample(s);
         }
+    }
+
+    /// The driver-counter groups being collected (once they are known; a second device's or
+    /// context's are ignored: the HUD shows the first's).
+    pub fn set_driver_groups(&mut self, groups: &[crate::driver_values::DriverGroup]) {
+        if self.driver.groups().is_empty() && !groups.is_empty() {
+            self.driver.set_groups(groups.to_vec());
+        }
+    }
+
+    /// Driver counters' newest values.
+    pub fn driver_latest(&self) -> &crate::driver_latest::DriverLatest {
+        &self.driver
     }
 
     /// Emits the frames whose GPU results are in (or whose bound passed).

@@ -147,6 +147,9 @@ pub struct HudData {
     pub regions: Vec<(String, f64)>,
     /// The most expensive draws: (name, smoothed GPU ms when timed), most expensive first.
     pub top_draws: Vec<(String, f64)>,
+    /// Driver counters (`driver_counters=1`, with `hud_counters` naming `driver` or `all`):
+    /// each with the newest frame that carried its group.
+    pub driver_counters: Vec<CounterLine>,
 }
 
 impl HudData {
@@ -154,6 +157,41 @@ impl HudData {
     pub fn update_regions(&mut self, table: &framescope_core::regions::RegionTable, opts: &HudOptions) {
         table.top(opts.regions, &mut self.regions);
         table.top_draws(opts.draws, &mut self.top_draws);
+    }
+
+    /// Refreshes the driver-counter lines from their newest values (at HUD refreshes only: the
+    /// lines are built once the groups are known).
+    pub fn update_driver(&mut self, latest: &framescope_core::driver_latest::DriverLatest, opts: &HudOptions) {
+        if !opts.counters.iter().any(|c| c == "driver" || c == "all") {
+            self.driver_counters.clear();
+            return;
+        }
+        let groups = latest.groups();
+        let n: usize = groups.iter().map(|g| g.names.len()).sum();
+        if self.driver_counters.len() != n {
+            self.driver_counters = groups
+                .iter()
+                .flat_map(|g| g.names.iter().zip(&g.units))
+                .map(|(name, unit)| CounterLine {
+                    name: name.clone(),
+                    unit: match *unit {
+                        "percentage" => "%".into(),
+                        "nanoseconds" => "ns".into(),
+                        "bytes" => "B".into(),
+                        u => u.into(),
+                    },
+                    value: None,
+                })
+                .collect();
+        }
+        let mut lines = self.driver_counters.iter_mut();
+        for (g, desc) in groups.iter().enumerate() {
+            for k in 0..desc.names.len() {
+                if let Some(l) = lines.next() {
+                    l.value = latest.value(g, k);
+                }
+            }
+        }
     }
 
     /// Refreshes the frame numbers from `history` (the newest `opts.history` frames), naming
@@ -252,6 +290,48 @@ impl HudData {
 mod tests {
     use super::*;
     use framescope_core::frame::FrameRecord;
+
+    #[test]
+    fn driver_counter_lines_follow_the_newest_values_when_asked_for() {
+        use framescope_core::driver_latest::DriverLatest;
+        use framescope_core::driver_values::{DriverGroup, DriverValues};
+        use framescope_core::sample::SampleRecord;
+        let mut latest = DriverLatest::default();
+        latest.set_groups(vec![DriverGroup {
+            names: vec!["Draws".into(), "Busy".into()],
+            units: vec!["generic", "percentage"],
+            storages: vec!["uint64", "float64"],
+            ..DriverGroup::default()
+        }]);
+        for frame in 1..3 {
+            latest.add(&SampleRecord {
+                frame,
+                driver: Some(DriverValues::new(0, false, &[111.0, 42.5])),
+                ..SampleRecord::default()
+            });
+        }
+        let mut d = HudData::default();
+        d.update_driver(&latest, &HudOptions::default());
+        assert!(d.driver_counters.is_empty(), "not asked for by default");
+        let opts = HudOptions {
+            counters: vec!["driver".into()],
+            ..HudOptions::default()
+        };
+        d.update_driver(&latest, &opts);
+        let mut text = Vec::new();
+        for l in &d.driver_counters {
+            let mut t = String::new();
+            l.write(&mut t);
+            text.push(t);
+        }
+        assert_eq!(d.driver_counters.len(), 2);
+        assert_eq!(
+            (d.driver_counters[0].value, d.driver_counters[1].value),
+            (Some(111.0), Some(42.5))
+        );
+        assert_eq!(d.driver_counters[1].unit, "%");
+        assert!(text[0].starts_with("Draws") && text[0].contains("111"), "{text:?}");
+    }
 
     #[test]
     fn update_fills_graphs_and_counts_from_history() {

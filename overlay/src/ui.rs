@@ -261,7 +261,7 @@ fn frame(s: &mut Shared, data: &HudData, opts: &HudOptions, canvas: [u32; 2], ou
             if opts.swapchain && data.has_swapchain_line() {
                 line(&mut |t| data.swapchain_text(t));
             }
-            for c in &data.counters {
+            for c in data.counters.iter().chain(&data.driver_counters) {
                 line(&mut |t| c.write(t));
             }
             if opts.regions > 0 && !data.regions.is_empty() {

@@ -250,6 +250,9 @@ pub const HUD_COUNTER_PRESETS: &[(&str, &[&str])] = &[
             "pm_dram_bw_pct",
         ],
     ),
+    // The driver's own counters (`driver_counters=1`), each with the newest frame that
+    // carried its group.
+    ("driver", &[]),
     ("all", &[]),
 ];
 

@@ -420,6 +420,11 @@ fn close_frame(ws: WinSys, key: usize, counts: FrameCounts) -> Option<(u64, Arc<
     // it, so the first frame lies inside the dump's window.
     let session = session_of(&mut st.session, &st.contexts[i]);
     ensure_dump(session, &st.contexts[i]);
+    if let Ok(m) = &st.contexts[i].monitors {
+        if session.driver_latest().groups().is_empty() {
+            session.set_driver_groups(&m.groups());
+        }
+    }
     let now = monotonic_now_ns();
     let c = &mut st.contexts[i];
     let a = session.assembler();
@@ -451,6 +456,7 @@ pub fn hud_data(data: &mut HudData, opts: &HudOptions) {
     if let Some(r) = session.regions() {
         data.update_regions(r, opts);
     }
+    data.update_driver(session.driver_latest(), opts);
 }
 
 /// Whether the frame history has a frame rate to show; never waits for the frame lock.

@@ -112,6 +112,7 @@ pub fn end_frame(d: &DeviceState, record: FrameRecord) {
 /// has it; called at device creation so the dump's clock origin precedes the first frame.
 pub fn start_dump(d: &DeviceState) {
     let mut frames = d.frames.lock();
+    frames.session.set_driver_groups(&d.driver_groups);
     let board = frames.session.counters().cloned();
     frames.session.ensure_dump(|| {
         let mut h = header(d);

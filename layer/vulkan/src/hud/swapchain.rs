@@ -566,6 +566,7 @@ impl HudSource for FrameSource<'_> {
             if let Some(r) = session.regions() {
                 data.update_regions(r, opts);
             }
+            data.update_driver(session.driver_latest(), opts);
         }
         if data.device.is_empty() {
             data.device = self.d.name();
