@@ -25,7 +25,7 @@ fn run_with(
     args: &[&str],
     env: &[(&str, &str)],
     frames: usize,
-) -> (dump::Dump, Sandbox, std::path::PathBuf) {
+) -> (dump::Dump, Sandbox, std::path::PathBuf, framescope_tests::Outcome) {
     let a = Artifacts::get();
     let mut sb = Sandbox::new(name);
     let path = sb.path("dump.jsonl");
@@ -78,7 +78,7 @@ fn run_with(
     let d = dump::read(&path);
     assert_eq!(d.frames.len(), frames);
     assert!(d.summary.is_some());
-    (d, sb, path)
+    (d, sb, path, out)
 }
 
 fn unavailable(h: &Value, source: &str) -> String {
@@ -167,7 +167,7 @@ fn known(name: &str, (draws, per): (f64, f64)) -> f64 {
 
 #[test]
 fn per_pass_driver_counters_equal_the_work_and_the_two_groups_alternate() {
-    let (d, sb, path) = run_with(
+    let (d, sb, path, _) = run_with(
         "perfq-collect",
         true,
         // Label sampling names the passes by their label paths.
@@ -315,4 +315,31 @@ fn a_refused_profiling_lock_is_unavailable_and_the_app_is_unaffected() {
         assert!(f.get("driver_counters").is_none(), "{f}");
         assert!(f["gpu_busy_ns"].as_u64().is_some(), "timing goes on: {f}");
     }
+}
+
+/// Driver counters add no heap allocation on the app's threads in steady state: their query
+/// blocks, the recordings' block lists, the submissions' values and the frame session's table
+/// keep their room (`FRAMESCOPE_REPORT_ALLOCS`, as in `steady_allocations.rs`).
+#[test]
+fn driver_counters_allocate_nothing_per_frame() {
+    let (_, _, _, out) = run_with(
+        "perfq-alloc",
+        true,
+        "driver_counters=1,samples=label",
+        &["--scene", "regions", "--threads", "2"],
+        &[("FRAMESCOPE_REPORT_ALLOCS", "60"), ("FRAMESCOPE_TRACE_ALLOCS", "1")],
+        300,
+    );
+    let line = out
+        .lines_with("framescope: heap allocations on app threads after frame")
+        .pop()
+        .unwrap_or_else(|| panic!("no allocation report: {}", out.describe()));
+    let nums: Vec<u64> = line
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    assert_eq!(nums.len(), 4, "{line}");
+    assert_eq!(nums[0], 60);
+    assert!(nums[3] >= 200, "{line}");
+    assert_eq!(nums[1], 0, "{line}\n{}", out.stderr);
 }
