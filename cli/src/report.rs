@@ -366,7 +366,8 @@ impl Dump {
 
     /// A render-pass or label sample, into the per-region totals.
     fn region_sample(&mut self, scope: String, s: SampleFields) {
-        if scope == "renderpass" && !s.overwritten && s.label.len() <= MAX_LABEL_PATH {
+        // Render passes (Vulkan) and top-level debug groups (GL's driver counters).
+        if !s.overwritten && s.label.len() <= MAX_LABEL_PATH {
             for (name, v) in s.driver_counters.iter().flat_map(|d| &d.counters) {
                 let Some(v) = v.filter(|v| v.is_finite()) else { continue };
                 let key = (s.label.clone(), name.clone());
@@ -625,7 +626,7 @@ fn render(path: &OsStr, d: &Dump, rec: &SummaryRecord, notes: &[String]) -> Stri
     }
     if !d.pass_driver.is_empty() {
         out.push_str(&format!(
-            "  driver counters by render pass (means over the passes that carried each)\n  {:<36}{:<26}{:>14}{:>9}\n",
+            "  driver counters by render pass or debug group (means over those that carried each)\n  {:<36}{:<26}{:>14}{:>9}\n",
             "label", "counter", "mean", "passes"
         ));
         for ((label, name), (n, sum)) in d.pass_driver.iter().take(PASS_DRIVER_SHOWN) {

@@ -75,7 +75,7 @@ struct Ctx {
     /// without timer queries.
     samples: Option<samples::CtxSamples>,
     /// Driver counters (`driver_counters=1`), or why there are none (`None`: not asked for).
-    monitors: Result<monitors::Monitors, Option<String>>,
+    monitors: Result<monitors::Shared, Option<String>>,
 }
 
 struct State {
@@ -199,7 +199,15 @@ impl Ctx {
             c.samples = samples::create(&gl, &c.info, cfg.samples);
         }
         if cfg.driver_counters {
-            c.monitors = monitors::create(ws, &gl, &c.info).map_err(Some);
+            // Debug groups are samples from `renderpass` on (GL has no render passes).
+            use framescope_core::config::Samples;
+            let by_group = matches!(
+                cfg.effective_samples(),
+                Samples::Renderpass | Samples::Label | Samples::Draw
+            );
+            c.monitors = monitors::create(ws, &gl, &c.info, by_group)
+                .map(|m| std::sync::Arc::new(framescope_core::sync::Mutex::new(m)))
+                .map_err(Some);
         }
         c.skip = false;
         c.gl = Some(gl);
@@ -329,7 +337,7 @@ impl Ctx {
         h.unavailable
             .extend(samples::unavailable(self.samples.as_ref(), self.timing, self.info.es));
         match &self.monitors {
-            Ok(m) => h.driver_groups = m.groups(),
+            Ok(m) => h.driver_groups = m.lock().groups(),
             Err(why) => h.unavailable.push(Unavailable {
                 source: "gl_performance_monitor".into(),
                 reason: why.clone().unwrap_or_else(|| {
@@ -371,8 +379,8 @@ fn find_or_create(st: &mut State, ws: WinSys, key: usize) -> usize {
         if let Some(s) = &c.samples {
             s.begin_frame();
         }
-        if let Ok(m) = c.monitors.as_mut() {
-            m.begin_frame();
+        if let Ok(m) = &c.monitors {
+            m.lock().begin_frame();
         }
     }
     st.contexts.push(c);
@@ -383,6 +391,7 @@ fn find_or_create(st: &mut State, ws: WinSys, key: usize) -> usize {
 fn find_current(st: &mut State, ws: WinSys, key: usize) -> usize {
     let i = find_or_create(st, ws, key);
     samples::set_current(st.contexts[i].samples.as_ref());
+    monitors::set_current(st.contexts[i].monitors.as_ref().ok());
     i
 }
 
@@ -422,7 +431,7 @@ fn close_frame(ws: WinSys, key: usize, counts: FrameCounts) -> Option<(u64, Arc<
     ensure_dump(session, &st.contexts[i]);
     if let Ok(m) = &st.contexts[i].monitors {
         if session.driver_latest().groups().is_empty() {
-            session.set_driver_groups(&m.groups());
+            session.set_driver_groups(&m.lock().groups());
         }
     }
     let now = monotonic_now_ns();
@@ -433,8 +442,8 @@ fn close_frame(ws: WinSys, key: usize, counts: FrameCounts) -> Option<(u64, Arc<
     if let Some(s) = &c.samples {
         s.end_frame(a);
     }
-    if let Ok(m) = c.monitors.as_mut() {
-        m.end_frame(|| a.on_submit());
+    if let Ok(m) = &c.monitors {
+        m.lock().end_frame(|| a.on_submit());
     }
     c.frames += 1;
     let record = FrameRecord {
@@ -487,8 +496,9 @@ pub fn after_swap(t: &SwapToken) -> bool {
         s.read_available(session);
         s.begin_frame();
     }
-    if let Ok(m) = c.monitors.as_mut() {
-        m.read_available(|frame, v| monitors::emit(session, frame, v));
+    if let Ok(m) = &c.monitors {
+        let mut m = m.lock();
+        m.read_available(|s| monitors::emit(session, s));
         m.begin_frame();
     }
     session.poll(now);
@@ -520,6 +530,7 @@ pub fn before_display_close(ws: WinSys) {
 pub fn on_make_current(ws: WinSys, key: usize) {
     if key == 0 {
         samples::set_current(None);
+        monitors::set_current(None);
         return;
     }
     find_current(&mut STATE.lock(), ws, key);
@@ -545,8 +556,8 @@ pub fn on_destroy(ws: WinSys, key: usize) {
     if let Some(s) = &c.samples {
         s.destroy(current, session);
     }
-    if let Ok(m) = c.monitors.as_mut() {
-        m.destroy(current, |frame, v| monitors::emit(session, frame, v));
+    if let Ok(m) = &c.monitors {
+        m.lock().destroy(current, |s| monitors::emit(session, s));
     }
     if current {
         // Current here: collect what is ready and free the query names.

@@ -13,14 +13,14 @@ use crate::gl::{GlFns, GlInfo};
 use crate::perf_fns::*;
 use crate::winsys::{gl_proc, WinSys};
 use framescope_core::driver_values::{DriverGroup, DriverValues, MAX_GROUP};
-use framescope_core::sample::{SampleRecord, Scope};
+use framescope_core::sample::{LabelPath, SampleRecord, Scope};
 use framescope_core::session::FrameSession;
 
 pub const AMD: &str = "GL_AMD_performance_monitor";
 pub const INTEL: &str = "GL_INTEL_performance_query";
 
 /// The context's monitors (`driver_counters=1`, context current), or why there are none.
-pub fn create(ws: WinSys, gl: &GlFns, info: &GlInfo) -> Result<Monitors, String> {
+pub fn create(ws: WinSys, gl: &GlFns, info: &GlInfo, by_group: bool) -> Result<Monitors, String> {
     let (amd, intel) = (gl.has_extension(info, AMD), gl.has_extension(info, INTEL));
     if !amd && !intel {
         return Err(format!("the context has neither {AMD} nor {INTEL}"));
@@ -36,27 +36,32 @@ pub fn create(ws: WinSys, gl: &GlFns, info: &GlInfo) -> Result<Monitors, String>
     });
     let sets = sets_of(&fns);
     let n = sets.len();
-    Monitors::new(fns, sets)
+    Monitors::new(fns, sets, by_group)
         .ok_or_else(|| "the driver lists no counters".to_string())
         .inspect(|_| framescope_core::log::debug(format_args!("driver counters: {n} sets rotated across frames")))
 }
 
-/// What a read monitor means for the frame session: its values as the frame's sample, and the
-/// frame's wait for it is over.
-pub fn emit(session: &mut FrameSession, frame: u64, values: Option<DriverValues>) {
-    if let Some(v) = values {
+/// What a read segment means for the frame session: its values as a sample of the frame (of
+/// scope `label` inside a top-level debug group, `cmdbuf` otherwise), and after the frame's
+/// last segment the frame's wait for them is over.
+pub fn emit(session: &mut FrameSession, s: Segment) {
+    if let Some(v) = s.values {
+        let in_group = !s.label.ids().is_empty();
         session.push_sample(SampleRecord {
-            frame,
-            scope: Scope::CmdBuf,
+            frame: s.frame,
+            scope: if in_group { Scope::Label } else { Scope::CmdBuf },
+            label: s.label,
             driver: Some(v),
             ..SampleRecord::default()
         });
     }
-    session.assembler().on_submission_retired(frame, None);
+    if s.last {
+        session.assembler().on_submission_retired(s.frame, None);
+    }
 }
 
-/// Monitors in flight per context.
-pub const RING: usize = 8;
+/// Monitor runs in flight per context: frames times their top-level debug groups.
+pub const RING: usize = 64;
 /// Sets rotated at most: a driver listing thousands of counters is cut short here.
 const MAX_SETS: usize = 64;
 /// Polls a result may be waited for before its frame goes without it.
@@ -210,12 +215,43 @@ fn parse_intel(set: &MonitorSet, data: &[u8], out: &mut [f64]) {
     }
 }
 
+/// Where a segment's monitor is.
+#[derive(Clone, Copy, Default, PartialEq, Eq)]
+enum State {
+    #[default]
+    Free,
+    /// Counting (the open segment).
+    Open,
+    /// Ended, in the open frame.
+    Ended,
+    /// Ended, its frame registered with the assembler: to be read.
+    Registered,
+}
+
+/// One monitor run: a frame, or the part of one inside (or between) top-level debug groups.
 #[derive(Clone, Copy, Default)]
 struct Slot {
+    state: State,
     set: usize,
     handle: u32,
     frame: u64,
+    /// The top-level debug group it counted (empty: between groups, or several).
+    label: LabelPath,
+    /// The frame's last segment: reading it ends the frame's wait.
+    last: bool,
+    /// A segment of the frame could not begin: the frame's segments do not cover it, so none
+    /// gives values.
+    partial: bool,
     waits: u32,
+}
+
+/// What a read segment gives: its frame, its debug group, its values (`None`: not read), and
+/// whether it was the frame's last.
+pub struct Segment {
+    pub frame: u64,
+    pub label: LabelPath,
+    pub values: Option<DriverValues>,
+    pub last: bool,
 }
 
 /// One context's monitors.
@@ -224,17 +260,28 @@ pub struct Monitors {
     sets: Vec<MonitorSet>,
     /// Monitor objects per (slot, set), made on first use (0: not yet).
     handles: Vec<u32>,
-    ring: [Slot; RING],
+    ring: Vec<Slot>,
     head: usize,
     len: usize,
+    /// The open segment, and the open frame's first.
     open: Option<usize>,
+    frame_first: Option<usize>,
+    /// The open frame's set, and whether a segment of it could not begin.
+    frame_set: usize,
+    frame_partial: bool,
     turn: u64,
+    /// Split at top-level debug groups (`samples` at `renderpass` or finer).
+    by_group: bool,
+    /// The app's debug-group depth as seen through the hooks.
+    depth: u32,
+    /// Destroyed with its context: hooks still pointing here do nothing.
+    alive: bool,
     words: Vec<u32>,
     bytes: Vec<u8>,
 }
 
 impl Monitors {
-    pub fn new(fns: PerfFns, sets: Vec<MonitorSet>) -> Option<Monitors> {
+    pub fn new(fns: PerfFns, sets: Vec<MonitorSet>, by_group: bool) -> Option<Monitors> {
         if sets.is_empty() {
             return None;
         }
@@ -243,11 +290,17 @@ impl Monitors {
             handles: vec![0; RING * sets.len()],
             fns,
             sets,
-            ring: [Slot::default(); RING],
+            ring: vec![Slot::default(); RING],
             head: 0,
             len: 0,
             open: None,
+            frame_first: None,
+            frame_set: 0,
+            frame_partial: false,
             turn: 0,
+            by_group,
+            depth: 0,
+            alive: true,
             words: Vec::new(),
             bytes: vec![0; data],
         })
@@ -271,43 +324,117 @@ impl Monitors {
         self.handles[i]
     }
 
-    /// Starts the frame's monitor (after a swap, context current); none while the ring is full.
-    pub fn begin_frame(&mut self) {
-        if self.open.is_some() || self.len == RING {
-            return;
+    /// Begins a segment of the open frame counting `label`; false when the ring is full or no
+    /// monitor could be made.
+    fn begin_segment(&mut self, label: LabelPath) -> bool {
+        if self.len == RING {
+            return false;
         }
         let slot = (self.head + self.len) % RING;
-        let set = (self.turn % self.sets.len() as u64) as usize;
-        self.turn += 1;
+        let set = self.frame_set;
         let h = self.handle(slot, set);
         if h == 0 {
-            return;
+            return false;
         }
         self.fns.begin(self.sets[set].amd, h);
         self.ring[slot] = Slot {
+            state: State::Open,
             set,
             handle: h,
             frame: 0,
+            label,
+            last: false,
+            partial: false,
             waits: 0,
         };
+        self.len += 1;
         self.open = Some(slot);
+        self.frame_first.get_or_insert(slot);
+        true
     }
 
-    /// Ends the frame's monitor before the swap; `submit` registers it with the frame (its
-    /// index comes back).
-    pub fn end_frame(&mut self, submit: impl FnOnce() -> u64) {
+    fn end_segment(&mut self) {
         let Some(slot) = self.open.take() else { return };
         let s = self.ring[slot];
         self.fns.end(self.sets[s.set].amd, s.handle);
-        self.ring[slot].frame = submit();
-        self.len += 1;
+        self.ring[slot].state = State::Ended;
     }
 
-    /// Reads finished monitors, oldest first, never waiting: `emit(frame, values)` for each,
-    /// `None` for one given up on.
-    pub fn read_available(&mut self, mut emit: impl FnMut(u64, Option<DriverValues>)) {
+    /// Starts the frame's monitor (after a swap, context current); none while the ring is full.
+    pub fn begin_frame(&mut self) {
+        if !self.alive || self.open.is_some() || self.frame_first.is_some() {
+            return;
+        }
+        self.frame_set = (self.turn % self.sets.len() as u64) as usize;
+        self.turn += 1;
+        self.begin_segment(LabelPath::default());
+    }
+
+    /// The app pushed a debug group named `name` (context current): at the top level the open
+    /// segment ends and one for the group begins.
+    pub fn pushed_group(&mut self, name: &[u8]) {
+        self.depth += 1;
+        if self.depth == 1 {
+            let mut label = LabelPath::default();
+            label.push(framescope_core::labels::intern(name));
+            self.split(label);
+        }
+    }
+
+    /// The app is popping a debug group: leaving the top level, the group's segment ends.
+    pub fn popping_group(&mut self) {
+        if self.depth == 1 {
+            self.split(LabelPath::default());
+        }
+        self.depth = self.depth.saturating_sub(1);
+    }
+
+    /// Ends the open segment and begins one counting `label`. Where no further segment fits,
+    /// the open one goes on counting and no longer names one group.
+    fn split(&mut self, label: LabelPath) {
+        if !self.alive || !self.by_group {
+            return;
+        }
+        let Some(slot) = self.open else { return };
+        if self.len == RING {
+            self.ring[slot].label = LabelPath::default();
+            return;
+        }
+        self.end_segment();
+        if !self.begin_segment(label) {
+            // No monitor now: the rest of the frame goes uncounted, so its values would be
+            // short; none of its segments gives any.
+            self.frame_partial = true;
+        }
+    }
+
+    /// Ends the frame's monitor before the swap; `submit` registers the frame with the
+    /// assembler (its index comes back) when any segment of it ran.
+    pub fn end_frame(&mut self, submit: impl FnOnce() -> u64) {
+        self.end_segment();
+        let Some(first) = self.frame_first.take() else { return };
+        let frame = submit();
+        let mut i = first;
+        let mut last = first;
+        let partial = std::mem::take(&mut self.frame_partial);
+        while self.ring[i].state == State::Ended {
+            self.ring[i].state = State::Registered;
+            self.ring[i].frame = frame;
+            self.ring[i].partial = partial;
+            last = i;
+            i = (i + 1) % RING;
+            if i == first {
+                break;
+            }
+        }
+        self.ring[last].last = true;
+    }
+
+    /// Reads finished segments, oldest first, never waiting; each goes to `emit` (values
+    /// `None` for one given up on after a bounded number of polls).
+    pub fn read_available(&mut self, mut emit: impl FnMut(Segment)) {
         let mut values = [f64::NAN; MAX_GROUP];
-        while self.len > 0 {
+        while self.len > 0 && self.ring[self.head].state == State::Registered {
             let s = self.ring[self.head];
             let set = &self.sets[s.set];
             values.fill(f64::NAN);
@@ -321,17 +448,23 @@ impl Monitors {
                     true
                 })
             };
-            match got {
+            let values = match got {
                 Some(ok) => {
-                    let n = set.desc.names.len();
-                    emit(s.frame, ok.then(|| DriverValues::new(s.set as u8, false, &values[..n])));
+                    (ok && !s.partial).then(|| DriverValues::new(s.set as u8, false, &values[..set.desc.names.len()]))
                 }
                 None if s.waits < MAX_WAITS => {
                     self.ring[self.head].waits += 1;
                     return;
                 }
-                None => emit(s.frame, None),
-            }
+                None => None,
+            };
+            emit(Segment {
+                frame: s.frame,
+                label: s.label,
+                values,
+                last: s.last,
+            });
+            self.ring[self.head].state = State::Free;
             self.head = (self.head + 1) % RING;
             self.len -= 1;
         }
@@ -339,12 +472,9 @@ impl Monitors {
 
     /// The context is being destroyed: `current` says GL may be called (then the open monitor
     /// ends and the objects are deleted); frames still waiting are released through `emit`.
-    pub fn destroy(&mut self, current: bool, mut emit: impl FnMut(u64, Option<DriverValues>)) {
+    pub fn destroy(&mut self, current: bool, mut emit: impl FnMut(Segment)) {
         if current {
-            if let Some(slot) = self.open.take() {
-                let s = self.ring[slot];
-                self.fns.end(self.sets[s.set].amd, s.handle);
-            }
+            self.end_segment();
             self.read_available(&mut emit);
             for (i, h) in self.handles.iter_mut().enumerate() {
                 if *h != 0 {
@@ -353,13 +483,71 @@ impl Monitors {
                 }
             }
         }
+        self.alive = false;
         self.open = None;
+        self.frame_first = None;
         while self.len > 0 {
-            emit(self.ring[self.head].frame, None);
+            let s = self.ring[self.head];
+            if s.state == State::Registered {
+                emit(Segment {
+                    frame: s.frame,
+                    label: s.label,
+                    values: None,
+                    last: s.last,
+                });
+            }
+            self.ring[self.head].state = State::Free;
             self.head = (self.head + 1) % RING;
             self.len -= 1;
         }
     }
+}
+
+// ---- the thread's current context ----------------------------------------------------------
+
+/// A context's monitors, shared by its frame state and the debug-group hooks of the thread it
+/// is current on.
+pub type Shared = std::sync::Arc<framescope_core::sync::Mutex<Monitors>>;
+
+thread_local! {
+    static CURRENT: std::cell::RefCell<Option<Shared>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Points this thread's debug-group hooks at the monitors of the context made current.
+pub fn set_current(m: Option<&Shared>) {
+    let _ = CURRENT.try_with(|c| {
+        if let Ok(mut c) = c.try_borrow_mut() {
+            let same = match (c.as_ref(), m) {
+                (Some(a), Some(b)) => std::sync::Arc::ptr_eq(a, b),
+                (None, None) => true,
+                _ => false,
+            };
+            if !same {
+                *c = m.cloned();
+            }
+        }
+    });
+}
+
+/// Runs `f` on the current context's monitors; never waits for their lock.
+fn with_current(f: impl FnOnce(&mut Monitors)) {
+    let _ = CURRENT.try_with(|c| {
+        if let Ok(c) = c.try_borrow() {
+            if let Some(mut m) = c.as_ref().and_then(|m| m.try_lock()) {
+                f(&mut m);
+            }
+        }
+    });
+}
+
+/// After the app's push of a debug group named `message`.
+pub fn pushed_group(message: &[u8]) {
+    with_current(|m| m.pushed_group(message));
+}
+
+/// Before the app's pop of a debug group.
+pub fn popping_group() {
+    with_current(Monitors::popping_group);
 }
 
 #[cfg(test)]
@@ -683,7 +871,10 @@ mod tests {
             m.begin_frame();
             m.end_frame(|| f);
             with(|x| x.ready_upto = x.ends.saturating_sub(ready_lag));
-            m.read_available(|frame, v| got.push((frame, v)));
+            m.read_available(|s| {
+                assert!(s.last, "one segment a frame without debug groups");
+                got.push((s.frame, s.values));
+            });
         }
         got
     }
@@ -716,7 +907,7 @@ mod tests {
             ("percentage", "float32")
         );
         assert_eq!(sets[2].desc.scope, "frame");
-        let mut m = Monitors::new(fns, sets).unwrap();
+        let mut m = Monitors::new(fns, sets, false).unwrap();
         // Results two frames late: nothing is waited for, everything arrives in order.
         let got = run(&mut m, 9, 2);
         assert_eq!(got.iter().map(|g| g.0).collect::<Vec<_>>(), (0..7).collect::<Vec<_>>());
@@ -737,7 +928,7 @@ mod tests {
         );
         // One monitor object per (slot, set) in use, made once.
         assert_eq!(with(|f| f.objects.len()), 9);
-        m.destroy(true, |_, _| {});
+        m.destroy(true, |_| {});
         assert!(with(|f| f.objects.iter().all(|o| !o.4)));
     }
 
@@ -749,15 +940,15 @@ mod tests {
         });
         let fns = PerfFns::load_with(&mut lookup(true));
         let sets = sets_of(&fns);
-        let mut m = Monitors::new(fns, sets).unwrap();
+        let mut m = Monitors::new(fns, sets, false).unwrap();
         let mut got = Vec::new();
         m.begin_frame();
         m.end_frame(|| 42);
         for _ in 0..MAX_WAITS {
-            m.read_available(|f, v| got.push((f, v)));
+            m.read_available(|s| got.push((s.frame, s.values)));
         }
         assert!(got.is_empty(), "waited, never blocked");
-        m.read_available(|f, v| got.push((f, v)));
+        m.read_available(|s| got.push((s.frame, s.values)));
         assert_eq!(got, [(42, None)]);
     }
 
@@ -804,7 +995,7 @@ mod tests {
         assert_eq!(sets[0].desc.names[1], "GPU Busy");
         assert_eq!(sets[0].desc.units[1], "percentage");
         assert_eq!(sets[1].desc.names, ["C8", "C9"]);
-        let mut m = Monitors::new(fns, sets).unwrap();
+        let mut m = Monitors::new(fns, sets, false).unwrap();
         let got = run(&mut m, 4, 0);
         assert_eq!(got.len(), 4);
         let (_, first) = got[0];
@@ -815,6 +1006,57 @@ mod tests {
         assert_eq!(v.values()[2], 103.0);
         let v = got[1].1.unwrap();
         assert_eq!((v.group, v.values()), (1, &[209.0, 210.0][..]));
+        assert_eq!(with(|f| f.errors), 0);
+    }
+
+    #[test]
+    fn top_level_debug_groups_get_segments_of_their_own_that_add_up_to_the_frame() {
+        with(|f| {
+            *f = Fake::default();
+            f.groups = vec![(1, 1, vec![(1, "Cycles", GL_UNSIGNED_INT)])];
+        });
+        let fns = PerfFns::load_with(&mut lookup(true));
+        let sets = sets_of(&fns);
+        let mut m = Monitors::new(fns, sets, true).unwrap();
+        m.begin_frame();
+        m.pushed_group(b"Shadows");
+        m.popping_group();
+        m.pushed_group(b"Main");
+        m.pushed_group(b"Inner"); // nested: no segment of its own
+        m.popping_group();
+        m.popping_group();
+        m.end_frame(|| 5);
+        with(|f| f.ready_upto = f.ends);
+        let mut got = Vec::new();
+        m.read_available(|s| got.push(s));
+        let names: Vec<String> = got
+            .iter()
+            .map(|s| framescope_core::labels::path_string(s.label.ids()))
+            .collect();
+        assert_eq!(names, ["", "Shadows", "", "Main", ""]);
+        assert_eq!(
+            got.iter().map(|s| s.last).collect::<Vec<_>>(),
+            [false, false, false, false, true]
+        );
+        assert!(got.iter().all(|s| s.frame == 5));
+        // The n-th end reads n * 100 + 1: five segments in order.
+        let v: Vec<f64> = got.iter().map(|s| s.values.unwrap().values()[0]).collect();
+        assert_eq!(v, [101.0, 201.0, 301.0, 401.0, 501.0]);
+        assert_eq!(with(|f| f.errors), 0);
+        // More top-level groups than the ring holds: the last segment counts on, unnamed, and
+        // the frame is still covered whole.
+        m.begin_frame();
+        for _ in 0..RING {
+            m.pushed_group(b"G");
+            m.popping_group();
+        }
+        m.end_frame(|| 6);
+        with(|f| f.ready_upto = f.ends);
+        let mut got = Vec::new();
+        m.read_available(|s| got.push(s));
+        assert_eq!(got.len(), RING);
+        assert!(got.iter().all(|s| s.values.is_some()));
+        assert!(got.last().unwrap().last && got.last().unwrap().label.ids().is_empty());
         assert_eq!(with(|f| f.errors), 0);
     }
 }

@@ -108,24 +108,27 @@ unsafe fn push(r: &Real<PushFn>, source: u32, id: u32, length: i32, message: *co
     let before = before_push();
     // SAFETY: the real function with the app's arguments.
     unsafe { f(source, id, length, message) };
+    let bytes: &[u8] = if message.is_null() {
+        b"?"
+    } else if length < 0 {
+        // SAFETY: with a negative length GL requires a NUL-terminated string (the caller's
+        // contract); it outlives this call.
+        unsafe { CStr::from_ptr(message) }.to_bytes()
+    } else {
+        // SAFETY: with a non-negative length GL requires `length` readable characters.
+        unsafe { std::slice::from_raw_parts(message as *const u8, length as usize) }
+    };
     if let Some(before) = before {
-        let bytes: &[u8] = if message.is_null() {
-            b"?"
-        } else if length < 0 {
-            // SAFETY: with a negative length GL requires a NUL-terminated string (the caller's
-            // contract); it outlives this call.
-            unsafe { CStr::from_ptr(message) }.to_bytes()
-        } else {
-            // SAFETY: with a non-negative length GL requires `length` readable characters.
-            unsafe { std::slice::from_raw_parts(message as *const u8, length as usize) }
-        };
         after_push(before, bytes);
     }
+    // Driver counters split at top-level groups (a no-op without them).
+    guarded(&GROUP_SITE, || crate::monitors::pushed_group(bytes));
 }
 
 fn pop(r: &Real<PopFn>) {
     let Some(f) = real(r) else { return };
     before_pop();
+    guarded(&GROUP_SITE, crate::monitors::popping_group);
     // SAFETY: the real glPopDebugGroup*, which takes no arguments.
     unsafe { f() }
 }
