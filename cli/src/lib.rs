@@ -7,6 +7,7 @@
 pub mod args;
 pub mod bootstrap;
 pub mod compare;
+pub mod counter_table;
 pub mod counters;
 pub mod ctl;
 pub mod export;

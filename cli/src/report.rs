@@ -44,6 +44,9 @@ pub struct Args {
     /// one JSON line per dump instead of the tables
     #[arg(long)]
     pub json: bool,
+    /// one row per CPU core instead of one row folding them
+    #[arg(long)]
+    pub all_counters: bool,
     /// JSON Lines dumps written by framescope
     #[arg(value_name = "DUMP")]
     pub dumps: Vec<OsString>,
@@ -535,7 +538,7 @@ fn distribution_rows(ft: Option<&Distribution>, gpu: Option<&Distribution>, gpu_
     s
 }
 
-fn render(path: &OsStr, d: &Dump, rec: &SummaryRecord, notes: &[String]) -> String {
+fn render(path: &OsStr, d: &Dump, rec: &SummaryRecord, notes: &[String], all: bool) -> String {
     let s = &rec.summary;
     let mut out = format!("framescope report: {}\n", show(path));
     if let Some(h) = &d.header {
@@ -579,21 +582,7 @@ fn render(path: &OsStr, d: &Dump, rec: &SummaryRecord, notes: &[String]) -> Stri
                     .map_or(String::new(), |c| escape(&c.unit)),
             }
         };
-        out.push_str(&format!(
-            "  {:<26}{:>8}{:>14}{:>14}{:>14}{:>8}\n",
-            "counter", "unit", "mean", "min", "max", "frames"
-        ));
-        for (name, c) in &s.counters {
-            out.push_str(&format!(
-                "  {:<26}{:>8}{:>14.3}{:>14.3}{:>14.3}{:>8}\n",
-                escape(name),
-                unit(name),
-                c.mean,
-                c.min,
-                c.max,
-                c.frames
-            ));
-        }
+        out.push_str(&crate::counter_table::render(&s.counters, unit, s.duration_ns, all));
         out.push('\n');
     }
     let regions = d.regions_top();
@@ -803,7 +792,11 @@ fn notes_about(d: &Dump) -> Vec<String> {
 }
 
 pub fn main(args: Args) -> i32 {
-    let Args { json, dumps: paths } = args;
+    let Args {
+        json,
+        all_counters,
+        dumps: paths,
+    } = args;
     // Not required in clap, so that the message keeps framescope's own lower-case usage line.
     if paths.is_empty() {
         return crate::usage::usage_error::<Args>("report", "framescope: report: no DUMP given");
@@ -814,7 +807,7 @@ pub fn main(args: Args) -> i32 {
         if several && !json && k > 0 {
             println!();
         }
-        code = code.max(report_one(path, json, several));
+        code = code.max(report_one(path, json, several, all_counters));
     }
     code
 }
@@ -871,7 +864,7 @@ fn summarize(d: &Dump) -> (SummaryRecord, Vec<String>) {
     (rec, notes)
 }
 
-fn report_one(path: &OsStr, json: bool, several: bool) -> i32 {
+fn report_one(path: &OsStr, json: bool, several: bool, all: bool) -> i32 {
     let d = match std::fs::File::open(path).and_then(read_dump) {
         Ok(d) => d,
         Err(e) => {
@@ -915,7 +908,7 @@ fn report_one(path: &OsStr, json: bool, several: bool) -> i32 {
             println!("{v}");
         }
     } else {
-        print!("{}", render(path, &d, &rec, &notes));
+        print!("{}", render(path, &d, &rec, &notes, all));
     }
     0
 }
@@ -924,7 +917,7 @@ fn report_one(path: &OsStr, json: bool, several: bool) -> i32 {
 pub fn fuzz_one(data: &[u8]) {
     let Ok(d) = read_dump(data) else { return };
     let (rec, notes) = summarize(&d);
-    let _ = render(std::ffi::OsStr::new("fuzz"), &d, &rec, &notes);
+    let _ = render(std::ffi::OsStr::new("fuzz"), &d, &rec, &notes, false);
 }
 
 #[cfg(test)]
@@ -1010,7 +1003,7 @@ mod tests {
             produced_by: "report".into(),
             ended_by: "recomputed".into(),
         };
-        let out = render(OsStr::new("x"), &d, &rec, &[]);
+        let out = render(OsStr::new("x"), &d, &rec, &[], false);
         assert!(out.contains("gpu_util_pct"), "{out}");
         assert!(
             out.lines()

@@ -41,6 +41,11 @@ pub const MAX_REPORTED_ERRORS: usize = 10;
 impl Config {
     /// The HUD's counter lines: names in order, presets expanded (`all` is kept as `all`:
     /// the catalogue is known only at run time); empty for `none`.
+    /// The `fps_limit` rates in order (0: unlimited).
+    pub fn fps_limits(&self) -> Vec<u32> {
+        self.fps_limit.split(':').filter_map(|r| r.parse().ok()).collect()
+    }
+
     pub fn hud_counter_names(&self) -> Vec<String> {
         let mut out: Vec<String> = Vec::new();
         for n in self.hud_counters.split(',').filter(|n| !n.is_empty() && *n != "none") {
@@ -243,6 +248,16 @@ config_keys! {
         ty: ValueType::UInt { min: 1, max: 100 },
         default: "3",
         doc: "`samples=draw` on Vulkan: the share of GPU busy time (percent) that the whole mode may add against `samples=off`. Each frame times a window of consecutive draw positions per command buffer, sized from framescope's own measurement against quiet baseline frames (every 16th frame takes no sample of framescope's at all); the count settles over 48 frames, then moves only when the measured cost misses the budget by more than the noise; the window moves on every frame, so every draw of a steady workload is timed within `ceil(draws / window)` frames; frames carry `draws_timed` and `draw_window`. 100 times every draw of every frame. The GL shim times every draw",
+    },
+    fps_limit: String {
+        ty: ValueType::RateList,
+        default: "0",
+        doc: "frame-rate limit (0: none): framescope paces each present (Vulkan) or swap (GL) to this rate, sleeping and then spinning the last part of a millisecond on the app's presenting thread, without holding anything the app needs; several rates (`60:144:0`) are cycled with `fps_limit_key`. The dump header's `fps_limit` and the HUD show the limit in force",
+    },
+    fps_limit_key: String {
+        ty: ValueType::KeyCombo,
+        default: "Shift_L+F1",
+        doc: "keys that switch to the next rate of `fps_limit` (read from X11 like `hud_toggle_key`); none: no key",
     },
     driver_counters: bool {
         ty: ValueType::Bool,
@@ -691,6 +706,8 @@ mod tests {
             "sample_stats",
             "sample_stats_every",
             "sample_budget",
+            "fps_limit",
+            "fps_limit_key",
             "driver_counters",
             "command_counts",
             "counters",
@@ -802,7 +819,7 @@ mod tests {
              (valid keys: dump, dump_start, dump_duration, dump_paused, dump_toggle_key, ctl, hud, hud_refresh_ms, hud_position, hud_scale, \
              hud_font_size, hud_alpha, hud_history, hud_toggle_key, hud_fps, hud_frame_time, hud_frame_graph, \
              hud_gpu, hud_gpu_graph, hud_counts, hud_device, hud_swapchain, hud_counters, hud_regions, hud_draws, screenshot, \
-             screenshot_path, gpu_timing, samples, sample_stats, sample_stats_every, sample_budget, driver_counters, command_counts, counters, counter_interval_ms, log)"
+             screenshot_path, gpu_timing, samples, sample_stats, sample_stats_every, sample_budget, fps_limit, fps_limit_key, driver_counters, command_counts, counters, counter_interval_ms, log)"
         );
         assert_eq!(
             lines[1],

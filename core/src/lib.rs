@@ -31,6 +31,7 @@ pub mod history;
 pub mod labels;
 pub mod loaded;
 pub mod log;
+pub mod pacing;
 pub mod regions;
 pub mod sample;
 pub mod session;

@@ -1,5 +1,6 @@
-//! The HUD's show/hide key and the dump's start/stop key (`dump_toggle_key`, which flips
-//! [`framescope_core::capture`]), read from X11 with `XQueryKeymap` on a connection of our own
+//! The HUD's show/hide key, the dump's start/stop key (`dump_toggle_key`, which flips
+//! [`framescope_core::capture`]) and the frame limiter's next-rate key (`fps_limit_key`), read
+//! from X11 with `XQueryKeymap` on a connection of our own
 //! (libX11 is dlopen'ed, so the layers do not link it). Polling reads the key state without
 //! grabbing anything: the app still gets every key. No X11 means no hotkey (one log line).
 //!
@@ -22,6 +23,14 @@ const POLL: Duration = Duration::from_millis(100);
 pub const IDLE: Duration = Duration::from_secs(5);
 
 static VISIBLE: AtomicBool = AtomicBool::new(true);
+
+/// Presses of `fps_limit_key` so far: the index into `fps_limit`'s rates.
+static FPS_PRESSES: AtomicU64 = AtomicU64::new(0);
+
+/// How often the frame-limit key was pressed.
+pub fn fps_presses() -> u64 {
+    FPS_PRESSES.load(Ordering::Relaxed)
+}
 
 /// [`NONE`], [`RUNNING`] or [`OFF`].
 static READER: AtomicU8 = AtomicU8::new(NONE);
@@ -48,13 +57,19 @@ pub fn poll_config(c: &framescope_core::config::Config) {
     } else {
         ""
     };
-    if !hud.is_empty() || !dump.is_empty() {
-        poll(hud, dump);
+    // The rate key only matters with several rates to go through.
+    let fps = if c.fps_limit.contains(':') {
+        c.fps_limit_key.as_str()
+    } else {
+        ""
+    };
+    if !hud.is_empty() || !dump.is_empty() || !fps.is_empty() {
+        poll(hud, dump, fps);
     }
 }
 
-/// Starts the reader for the `hud` and `dump` key combinations (either may be empty: none).
-fn poll(hud: &str, dump: &str) {
+/// Starts the reader for the `hud`, `dump` and `fps` key combinations (any may be empty: none).
+fn poll(hud: &str, dump: &str, fps: &str) {
     POLLS.fetch_add(1, Ordering::Relaxed);
     if READER.load(Ordering::Acquire) != NONE
         || READER
@@ -63,27 +78,27 @@ fn poll(hud: &str, dump: &str) {
     {
         return;
     }
-    let combo = format!("{hud} {dump}");
-    if let Err(why) = start(hud, dump) {
+    let combo = format!("{hud} {dump} {fps}");
+    if let Err(why) = start(hud, dump, fps) {
         framescope_core::log::info(format_args!("toggle keys {} unavailable: {why}", combo.trim()));
         READER.store(OFF, Ordering::Release);
     }
 }
 
-fn start(hud: &str, dump: &str) -> Result<(), String> {
+fn start(hud: &str, dump: &str, fps: &str) -> Result<(), String> {
     if std::env::var_os("DISPLAY").is_none_or(|d| d.is_empty()) {
         return Err("no DISPLAY".into());
     }
     pin_this_library()?;
-    let (hud, dump) = (hud.to_string(), dump.to_string());
-    let combo = format!("{hud} {dump}").trim().to_string();
+    let (hud, dump, fps) = (hud.to_string(), dump.to_string(), fps.to_string());
+    let combo = format!("{hud} {dump} {fps}").trim().to_string();
     std::thread::Builder::new()
         .name("framescope-keys".into())
         .spawn(move || {
             framescope_core::alloc_count::mark_own_thread();
             // The reader's logic must not unwind into the thread's start: a panic only ends
             // the hotkey.
-            let r = std::panic::catch_unwind(|| read_keys(&hud, &dump));
+            let r = std::panic::catch_unwind(|| read_keys(&hud, &dump, &fps));
             let next = match r {
                 Ok(Ok(())) => NONE,
                 Ok(Err(why)) => {
@@ -129,8 +144,9 @@ struct X11 {
     display: *mut c_void,
     close: XCloseDisplay,
     query: XQueryKeymap,
-    /// Per combination (HUD, dump), the keycodes that must all be down; empty: no key.
-    codes: [Vec<u8>; 2],
+    /// Per combination (HUD, dump, frame limit), the keycodes that must all be down; empty:
+    /// no key.
+    codes: [Vec<u8>; 3],
 }
 
 impl Drop for X11 {
@@ -142,7 +158,7 @@ impl Drop for X11 {
 
 /// Opens our connection. libX11 1.8 makes itself thread-safe at load (XInitThreads in its
 /// constructor), and this connection is used by this thread alone.
-fn open(combos: [&str; 2]) -> Result<X11, String> {
+fn open(combos: [&str; 3]) -> Result<X11, String> {
     // SAFETY: dlopen/dlsym with NUL-terminated names; the library stays loaded for the life of
     // the process (never dlclosed), so the function pointers stay valid. The transmutes give
     // each symbol its libX11 prototype (Xlib.h).
@@ -178,7 +194,7 @@ fn open(combos: [&str; 2]) -> Result<X11, String> {
             display,
             close,
             query,
-            codes: [Vec::new(), Vec::new()],
+            codes: [Vec::new(), Vec::new(), Vec::new()],
         };
         for (combo, codes) in combos.iter().zip(x.codes.iter_mut()) {
             for name in combo.split('+').filter(|n| !n.is_empty()) {
@@ -199,9 +215,9 @@ fn open(combos: [&str; 2]) -> Result<X11, String> {
 /// for the key for [`IDLE`]. A connection that breaks is libX11's to handle (by default it
 /// ends the process, as it does for the app's own connection to the same server: replacing
 /// the process-wide handler would take it from the app).
-fn read_keys(hud: &str, dump: &str) -> Result<(), String> {
-    let x = open([hud, dump])?;
-    let mut down = [false; 2];
+fn read_keys(hud: &str, dump: &str, fps: &str) -> Result<(), String> {
+    let x = open([hud, dump, fps])?;
+    let mut down = [false; 3];
     let (mut seen, mut quiet) = (POLLS.load(Ordering::Relaxed), Duration::ZERO);
     loop {
         let mut keys = [0 as c_char; 32];
@@ -217,6 +233,8 @@ fn read_keys(hud: &str, dump: &str) -> Result<(), String> {
                     let v = !VISIBLE.load(Ordering::Relaxed);
                     VISIBLE.store(v, Ordering::Relaxed);
                     framescope_core::log::info(format_args!("HUD {}", if v { "shown" } else { "hidden" }));
+                } else if k == 2 {
+                    FPS_PRESSES.fetch_add(1, Ordering::Relaxed);
                 } else {
                     match framescope_core::capture::toggle() {
                         Ok(_) => framescope_core::log::info(format_args!(

@@ -147,6 +147,8 @@ pub struct HudData {
     pub regions: Vec<(String, f64)>,
     /// The most expensive draws: (name, smoothed GPU ms when timed), most expensive first.
     pub top_draws: Vec<(String, f64)>,
+    /// The frame limit in force (`fps_limit`; 0: none).
+    pub fps_limit: u32,
     /// Driver counters (`driver_counters=1`, with `hud_counters` naming `driver` or `all`):
     /// each with the newest frame that carried its group.
     pub driver_counters: Vec<CounterLine>,
@@ -199,6 +201,7 @@ impl HudData {
     pub fn update(&mut self, history: &FrameHistory, opts: &HudOptions, catalogue: Option<&Catalogue>) {
         let n = opts.history.max(2);
         self.fps = history.fps(1_000_000_000);
+        self.fps_limit = framescope_core::pacing::LIMITER.fps();
         self.frame_ms = history.mean_frame_ms(n);
         self.gpu_ms = history.mean_gpu_busy_ms(n);
         self.frame_graph.clear();

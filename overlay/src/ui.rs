@@ -194,11 +194,16 @@ fn frame(s: &mut Shared, data: &HudData, opts: &HudOptions, canvas: [u32; 2], ou
                 ui.text(&*text);
             };
             if opts.fps {
-                line(&mut |t| match data.fps {
-                    Some(v) => {
-                        let _ = write!(t, "FPS        {v:8.1}");
+                line(&mut |t| {
+                    match data.fps {
+                        Some(v) => {
+                            let _ = write!(t, "FPS        {v:8.1}");
+                        }
+                        None => t.push_str("FPS             -"),
                     }
-                    None => t.push_str("FPS             -"),
+                    if data.fps_limit > 0 {
+                        let _ = write!(t, "  limit {}", data.fps_limit);
+                    }
                 });
             }
             if opts.frame_time {

@@ -576,6 +576,14 @@ fn gl_driver_counters_name_what_the_context_lacks() {
             .unwrap_or_else(|| panic!("{tag}: {}", d.header));
         assert!(why.contains(want), "{tag}: {why}");
         assert!(d.header.get("performance_counter_groups").is_none(), "{tag}");
+        // The driver's version in its own notation, from GL_VERSION's vendor part (Mesa's).
+        let dev = &d.header["device"];
+        let gl_version = dev["gl_version"].as_str().unwrap();
+        let mesa = gl_version
+            .split("Mesa ")
+            .nth(1)
+            .expect("llvmpipe's GL_VERSION names Mesa");
+        assert_eq!(dev["driver_version"], mesa.split_whitespace().next().unwrap(), "{dev}");
         assert!(d.frames.iter().all(|f| f.get("driver_counters").is_none()), "{tag}");
     }
 }

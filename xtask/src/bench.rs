@@ -558,6 +558,15 @@ pub fn bench_h100_only() -> Result<(), String> {
     replace_section(H100_BEGIN, H100_END, &super::bench_h100::section()?)
 }
 
+const FPS_BEGIN: &str = "<!-- fps-limit:begin -->\n";
+const FPS_END: &str = "<!-- fps-limit:end -->\n";
+
+/// `cargo xtask bench fps-limit`: only the frame limiter section, replaced in docs/performance.md.
+pub fn bench_fps_only() -> Result<(), String> {
+    let section = with_setup(super::bench_fps::section)?;
+    replace_section(FPS_BEGIN, FPS_END, &section)
+}
+
 const VKCUBE_BEGIN: &str = "<!-- vkcube:begin -->\n";
 const VKCUBE_END: &str = "<!-- vkcube:end -->\n";
 
@@ -601,17 +610,18 @@ fn callgrind_per_frame(framescope: &Path, runtime: &Path) -> Result<Vec<f64>, St
 }
 
 pub fn bench() -> Result<(), String> {
-    let (vkcube, verdict, gl, glmark) = with_setup(|framescope, runtime| {
+    let (vkcube, verdict, gl, glmark, fps) = with_setup(|framescope, runtime| {
         let (vkcube, verdict) = vkcube_section(framescope, runtime)?;
         let gl = super::bench_gl::section(framescope, runtime)?;
         let glmark = super::bench_glmark::section(framescope, runtime)?;
-        Ok((vkcube, verdict, gl, glmark))
+        let fps = super::bench_fps::section(framescope, runtime)?;
+        Ok((vkcube, verdict, gl, glmark, fps))
     })?;
     let mut md = String::new();
     md.push_str("# Performance\n\n");
     md.push_str("Written by `cargo xtask bench` (xtask/src/bench.rs); rerun it to refresh, or one section\n");
     md.push_str(
-        "alone with `cargo xtask bench vkcube|samples|gl|glmark|counters|h100`. Numbers are from one machine on\n",
+        "alone with `cargo xtask bench vkcube|samples|gl|glmark|fps-limit|counters|h100`. Numbers are from one machine on\n",
     );
     md.push_str("one day: compare rows of the same run only.\n\n");
     md.push_str("## Machine\n\n| | |\n|---|---|\n");
@@ -631,6 +641,9 @@ pub fn bench() -> Result<(), String> {
     md.push_str(GLMARK_BEGIN);
     md.push_str(&glmark);
     md.push_str(GLMARK_END);
+    md.push_str(FPS_BEGIN);
+    md.push_str(&fps);
+    md.push_str(FPS_END);
     md.push_str(COUNTERS_BEGIN);
     md.push_str(&counters_section()?);
     md.push_str(COUNTERS_END);

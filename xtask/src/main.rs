@@ -2,6 +2,7 @@
 
 mod bench;
 mod bench_cg;
+mod bench_fps;
 mod bench_gl;
 mod bench_glmark;
 mod bench_h100;
@@ -25,7 +26,8 @@ const USAGE: &str = "usage: cargo xtask <demo|test|bench|soak|deps|fuzz|install-
                 and glmark2); `bench glmark`: only the glmark2/glmark2-es2 scores section;
                 `bench counters`: only the counters' cost on the app's thread; `bench h100`: only
                 the H100 section, from the committed run of tests/device/h100-costs.sh;
-                `bench callgrind`: only vkcube's instructions per frame, printed (before/after)
+                `bench callgrind`: only vkcube's instructions per frame, printed (before/after);
+                `bench fps-limit`: only the frame limiter's pacing of vkcube at 60 and 144
   soak          long runs of vkcube and glxgears with the HUD and samples=draw (not in `test`):
                 RSS, threads, fds and dump size sampled, results into docs/reliability.md;
                 --minutes N (30), --app vkcube|glxgears, --bare, --asan, --malloc-check
@@ -55,6 +57,7 @@ fn main() -> ExitCode {
         Some("bench") if args.get(1).map(String::as_str) == Some("counters") => bench::bench_counters_only(),
         Some("bench") if args.get(1).map(String::as_str) == Some("h100") => bench::bench_h100_only(),
         Some("bench") if args.get(1).map(String::as_str) == Some("callgrind") => bench::bench_callgrind_only(),
+        Some("bench") if args.get(1).map(String::as_str) == Some("fps-limit") => bench::bench_fps_only(),
         Some("bench") => bench(),
         _ => {
             eprintln!("{USAGE}");

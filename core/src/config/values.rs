@@ -134,6 +134,8 @@ pub enum ValueType {
     ImagePath,
     /// Counter names or presets joined by `,` (file) or `:`/`+` (anywhere); `none` for none.
     NameList,
+    /// Frame rates from 0 (unlimited) to 1000 joined by `:` or `+`, normalised to `a:b:c`.
+    RateList,
 }
 
 impl ValueType {
@@ -154,6 +156,9 @@ impl ValueType {
             ValueType::KeyCombo => "X11 key names joined by +, e.g. Shift_R+F12, or none".into(),
             ValueType::FrameOrNone => "a frame index (0 is the first frame) or none".into(),
             ValueType::ImagePath => "a path (%p pid, %n exe name, %N frame, %t start time, %% %)".into(),
+            ValueType::RateList => {
+                "frames per second from 0 (unlimited) to 1000, several joined by : or + to cycle through with fps_limit_key".into()
+            }
             ValueType::NameList => format!(
                 "counter names or presets ({}) joined by , or : (: inside FRAMESCOPE_CONFIG), or none",
                 HUD_COUNTER_PRESETS
@@ -211,6 +216,15 @@ impl ValueType {
             },
             ValueType::ImagePath => (!raw.is_empty()).then(|| Value::Text(raw.to_string())),
             ValueType::NameList => parse_name_list(raw).map(Value::Text),
+            ValueType::RateList => {
+                let rates: Option<Vec<u32>> = raw
+                    .split([':', '+'])
+                    .map(|r| r.trim().parse::<u32>().ok().filter(|r| *r <= 1000))
+                    .collect();
+                rates
+                    .filter(|r| !r.is_empty() && r.len() <= 16)
+                    .map(|r| Value::Text(r.iter().map(u32::to_string).collect::<Vec<_>>().join(":")))
+            }
         }
     }
 }

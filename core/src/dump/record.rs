@@ -60,10 +60,14 @@ impl DeviceInfo {
         m.insert("device_id".into(), self.device_id.into());
         m.insert("driver_name".into(), self.driver_name.clone().into());
         m.insert("driver_info".into(), self.driver_info.clone().into());
-        m.insert(
-            "driver_version".into(),
-            format_driver_version(self.vendor_id, self.driver_version_raw).into(),
-        );
+        // A layer that knows the driver's own notation (GL: from `GL_VERSION`) gives it in
+        // `extra`; otherwise it is decoded from the raw number.
+        let version = self
+            .extra
+            .get("driver_version")
+            .cloned()
+            .unwrap_or_else(|| format_driver_version(self.vendor_id, self.driver_version_raw).into());
+        m.insert("driver_version".into(), version);
         m.insert("driver_version_raw".into(), self.driver_version_raw.into());
         m.insert("api_version".into(), format_vk_version(self.api_version_raw).into());
         for (k, v) in &self.extra {

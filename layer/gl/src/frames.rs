@@ -316,6 +316,9 @@ impl Ctx {
         let mut extra = serde_json::Map::new();
         extra.insert("window_system".into(), self.ws.name().into());
         extra.insert("gl_version".into(), self.info.version.clone().into());
+        if let Some(v) = self.info.driver_version() {
+            extra.insert("driver_version".into(), v.into());
+        }
         h.device = Some(DeviceInfo {
             name: self.info.renderer.clone(),
             vendor_id: 0,

@@ -61,6 +61,18 @@ impl GlInfo {
         self.renderer.to_ascii_lowercase().contains("zink")
     }
 
+    /// The driver's version in its own notation, from the vendor's part of `GL_VERSION`: the
+    /// last number there (`4.5 (Compatibility Profile) Mesa 22.3.6` -> `22.3.6`,
+    /// `4.6.0 NVIDIA 580.159.04` -> `580.159.04`); `None` when there is only the GL version.
+    pub fn driver_version(&self) -> Option<String> {
+        let mut numbers = self
+            .version
+            .split_whitespace()
+            .filter(|w| w.starts_with(|c: char| c.is_ascii_digit()));
+        numbers.next()?;
+        numbers.next_back().map(str::to_string)
+    }
+
     /// `x.y.z` after `Mesa ` in the version string, encoded like a Vulkan version.
     pub fn mesa_version_raw(&self) -> u32 {
         let Some(rest) = self.version.split("Mesa ").nth(1) else {
@@ -486,5 +498,21 @@ mod tests {
         };
         assert_eq!(i.mesa_version_raw(), (22 << 22) | (3 << 12) | 6);
         assert!(i.is_zink());
+    }
+
+    #[test]
+    fn driver_versions_come_from_the_vendor_part() {
+        let v = |s: &str| {
+            GlInfo {
+                version: s.into(),
+                ..GlInfo::default()
+            }
+            .driver_version()
+        };
+        assert_eq!(v("4.5 (Compatibility Profile) Mesa 22.3.6").as_deref(), Some("22.3.6"));
+        assert_eq!(v("4.6.0 NVIDIA 580.159.04").as_deref(), Some("580.159.04"));
+        assert_eq!(v("OpenGL ES 3.2 Mesa 22.3.6").as_deref(), Some("22.3.6"));
+        assert_eq!(v("3.3"), None, "only the GL version");
+        assert_eq!(v(""), None);
     }
 }

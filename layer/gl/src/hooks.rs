@@ -155,6 +155,10 @@ fn around_swap<R>(ws: WinSys, target: Target, real: impl FnOnce() -> R) -> R {
             })
         });
     }
+    // The frame limiter (`fps_limit`), outside every lock of ours.
+    guarded(&SWAP, || {
+        framescope_core::pacing::pace(framescope_overlay::keys::fps_presses())
+    });
     let r = real();
     if let Some(c) = closed {
         let t = c.token;

@@ -68,6 +68,10 @@ pub unsafe extern "system" fn queue_present(queue: vk::Queue, info: *const vk::P
         info
     };
     // --- end HUD ---
+    // The frame limiter (`fps_limit`), outside every lock of ours.
+    guarded(&PRESENT, || {
+        framescope_core::pacing::pace(framescope_overlay::keys::fps_presses())
+    });
     // SAFETY: forwarding the app's arguments (or their copy with our semaphores).
     unsafe { (d.swapchain_fns.queue_present_khr)(queue, info) }
 }

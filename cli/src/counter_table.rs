@@ -1,0 +1,250 @@
+//! The report's counter table: one row per counter with columns sized to their values,
+//! per-core rows (`cpu3_load_pct`) folded into one (`cpu*_load_pct`: the cores' means, their
+//! lowest and highest) unless every counter is asked for, and running totals
+//! ([`CUMULATIVE`]) shown as their growth over the run and its rate instead of a mean.
+
+use crate::text::escape;
+use framescope_core::stats::CounterStats;
+use std::collections::BTreeMap;
+
+/// Counters that only grow (a process's CPU time, a GPU's energy since boot): their mean
+/// means nothing; the growth over the run (max − min) and its rate do.
+pub const CUMULATIVE: &[&str] = &["proc_cpu_time_ns", "gpu_energy_j"];
+
+/// `cpu<digits>_<rest>` → `cpu*_<rest>`.
+fn per_core(name: &str) -> Option<String> {
+    let rest = name.strip_prefix("cpu")?;
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    if digits == 0 || !rest[digits..].starts_with('_') {
+        return None;
+    }
+    Some(format!("cpu*{}", &rest[digits..]))
+}
+
+/// A number with 3 decimals (the columns are as wide as their values need), in exponent form
+/// where that would print nothing but zeros or more than 18 digits.
+fn num(v: f64) -> String {
+    if !v.is_finite() {
+        return "-".into();
+    }
+    if v != 0.0 && (v.abs() >= 1e15 || v.abs() < 1e-3) {
+        format!("{v:.4e}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+/// Rows of cells, right-aligned but the first, columns two spaces apart and as wide as their
+/// widest cell.
+fn layout(rows: &[Vec<String>]) -> String {
+    let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let width: Vec<usize> = (0..cols)
+        .map(|c| {
+            rows.iter()
+                .filter_map(|r| r.get(c))
+                .map(|s| s.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for r in rows {
+        out.push_str("  ");
+        for (c, cell) in r.iter().enumerate() {
+            if c > 0 {
+                out.push_str("  ");
+            }
+            let pad = width[c].saturating_sub(cell.chars().count());
+            if c == 0 {
+                out.push_str(cell);
+                if c + 1 < r.len() {
+                    out.push_str(&" ".repeat(pad));
+                }
+            } else {
+                out.push_str(&" ".repeat(pad));
+                out.push_str(cell);
+            }
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// The table for `counters` (the summary's), with `unit` naming each counter's unit and the
+/// run lasting `duration_ns`; `all` keeps per-core rows apart.
+pub fn render(
+    counters: &BTreeMap<String, CounterStats>,
+    unit: impl Fn(&str) -> String,
+    duration_ns: u64,
+    all: bool,
+) -> String {
+    let mut rows = vec![vec![
+        "counter".to_string(),
+        "unit".into(),
+        "mean".into(),
+        "min".into(),
+        "max".into(),
+        "frames".into(),
+    ]];
+    // Folded per-core rows: name -> (unit, means, mins, maxes, frames).
+    let mut folded: BTreeMap<String, (String, Vec<f64>, f64, f64, u64)> = BTreeMap::new();
+    let mut totals = Vec::new();
+    for (name, c) in counters {
+        if CUMULATIVE.contains(&name.as_str()) {
+            totals.push((name, c));
+            continue;
+        }
+        if let (false, Some(key)) = (all, per_core(name)) {
+            let e = folded
+                .entry(key)
+                .or_insert_with(|| (unit(name), Vec::new(), f64::INFINITY, f64::NEG_INFINITY, 0));
+            e.1.push(c.mean);
+            e.2 = e.2.min(c.min);
+            e.3 = e.3.max(c.max);
+            e.4 = e.4.max(c.frames);
+            continue;
+        }
+        rows.push(vec![
+            escape(name),
+            unit(name),
+            num(c.mean),
+            num(c.min),
+            num(c.max),
+            c.frames.to_string(),
+        ]);
+    }
+    for (key, (u, means, min, max, frames)) in &folded {
+        let mean = means.iter().sum::<f64>() / means.len().max(1) as f64;
+        rows.push(vec![
+            format!("{} ({} cores)", escape(key), means.len()),
+            u.clone(),
+            num(mean),
+            num(*min),
+            num(*max),
+            frames.to_string(),
+        ]);
+    }
+    let mut out = layout(&rows);
+    if !totals.is_empty() {
+        let secs = duration_ns as f64 / 1e9;
+        let mut rows = vec![vec![
+            "running total".to_string(),
+            "unit".into(),
+            "over the run".into(),
+            "per second".into(),
+            "frames".into(),
+        ]];
+        for (name, c) in totals {
+            let grew = c.max - c.min;
+            let rate = if secs > 0.0 { grew / secs } else { f64::NAN };
+            rows.push(vec![
+                escape(name),
+                unit(name),
+                num(grew),
+                num(rate),
+                c.frames.to_string(),
+            ]);
+        }
+        out.push_str(&layout(&rows));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stats(mean: f64, min: f64, max: f64) -> CounterStats {
+        CounterStats {
+            frames: 10,
+            mean,
+            min,
+            max,
+        }
+    }
+
+    fn cells(text: &str, first: &str) -> Vec<String> {
+        text.lines()
+            .find(|l| l.trim_start().starts_with(first))
+            .unwrap_or_else(|| panic!("no {first} row in\n{text}"))
+            .split("  ")
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+            .collect()
+    }
+
+    #[test]
+    fn huge_and_tiny_values_keep_their_columns_apart() {
+        let mut c = BTreeMap::new();
+        c.insert("big".to_string(), stats(1.618312208139e12, 1.6e12, 3.12e12));
+        c.insert("tiny".to_string(), stats(1e-6, 0.0, 2e-6));
+        c.insert("plain".to_string(), stats(42.5, 1.0, 99.0));
+        let t = render(&c, |_| "u".into(), 1_000_000_000, false);
+        assert_eq!(
+            cells(&t, "big"),
+            [
+                "big",
+                "u",
+                "1618312208139.000",
+                "1600000000000.000",
+                "3120000000000.000",
+                "10"
+            ]
+        );
+        assert_eq!(
+            cells(&t, "tiny"),
+            ["tiny", "u", "1.0000e-6", "0.000", "2.0000e-6", "10"]
+        );
+        assert_eq!(cells(&t, "plain"), ["plain", "u", "42.500", "1.000", "99.000", "10"]);
+        // Every row's columns end at the same place.
+        let ends: Vec<usize> = t.lines().map(|l| l.len()).collect();
+        assert!(ends.windows(2).all(|w| w[0] == w[1]), "{t}");
+    }
+
+    #[test]
+    fn per_core_rows_fold_unless_all_are_asked_for() {
+        let mut c = BTreeMap::new();
+        for k in 0..16 {
+            c.insert(format!("cpu{k}_load_pct"), stats(f64::from(k), 0.0, f64::from(k) * 2.0));
+            c.insert(format!("cpu{k}_mhz"), stats(2000.0, 1000.0, 3000.0));
+        }
+        c.insert("cpu_load_pct".to_string(), stats(7.5, 1.0, 9.0));
+        let t = render(&c, |n| if n.ends_with("mhz") { "MHz" } else { "%" }.into(), 1, false);
+        assert_eq!(t.lines().count(), 4, "header, cpu_load_pct and two folded rows:\n{t}");
+        assert_eq!(
+            cells(&t, "cpu*_load_pct"),
+            ["cpu*_load_pct (16 cores)", "%", "7.500", "0.000", "30.000", "10"]
+        );
+        assert_eq!(
+            cells(&t, "cpu_load_pct"),
+            ["cpu_load_pct", "%", "7.500", "1.000", "9.000", "10"]
+        );
+        let all = render(&c, |_| String::new(), 1, true);
+        assert_eq!(all.lines().count(), 1 + 32 + 1);
+        assert!(per_core("cpux_load").is_none() && per_core("cpu_load_pct").is_none());
+    }
+
+    #[test]
+    fn running_totals_show_their_growth_and_rate() {
+        let mut c = BTreeMap::new();
+        // 2.5 s of CPU time over a 10 s run: a quarter of a core.
+        c.insert("proc_cpu_time_ns".to_string(), stats(5e9, 1e9, 3.5e9));
+        c.insert("gpu_energy_j".to_string(), stats(1000.0, 900.0, 1200.0));
+        let t = render(
+            &c,
+            |n| if n.ends_with("ns") { "ns" } else { "J" }.into(),
+            10_000_000_000,
+            false,
+        );
+        assert!(!t.contains("5000000000"), "no mean of a running total:\n{t}");
+        assert_eq!(
+            cells(&t, "proc_cpu_time_ns"),
+            ["proc_cpu_time_ns", "ns", "2500000000.000", "250000000.000", "10"]
+        );
+        assert_eq!(
+            cells(&t, "gpu_energy_j"),
+            ["gpu_energy_j", "J", "300.000", "30.000", "10"]
+        );
+    }
+}
