@@ -5,9 +5,13 @@
 //! Dumps are read strictly ([`frame_lines`]); each keeps at most [`MAX_FRAMES`] frames, and
 //! each line drawn at most two points per pixel column (the smallest and largest value of the
 //! frames that fall in it, so a single-frame spike still shows). The image is drawn in memory
-//! and written with [`create_output`] (never through a symbolic link). Text needs a TrueType
-//! font: `FRAMESCOPE_FONT`, else DejaVu Sans or another common sans-serif face where Linux
-//! distributions install it.
+//! and written with [`create_output`] (never through a symbolic link). Text is drawn with
+//! DejaVu Sans, which ships in the binary (the `dejavu` crate): a server image without fonts
+//! draws it too; `FRAMESCOPE_FONT` names another TrueType face.
+//!
+//! Each panel's y scale shows the steady state: it ends at the 99.9th percentile of the values
+//! after each dump's start-up frames ([`STARTUP_FRAMES`]); values above are drawn at the top
+//! edge, marked, and counted in the panel's title. `--all` scales to every value.
 
 use crate::frame_lines;
 use crate::output::{create_output, FileId};
@@ -25,8 +29,12 @@ it), the frame-time percentile curve (frame time against the share of frames at 
 and every --counter over the run. Several dumps are overlaid, one colour each, named in the
 legend. Each panel's y axis is labelled with its scale.
 
-Text in PNG files needs a TrueType font: FRAMESCOPE_FONT=FILE, else DejaVu Sans (Debian:
-fonts-dejavu-core) or another common face is looked for.";
+The y scales show the steady state: they end at the 99.9th percentile of the values after each
+dump's first 10 frames; start-up spikes and rarer outliers are drawn at the top edge, marked,
+and counted in the panel's title (--all scales to every value). A last panel is the histogram
+of frame times.
+
+Text is drawn with DejaVu Sans, built in; FRAMESCOPE_FONT=FILE names another TrueType face.";
 
 pub const EXAMPLES: &str = "\
 examples:
@@ -52,6 +60,9 @@ pub struct Args {
     /// image width (320 to 8000)
     #[arg(long, value_name = "PIXELS", default_value_t = 1200, value_parser = clap::value_parser!(u32).range(320..=8000))]
     pub width: u32,
+    /// scale the y axes to every value, start-up frames and outliers included
+    #[arg(long)]
+    pub all: bool,
 }
 
 /// Frames kept per dump.
@@ -62,6 +73,11 @@ const MAX_COUNTERS: usize = 8;
 const PANEL_HEIGHT: u32 = 300;
 /// Largest font file read.
 const MAX_FONT_BYTES: u64 = 32 << 20;
+/// Frames at the start of each dump left out of the y scales (shader compilation, the first
+/// swapchain images: the demo's first frame took 120 ms against 2-3 ms after).
+pub const STARTUP_FRAMES: usize = 10;
+/// Bins of the frame-time histogram.
+const BINS: usize = 60;
 
 const COLOURS: [RGBColor; 8] = [
     RGBColor(31, 119, 180),
@@ -72,18 +88,6 @@ const COLOURS: [RGBColor; 8] = [
     RGBColor(140, 86, 75),
     RGBColor(227, 119, 194),
     RGBColor(23, 190, 207),
-];
-
-/// Where Linux distributions put a sans-serif TrueType face.
-const FONT_PATHS: &[&str] = &[
-    "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
-    "/usr/share/fonts/TTF/DejaVuSans.ttf",
-    "/usr/share/fonts/dejavu/DejaVuSans.ttf",
-    "/usr/share/fonts/dejavu-sans-fonts/DejaVuSans.ttf",
-    "/usr/share/fonts/truetype/liberation/LiberationSans-Regular.ttf",
-    "/usr/share/fonts/liberation-sans/LiberationSans-Regular.ttf",
-    "/usr/share/fonts/truetype/noto/NotoSans-Regular.ttf",
-    "/usr/share/fonts/noto/NotoSans-Regular.ttf",
 ];
 
 #[derive(Debug, PartialEq)]
@@ -100,6 +104,7 @@ struct Options {
     counters: Vec<String>,
     skip_frames: u64,
     width: u32,
+    all: bool,
 }
 
 /// The parsed options checked together.
@@ -110,6 +115,7 @@ fn options(a: Args) -> Result<Options, String> {
         counters,
         skip_frames,
         width,
+        all,
     } = a;
     if counters.len() > MAX_COUNTERS {
         return Err(format!("at most {MAX_COUNTERS} counters"));
@@ -133,6 +139,7 @@ fn options(a: Args) -> Result<Options, String> {
         counters,
         skip_frames,
         width,
+        all,
     })
 }
 
@@ -231,27 +238,26 @@ fn percentile_curve(points: &[(f64, f64)], columns: usize) -> Vec<(f64, f64)> {
         .collect()
 }
 
-/// The font for text; registered with plotters once.
+/// The font for text, registered with plotters once: `FRAMESCOPE_FONT`'s, else the built-in
+/// DejaVu Sans.
 fn load_font() -> Result<(), String> {
-    let candidates: Vec<std::path::PathBuf> = match std::env::var_os("FRAMESCOPE_FONT") {
-        Some(p) => vec![p.into()],
-        None => FONT_PATHS.iter().map(Into::into).collect(),
+    let bytes: &'static [u8] = match std::env::var_os("FRAMESCOPE_FONT") {
+        None => dejavu::sans::regular(),
+        Some(p) => {
+            let bad = || format!("FRAMESCOPE_FONT='{}' is not a readable TrueType font", show(&p));
+            let meta = std::fs::metadata(&p).map_err(|_| bad())?;
+            if !meta.is_file() || meta.len() > MAX_FONT_BYTES {
+                return Err(bad());
+            }
+            // plotters keeps fonts for the life of the process.
+            Box::leak(std::fs::read(&p).map_err(|_| bad())?.into_boxed_slice())
+        }
     };
-    for p in &candidates {
-        let Ok(meta) = std::fs::metadata(p) else { continue };
-        if !meta.is_file() || meta.len() > MAX_FONT_BYTES {
-            continue;
+    plotters::style::register_font("sans-serif", FontStyle::Normal, bytes).map_err(|_| {
+        match std::env::var_os("FRAMESCOPE_FONT") {
+            Some(p) => format!("FRAMESCOPE_FONT='{}' is not a readable TrueType font", show(&p)),
+            None => "the built-in font could not be loaded".into(),
         }
-        let Ok(bytes) = std::fs::read(p) else { continue };
-        // plotters keeps fonts for the life of the process.
-        let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
-        if plotters::style::register_font("sans-serif", FontStyle::Normal, bytes).is_ok() {
-            return Ok(());
-        }
-    }
-    Err(match std::env::var_os("FRAMESCOPE_FONT") {
-        Some(p) => format!("FRAMESCOPE_FONT='{}' is not a readable TrueType font", show(&p)),
-        None => "no TrueType font found for the text (install fonts-dejavu-core, or set FRAMESCOPE_FONT=FILE)".into(),
     })
 }
 
@@ -260,9 +266,37 @@ struct Panel<'a> {
     x_label: &'a str,
     y_label: String,
     series: Vec<(usize, Vec<(f64, f64)>)>,
+    /// The top of the y scale where it is not the largest value (the steady state's p99.9),
+    /// and how many values lie above it.
+    cap: Option<(f64, usize)>,
 }
 
-fn range(series: &[(usize, Vec<(f64, f64)>)]) -> ((f64, f64), (f64, f64)) {
+/// The 99.9th percentile of `values` (nearest rank); `None` for none.
+fn p999(values: &mut [f64]) -> Option<f64> {
+    if values.is_empty() {
+        return None;
+    }
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    Some(values[((n * 999).div_ceil(1000)).clamp(1, n) - 1])
+}
+
+/// The cap of a panel over `runs`' series picked by `pick`, their start-up frames left out:
+/// `None` when nothing lies above the steady state's p99.9 (or `--all`).
+fn steady_cap<'a>(runs: impl Iterator<Item = &'a [(f64, f64)]> + Clone, all: bool) -> Option<(f64, usize)> {
+    if all {
+        return None;
+    }
+    let mut steady: Vec<f64> = runs
+        .clone()
+        .flat_map(|s| s.iter().skip(STARTUP_FRAMES).map(|p| p.1))
+        .collect();
+    let cap = p999(&mut steady)?;
+    let above = runs.flat_map(|s| s.iter()).filter(|p| p.1 > cap).count();
+    (above > 0 && cap > 0.0).then_some((cap, above))
+}
+
+fn range(series: &[(usize, Vec<(f64, f64)>)], cap: Option<(f64, usize)>) -> ((f64, f64), (f64, f64)) {
     let pts = series.iter().flat_map(|s| s.1.iter());
     let (mut x0, mut x1, mut y0, mut y1) = (f64::MAX, f64::MIN, f64::MAX, f64::MIN);
     for &(x, y) in pts {
@@ -270,6 +304,9 @@ fn range(series: &[(usize, Vec<(f64, f64)>)]) -> ((f64, f64), (f64, f64)) {
     }
     if x0 > x1 {
         return ((0.0, 1.0), (0.0, 1.0));
+    }
+    if let Some((c, _)) = cap {
+        y1 = y1.min(c);
     }
     let y0 = y0.min(0.0);
     let pad = ((y1 - y0) * 0.05).max(1e-9);
@@ -284,9 +321,16 @@ where
     root.fill(&WHITE).map_err(err)?;
     let areas = root.split_evenly((panels.len(), 1));
     for (panel, area) in panels.iter().zip(areas) {
-        let ((x0, x1), (y0, y1)) = range(&panel.series);
+        let ((x0, x1), (y0, y1)) = range(&panel.series, panel.cap);
+        let title = match panel.cap {
+            Some((c, n)) => format!(
+                "{} ({n} values above {c:.3} {} drawn at the top edge, marked; --all shows them)",
+                panel.title, panel.y_label
+            ),
+            None => panel.title.clone(),
+        };
         let mut chart = ChartBuilder::on(&area)
-            .caption(&panel.title, ("sans-serif", 18))
+            .caption(&title, ("sans-serif", 18))
             .margin(8)
             .margin_right(24)
             .x_label_area_size(36)
@@ -300,13 +344,26 @@ where
             .label_style(("sans-serif", 13))
             .draw()
             .map_err(err)?;
+        let top = panel.cap.map_or(f64::INFINITY, |c| c.0);
         for (run, points) in &panel.series {
             let colour = COLOURS[*run % COLOURS.len()];
             chart
-                .draw_series(LineSeries::new(points.iter().copied(), colour.stroke_width(1)))
+                .draw_series(LineSeries::new(
+                    points.iter().map(|&(x, y)| (x, y.min(top))),
+                    colour.stroke_width(1),
+                ))
                 .map_err(err)?
                 .label(runs[*run].name.as_str())
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], colour.stroke_width(2)));
+            // Values above the scale: a marker at the top edge where each lies.
+            chart
+                .draw_series(
+                    points
+                        .iter()
+                        .filter(|p| p.1 > top)
+                        .map(|&(x, _)| TriangleMarker::new((x, top), 4, colour.filled())),
+                )
+                .map_err(err)?;
         }
         chart
             .configure_series_labels()
@@ -331,11 +388,17 @@ fn panels<'a>(runs: &[Run], o: &Options) -> Vec<Panel<'a>> {
             .filter(|(_, r)| !pick(r).is_empty())
             .map(|(i, r)| (i, decimate(pick(r), columns)))
             .collect(),
+        cap: None,
     };
+    let frame_cap = steady_cap(runs.iter().map(|r| &r.frame_ms[..]), o.all);
     let mut out = vec![over_time("frame time".into(), "ms".into(), &|r| &r.frame_ms)];
+    out[0].cap = frame_cap;
     if runs.iter().any(|r| !r.gpu_ms.is_empty()) {
-        out.push(over_time("GPU time".into(), "ms".into(), &|r| &r.gpu_ms));
+        let mut p = over_time("GPU time".into(), "ms".into(), &|r| &r.gpu_ms);
+        p.cap = steady_cap(runs.iter().map(|r| &r.gpu_ms[..]), o.all);
+        out.push(p);
     }
+    // The percentile curve of the steady frames; the slowest 0.1 % above the cap, marked.
     out.push(Panel {
         title: "frame-time percentiles".into(),
         x_label: "percent of frames at or below",
@@ -345,11 +408,56 @@ fn panels<'a>(runs: &[Run], o: &Options) -> Vec<Panel<'a>> {
             .enumerate()
             .map(|(i, r)| (i, percentile_curve(&r.frame_ms, columns / 2)))
             .collect(),
+        cap: frame_cap,
     });
+    out.push(histogram(runs, frame_cap));
     for (k, name) in o.counters.iter().enumerate() {
-        out.push(over_time(escape(name), escape(name), &|r| &r.counters[k]));
+        let mut p = over_time(escape(name), escape(name), &|r| &r.counters[k]);
+        p.cap = steady_cap(runs.iter().map(|r| &r.counters[k][..]), o.all);
+        out.push(p);
     }
     out
+}
+
+/// The frame-time histogram: the share of each dump's frames per bin, bins up to the frame
+/// panel's cap (the last bin holds everything above).
+fn histogram<'a>(runs: &[Run], cap: Option<(f64, usize)>) -> Panel<'a> {
+    let top = cap.map_or_else(
+        || {
+            runs.iter()
+                .flat_map(|r| r.frame_ms.iter().map(|p| p.1))
+                .fold(0.0, f64::max)
+        },
+        |c| c.0,
+    );
+    let width = (top / BINS as f64).max(1e-9);
+    let series = runs
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let mut counts = [0usize; BINS];
+            for p in &r.frame_ms {
+                counts[((p.1 / width) as usize).min(BINS - 1)] += 1;
+            }
+            let n = r.frame_ms.len().max(1) as f64;
+            let pts = counts
+                .iter()
+                .enumerate()
+                .flat_map(|(b, &c)| {
+                    let share = 100.0 * c as f64 / n;
+                    [(b as f64 * width, share), ((b + 1) as f64 * width, share)]
+                })
+                .collect();
+            (i, pts)
+        })
+        .collect();
+    Panel {
+        title: "frame-time histogram".into(),
+        x_label: "frame time (ms)",
+        y_label: "% of frames".into(),
+        series,
+        cap: None,
+    }
 }
 
 fn render(o: &Options, runs: &[Run]) -> Result<Vec<u8>, String> {
@@ -482,5 +590,78 @@ mod tests {
         assert!(a(&["-o", "x.svg"]).unwrap_err().contains("no dump"));
         assert!(a(&["d", "-o", "x.svg", "--width", "10"]).is_err());
         assert!(a(&["d", "-o", "x.svg", "--bogus"]).is_err());
+    }
+
+    fn run_of(frames: &[f64]) -> Run {
+        Run {
+            name: "r".into(),
+            frame_ms: frames.iter().enumerate().map(|(i, &ms)| (i as f64, ms)).collect(),
+            ..Run::default()
+        }
+    }
+
+    #[test]
+    fn the_scale_leaves_the_start_up_spike_out_and_counts_what_it_cuts() {
+        // A 120 ms first frame, then 2-3 ms frames with one 40 ms hitch in 5000.
+        let mut f: Vec<f64> = (0..5000).map(|i| 2.0 + (i % 2) as f64).collect();
+        f[0] = 120.0;
+        f[3000] = 40.0;
+        let r = run_of(&f);
+        let cap = steady_cap(std::iter::once(&r.frame_ms[..]), false).unwrap();
+        assert_eq!(
+            cap,
+            (3.0, 2),
+            "the scale ends at the steady p99.9; the spike and the hitch are above"
+        );
+        assert_eq!(steady_cap(std::iter::once(&r.frame_ms[..]), true), None, "--all");
+        let flat = run_of(&[2.0; 100]);
+        assert_eq!(
+            steady_cap(std::iter::once(&flat.frame_ms[..]), false),
+            None,
+            "nothing to cut"
+        );
+        let ((_, _), (_, y1)) = range(&[(0, r.frame_ms.clone())], Some(cap));
+        assert!(y1 < 4.0, "{y1}");
+    }
+
+    #[test]
+    fn the_histogram_shares_add_up_to_all_frames() {
+        let r = run_of(&[1.0, 1.0, 2.0, 50.0]);
+        let h = histogram(&[r], Some((3.0, 1)));
+        // Two points per bin (its edges), each with the bin's share.
+        let total: f64 = h.series[0].1.iter().step_by(2).map(|p| p.1).sum();
+        assert!((total - 100.0).abs() < 1e-9, "{total}");
+        assert_eq!(
+            h.series[0].1.last().unwrap().1,
+            25.0,
+            "the 50 ms frame is in the last bin"
+        );
+    }
+
+    #[test]
+    fn a_png_has_text_without_any_font_on_the_machine() {
+        // The built-in face: nothing is looked up on disk.
+        std::env::remove_var("FRAMESCOPE_FONT");
+        let o = Options {
+            dumps: vec!["d".into()],
+            out: "x.png".into(),
+            format: Format::Png,
+            counters: Vec::new(),
+            skip_frames: 0,
+            width: 400,
+            all: false,
+        };
+        let png = render(&o, &[run_of(&[2.0, 3.0, 2.5, 2.0])]).unwrap();
+        let decoder = png::Decoder::new(std::io::Cursor::new(png));
+        let mut reader = decoder.read_info().unwrap();
+        let mut buf = vec![0; reader.output_buffer_size()];
+        let info = reader.next_frame(&mut buf).unwrap();
+        let w = info.width as usize;
+        // The first panel's caption row band: dark pixels are its letters.
+        let dark = buf[..w * 3 * 24]
+            .chunks(3)
+            .filter(|p| p.iter().all(|&c| c < 80))
+            .count();
+        assert!(dark > 50, "no caption text drawn ({dark} dark pixels)");
     }
 }
