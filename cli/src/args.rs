@@ -8,7 +8,7 @@
 //! it can quote an argument: a hostile one is one bounded line, never a terminal escape.
 
 use crate::text::escape;
-use crate::{compare, counters, ctl, export, gpu_sampler, install, plot, report, run};
+use crate::{compare, counters, ctl, doctor, export, gpu_sampler, install, plot, report, run};
 use clap::error::ErrorKind;
 use clap::{CommandFactory, Parser, Subcommand};
 use std::ffi::OsString;
@@ -64,6 +64,9 @@ pub enum Command {
     /// list known counters
     #[command(after_help = counters::EXAMPLES)]
     Counters(counters::Args),
+    /// check what framescope needs here and name the fix for what is missing
+    #[command(long_about = doctor::ABOUT, after_help = doctor::EXAMPLES)]
+    Doctor(doctor::Args),
     /// run NVIDIA PM sampling (CUPTI) for the apps beside it: counters `pm_*`, HUD preset `pm`
     #[command(long_about = gpu_sampler::ABOUT, after_help = gpu_sampler::EXAMPLES)]
     GpuSampler(gpu_sampler::Args),
@@ -98,6 +101,7 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> i32 {
         Command::Export(a) => export::main(a),
         Command::Ctl(a) => ctl::main(a),
         Command::Counters(a) => counters::main(a),
+        Command::Doctor(a) => doctor::main(a),
         Command::GpuSampler(a) => gpu_sampler::main(a),
         Command::Completions(a) => {
             clap_complete::generate(a.shell, &mut Cli::command(), "framescope", &mut std::io::stdout());
