@@ -20,7 +20,8 @@ pub struct HudOptions {
     pub frame_graph: bool,
     pub gpu: bool,
     pub gpu_graph: bool,
-    /// The GPU time is a span around the frame (GL), not busy time: the line says so.
+    /// The GPU time is a span around the frame (GL), not busy time: the line says so, and the
+    /// counts line shows draws only (GL has no submissions).
     pub gpu_span: bool,
     pub counts: bool,
     pub device: bool,

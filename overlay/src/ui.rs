@@ -156,16 +156,56 @@ pub fn render(data: &HudData, opts: &HudOptions, canvas: [u32; 2], out: &mut Dra
         *ui = std::mem::ManuallyDrop::into_inner(state);
         return Err(UiError::Broken);
     };
-    // ImGui sizes an auto-resizing window from the previous frame's content, and the context
-    // is shared by HUDs with different content: lay out twice, keep the second.
-    for _ in 0..2 {
-        frame(s, data, opts, canvas, out);
+    // The HUD covers at most half the window each way: smaller text first, then no graphs,
+    // then fewer rows (the last ones, the least asked for), ending in `...`.
+    let limit = [canvas[0] / 2, canvas[1] / 2];
+    let mut fit = Fit {
+        scale: 1.0,
+        graphs: true,
+        rows: usize::MAX,
+    };
+    for _ in 0..32 {
+        // ImGui sizes an auto-resizing window from the previous frame's content, and the
+        // context is shared by HUDs with different content: lay out twice, keep the second.
+        let mut rows = 0;
+        for _ in 0..2 {
+            rows = frame(s, data, opts, canvas, fit, out);
+        }
+        let fits = out.size[0] <= limit[0] && out.size[1] <= limit[1];
+        if fits || fit.rows == 0 {
+            break;
+        }
+        if fit.scale > MIN_SCALE + 1e-3 {
+            fit.scale = (fit.scale - 0.1).max(MIN_SCALE);
+        } else if fit.graphs {
+            fit.graphs = false;
+        } else {
+            // Rows in proportion to the height over, then one at a time.
+            let shown = rows.min(fit.rows);
+            let share = limit[1] as f32 / out.size[1].max(1) as f32;
+            let guess = (shown as f32 * share.min(1.0)) as usize;
+            fit.rows = guess.min(shown.saturating_sub(1));
+        }
     }
     *ui = std::mem::ManuallyDrop::into_inner(state);
     Ok(())
 }
 
-fn frame(s: &mut Shared, data: &HudData, opts: &HudOptions, canvas: [u32; 2], out: &mut DrawOutput) {
+/// Smallest text the HUD shrinks to before it drops graphs and rows (of the configured size).
+const MIN_SCALE: f32 = 0.6;
+
+/// How the HUD is cut down to fit its window.
+#[derive(Clone, Copy, Debug)]
+struct Fit {
+    /// Text and graph size, relative to the configured font.
+    scale: f32,
+    graphs: bool,
+    /// Text rows kept; the rest are replaced by one `...` row.
+    rows: usize,
+}
+
+/// Lays the HUD out once; returns how many text rows it had to show (before any cut).
+fn frame(s: &mut Shared, data: &HudData, opts: &HudOptions, canvas: [u32; 2], fit: Fit, out: &mut DrawOutput) -> usize {
     let now = Instant::now();
     let io = s.ctx.io_mut();
     io.display_size = [canvas[0].max(1) as f32, canvas[1].max(1) as f32];
@@ -174,8 +214,9 @@ fn frame(s: &mut Shared, data: &HudData, opts: &HudOptions, canvas: [u32; 2], ou
     let text = &mut s.text;
     let ui = s.ctx.new_frame();
     let mut size = [0.0f32; 2];
-    let graph_w = 22.0 * opts.font_pixels();
-    let graph_h = 3.0 * opts.font_pixels();
+    let graph_w = 22.0 * opts.font_pixels() * fit.scale;
+    let graph_h = 3.0 * opts.font_pixels() * fit.scale;
+    let mut rows = 0usize;
     ui.window("framescope")
         .position([0.0, 0.0], Condition::Always)
         .bg_alpha(opts.alpha)
@@ -188,7 +229,12 @@ fn frame(s: &mut Shared, data: &HudData, opts: &HudOptions, canvas: [u32; 2], ou
                 | WindowFlags::NO_INPUTS,
         )
         .build(|| {
+            ui.set_window_font_scale(fit.scale);
             let mut line = |f: &mut dyn FnMut(&mut String)| {
+                rows += 1;
+                if rows > fit.rows {
+                    return;
+                }
                 text.clear();
                 f(text);
                 ui.text(&*text);
@@ -214,7 +260,7 @@ fn frame(s: &mut Shared, data: &HudData, opts: &HudOptions, canvas: [u32; 2], ou
                     None => t.push_str("Frame           - ms"),
                 });
             }
-            if opts.frame_graph && !data.frame_graph.is_empty() {
+            if fit.graphs && opts.frame_graph && !data.frame_graph.is_empty() {
                 let (top, scale) = graph_scale(&data.frame_graph, 1.0);
                 ui.plot_lines("##frame", &data.frame_graph)
                     .scale_min(0.0)
@@ -234,7 +280,7 @@ fn frame(s: &mut Shared, data: &HudData, opts: &HudOptions, canvas: [u32; 2], ou
                     }
                 });
             }
-            if opts.gpu_graph && !data.gpu_graph.is_empty() {
+            if fit.graphs && opts.gpu_graph && !data.gpu_graph.is_empty() {
                 let (top, scale) = graph_scale(&data.gpu_graph, 0.1);
                 ui.plot_lines("##gpu", &data.gpu_graph)
                     .scale_min(0.0)
@@ -245,7 +291,10 @@ fn frame(s: &mut Shared, data: &HudData, opts: &HudOptions, canvas: [u32; 2], ou
             }
             if opts.counts {
                 line(&mut |t| {
-                    let _ = if data.commands_counted {
+                    let _ = if opts.gpu_span {
+                        // GL: no submissions or command buffers, only the draws the shim saw.
+                        write!(t, "Draws {}", data.draws)
+                    } else if data.commands_counted {
                         write!(
                             t,
                             "Submits {}  Draws {}  Dispatches {}",
@@ -284,6 +333,9 @@ fn frame(s: &mut Shared, data: &HudData, opts: &HudOptions, canvas: [u32; 2], ou
                         let _ = write!(t, "{ms:7.3}  {name}");
                     });
                 }
+            }
+            if rows > fit.rows {
+                ui.text("...");
             }
             size = ui.window_size();
         });
@@ -324,6 +376,7 @@ fn frame(s: &mut Shared, data: &HudData, opts: &HudOptions, canvas: [u32; 2], ou
         (size[0].floor() as u32).min(canvas[0]),
         (size[1].floor() as u32).min(canvas[1]),
     ];
+    rows
 }
 
 /// Font size the shared atlas was built with.
@@ -354,6 +407,34 @@ mod tests {
         assert_eq!(label, "12.5-17.2 ms");
         assert!((top - 17.25 * 1.2).abs() < 1e-4);
         assert_eq!(graph_scale(&[0.01], 0.1).0, 0.1, "the floor keeps a flat graph visible");
+    }
+
+    #[test]
+    fn the_hud_covers_at_most_half_the_window_and_shrinks_only_when_it_must() {
+        let opts = HudOptions::default();
+        let lines: Vec<crate::model::CounterLine> = (0..40)
+            .map(|i| crate::model::CounterLine {
+                name: format!("counter {i}"),
+                unit: "%".into(),
+                value: Some(f64::from(i)),
+            })
+            .collect();
+        let data = HudData {
+            fps: Some(60.0),
+            frame_ms: Some(16.7),
+            gpu_ms: Some(3.0),
+            frame_graph: vec![16.0; 50],
+            gpu_graph: vec![3.0; 50],
+            counters: lines,
+            ..HudData::default()
+        };
+        let mut big = DrawOutput::default();
+        render(&data, &opts, [4000, 4000], &mut big).unwrap();
+        let mut small = DrawOutput::default();
+        render(&data, &opts, [300, 300], &mut small).unwrap();
+        assert!(small.size[0] <= 150 && small.size[1] <= 150, "{:?}", small.size);
+        assert!(big.size[1] > 300, "a large window shows everything: {:?}", big.size);
+        assert!(!small.cmds.is_empty(), "something is still drawn");
     }
 
     #[test]
