@@ -22,7 +22,7 @@
 mod declare;
 mod values;
 
-pub use values::{HudPosition, LogLevel, SampleStats, Samples, Value, ValueType, HUD_COUNTER_PRESETS};
+pub use values::{HudPosition, HudPreset, LogLevel, SampleStats, Samples, Value, ValueType, HUD_COUNTER_PRESETS};
 
 use crate::shown::shown;
 use declare::config_keys;
@@ -153,6 +153,11 @@ config_keys! {
         ty: ValueType::KeyCombo,
         default: "Shift_R+F12",
         doc: "keys that show/hide the HUD, read from X11 (XQueryKeymap) without taking input from the app, on a thread of framescope's own (a slow X server never delays a frame)",
+    },
+    hud_preset: HudPreset {
+        ty: ValueType::Choice(HudPreset::NAMES),
+        default: "full",
+        doc: "which rows the HUD shows, each still subject to its own hud_* key: `minimal` FPS and frame time; `standard` (MangoHud-like) plus the frame and GPU graphs, GPU time and the device rows (GPU, VRAM, the app's own use, CPU, RAM); `full` plus counts, the device and driver, the swapchain and the regions and draws tables; `profiling` plus the PM and driver counters (`hud_counters` pm and driver)",
     },
     hud_fps: bool {
         ty: ValueType::Bool,
@@ -676,6 +681,7 @@ mod tests {
             "hud_alpha",
             "hud_history",
             "hud_toggle_key",
+            "hud_preset",
             "hud_fps",
             "hud_frame_time",
             "hud_frame_graph",
@@ -817,7 +823,7 @@ mod tests {
             lines[0],
             "framescope: unknown config key 'bogus' in FRAMESCOPE_CONFIG; ignored \
              (valid keys: dump, dump_start, dump_duration, dump_paused, dump_toggle_key, ctl, hud, hud_refresh_ms, hud_position, hud_scale, \
-             hud_font_size, hud_alpha, hud_history, hud_toggle_key, hud_fps, hud_frame_time, hud_frame_graph, \
+             hud_font_size, hud_alpha, hud_history, hud_toggle_key, hud_preset, hud_fps, hud_frame_time, hud_frame_graph, \
              hud_gpu, hud_gpu_graph, hud_counts, hud_device, hud_swapchain, hud_counters, hud_regions, hud_draws, screenshot, \
              screenshot_path, gpu_timing, samples, sample_stats, sample_stats_every, sample_budget, fps_limit, fps_limit_key, driver_counters, command_counts, counters, counter_interval_ms, log)"
         );

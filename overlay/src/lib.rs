@@ -12,6 +12,7 @@ pub mod keys;
 pub mod layout;
 pub mod mangohud;
 pub mod model;
+pub mod rows;
 pub mod screenshot;
 pub mod ui;
 

@@ -36,6 +36,11 @@ pub struct HudOptions {
 
 impl HudOptions {
     pub fn from_config(c: &Config) -> Self {
+        Self::with_preset(Self::all_of(c), c.hud_preset)
+    }
+
+    /// Every row the config's `hud_*` keys leave on, whatever the preset.
+    fn all_of(c: &Config) -> Self {
         HudOptions {
             refresh_ms: c.hud_refresh_ms,
             position: c.hud_position,
@@ -57,6 +62,40 @@ impl HudOptions {
             regions: c.hud_regions as usize,
             draws: c.hud_draws as usize,
         }
+    }
+
+    /// `all` cut down to `preset`'s rows.
+    pub fn with_preset(all: HudOptions, preset: framescope_core::config::HudPreset) -> HudOptions {
+        use framescope_core::config::HudPreset as P;
+        let mut o = all;
+        if preset < P::Full {
+            o.counts = false;
+            o.device = false;
+            o.swapchain = false;
+            o.regions = 0;
+            o.draws = 0;
+        }
+        if preset < P::Standard {
+            o.frame_graph = false;
+            o.gpu = false;
+            o.gpu_graph = false;
+            o.counters.clear();
+        }
+        if preset == P::Profiling {
+            for extra in [
+                "pm_graphics_active_pct",
+                "pm_sm_active_pct",
+                "pm_ps_warps_pct",
+                "pm_cs_warps_pct",
+                "pm_dram_bw_pct",
+                "driver",
+            ] {
+                if !o.counters.iter().any(|c| c == extra || c == "all") {
+                    o.counters.push(extra.to_string());
+                }
+            }
+        }
+        o
     }
 
     /// Font height in pixels after scaling.
@@ -110,6 +149,14 @@ impl CounterLine {
     }
 }
 
+/// Whether the chosen counters are shown as device rows: any of a row's counters chosen (the
+/// `basic` preset names them), or `all`.
+fn rows_wanted(opts: &HudOptions) -> bool {
+    opts.counters
+        .iter()
+        .any(|c| c == "all" || crate::rows::ROW_COUNTERS.contains(&c.as_str()))
+}
+
 /// The numbers on screen. Buffers keep their capacity, so a refresh allocates nothing once
 /// the graphs are full (counter names aside).
 #[derive(Clone, Debug, Default)]
@@ -138,7 +185,10 @@ pub struct HudData {
     pub swapchain: Option<SwapchainInfo>,
     /// Shown on the swapchain line when there is no swapchain (GL).
     pub surface: Option<SurfaceInfo>,
-    /// The chosen counters the catalogue has, with the newest frame's values.
+    /// Rows by device (`GPU  42%  34°C ...`) of the chosen counters that have one (`rows`).
+    pub device_rows: Vec<String>,
+    /// The chosen counters the catalogue has and no device row shows, with the newest
+    /// frame's values, under display names.
     pub counters: Vec<CounterLine>,
     /// Catalogue slot of each entry of `counters` (rebuilt only when the catalogue changes).
     pub(crate) counter_slots: Vec<usize>,
@@ -223,6 +273,21 @@ impl HudData {
             for (line, &slot) in self.counters.iter_mut().zip(&self.counter_slots) {
                 line.value = r.counters.get(slot).filter(|v| v.is_finite());
             }
+            self.device_rows.clear();
+            if let (true, Some(cat)) = (rows_wanted(opts), catalogue) {
+                let value = |n: &str| {
+                    cat.index_of(n)
+                        .and_then(|i| r.counters.get(i))
+                        .filter(|v| v.is_finite())
+                };
+                let mhz = crate::rows::mean_core_mhz(
+                    cat.counters
+                        .iter()
+                        .enumerate()
+                        .filter_map(|(i, c)| Some((c.name.as_str(), r.counters.get(i)?))),
+                );
+                crate::rows::device_rows(&value, mhz, opts.device, &mut self.device_rows);
+            }
         }
     }
 
@@ -237,6 +302,7 @@ impl HudData {
         self.counters.clear();
         self.counter_slots.clear();
         let Some(cat) = catalogue else { return };
+        let rows = rows_wanted(opts);
         for name in &opts.counters {
             let slots: Vec<usize> = if name == "all" {
                 (0..n).collect()
@@ -244,12 +310,12 @@ impl HudData {
                 cat.index_of(name).into_iter().collect()
             };
             for i in slots {
-                if self.counter_slots.contains(&i) {
+                if self.counter_slots.contains(&i) || (rows && crate::rows::in_rows(&cat.counters[i].name)) {
                     continue;
                 }
                 self.counter_slots.push(i);
                 self.counters.push(CounterLine {
-                    name: cat.counters[i].name.clone(),
+                    name: crate::rows::display_name(&cat.counters[i].name),
                     unit: cat.counters[i].unit.clone(),
                     value: None,
                 });
@@ -354,11 +420,21 @@ mod tests {
         }
         let opts = HudOptions {
             history: 8,
-            counters: vec!["gpu_temp_c".into(), "gpu_clock_mhz".into(), "no_such".into()],
+            counters: vec![
+                "gpu_temp_c".into(),
+                "gpu_clock_mhz".into(),
+                "gpu_sm_clock_mhz".into(),
+                "no_such".into(),
+            ],
             ..HudOptions::default()
         };
         let mut d = HudData::default();
-        let cat = catalogue(&[("gpu_util_pct", "%"), ("gpu_clock_mhz", "MHz"), ("gpu_temp_c", "C")]);
+        let cat = catalogue(&[
+            ("gpu_util_pct", "%"),
+            ("gpu_clock_mhz", "MHz"),
+            ("gpu_temp_c", "C"),
+            ("gpu_sm_clock_mhz", "MHz"),
+        ]);
         d.update(&h, &opts, Some(&cat));
         assert_eq!(d.frame_graph, vec![4.0; 8]);
         assert_eq!(d.gpu_graph, vec![1.0; 8]);
@@ -366,17 +442,20 @@ mod tests {
         assert_eq!(d.frame_ms, Some(4.0));
         assert_eq!(d.submits, 2);
         assert_eq!(d.frame, Some(19));
-        // Chosen: gpu_temp_c (no value), gpu_clock_mhz (7.5), a name the catalogue lacks.
+        // Chosen: gpu_temp_c (no value) and gpu_clock_mhz (7.5), which the GPU row shows;
+        // gpu_sm_clock_mhz, a line of its own under its display name; a name the catalogue
+        // lacks.
+        assert_eq!(d.device_rows, ["GPU  8MHz"]);
         let names: Vec<&str> = d.counters.iter().map(|c| c.name.as_str()).collect();
-        assert_eq!(names, ["gpu_temp_c", "gpu_clock_mhz"]);
-        assert_eq!(d.counters[1].value, Some(7.5));
+        assert_eq!(names, ["GPU SM clock"]);
         assert_eq!(d.counters[0].value, None);
         let cap = d.frame_graph.capacity();
         d.update(&h, &opts, Some(&cat));
         assert_eq!(d.frame_graph.capacity(), cap, "a refresh reuses the graph buffers");
         let mut t = String::new();
-        d.counters[1].write(&mut t);
-        assert_eq!(t, format!("{:<22}{:>6} MHz", "gpu_clock_mhz", "8"));
+        d.counters[0].value = Some(7.5);
+        d.counters[0].write(&mut t);
+        assert_eq!(t, format!("{:<22}{:>6} MHz", "GPU SM clock", "8"));
     }
 
     fn catalogue(list: &[(&str, &str)]) -> Catalogue {
@@ -443,5 +522,25 @@ mod tests {
         gl.swapchain_text(&mut s);
         assert_eq!(s, "300x200  GLX back buffer");
         assert!(!HudData::default().has_swapchain_line());
+    }
+
+    #[test]
+    fn presets_cut_the_rows_down_and_profiling_adds_the_hardware_counters() {
+        use framescope_core::config::HudPreset;
+        let all = HudOptions {
+            counters: vec!["gpu_util_pct".into()],
+            regions: 5,
+            draws: 5,
+            ..HudOptions::default()
+        };
+        let min = HudOptions::with_preset(all.clone(), HudPreset::Minimal);
+        assert!(min.fps && min.frame_time && !min.frame_graph && !min.gpu && min.counters.is_empty());
+        let std = HudOptions::with_preset(all.clone(), HudPreset::Standard);
+        assert!(std.frame_graph && std.gpu && !std.counts && !std.device && std.regions == 0);
+        assert_eq!(std.counters, ["gpu_util_pct"]);
+        let full = HudOptions::with_preset(all.clone(), HudPreset::Full);
+        assert_eq!((full.regions, full.device), (5, all.device));
+        let prof = HudOptions::with_preset(all, HudPreset::Profiling);
+        assert!(prof.counters.iter().any(|c| c == "driver") && prof.counters.iter().any(|c| c == "pm_sm_active_pct"));
     }
 }

@@ -315,6 +315,9 @@ fn frame(s: &mut Shared, data: &HudData, opts: &HudOptions, canvas: [u32; 2], fi
             if opts.swapchain && data.has_swapchain_line() {
                 line(&mut |t| data.swapchain_text(t));
             }
+            for r in &data.device_rows {
+                line(&mut |t| t.push_str(r));
+            }
             for c in data.counters.iter().chain(&data.driver_counters) {
                 line(&mut |t| c.write(t));
             }

@@ -392,8 +392,8 @@ fn top_draws_table_adds_rows_to_the_hud() {
     assert!(h1 >= h0 + 6 * 13, "HUD height {h1} with the table vs {h0} without");
 }
 
-/// `hud_counters` adds one text row per chosen counter the catalogue has (CPU and RAM here;
-/// the GPU sensor names are absent on lavapipe and give no row).
+/// `hud_counters` adds rows by device for the chosen counters the catalogue has (CPU, the
+/// app's own use and RAM here; the GPU sensor names are absent on lavapipe and give no row).
 #[test]
 fn counter_lines_add_rows_to_the_hud() {
     let a = Artifacts::get();
@@ -431,9 +431,10 @@ fn counter_lines_add_rows_to_the_hud() {
     let plain_rect = assert_hud_pair(&plain, &off, "HUD without counter lines");
     let lines_rect = assert_hud_pair(&lines, &off, "HUD with counter lines");
     let (h0, h1) = (plain_rect.y1 - plain_rect.y0, lines_rect.y1 - lines_rect.y0);
-    // Four rows of the 13 px font (gpu_temp_c has no source here: no row).
+    // Device rows of the 13 px font: CPU, the app's own (RSS), RAM (used / total); the GPU
+    // row has no source here (gpu_temp_c: none on lavapipe), so no row.
     assert!(
-        h1 >= h0 + 4 * 13 && h1 < h0 + 6 * 13,
+        h1 >= h0 + 3 * 13 && h1 < h0 + 5 * 13,
         "HUD height {h1} with counters vs {h0} without"
     );
     let extra = Rect {

@@ -2,7 +2,7 @@
 //! of `Config`, its `Default` and its `KEYS` entry, and [`KeyValue`] gives each field type its
 //! setter and getter, so a row names only what differs between keys.
 
-use super::values::{HudPosition, LogLevel, SampleStats, Samples, Value, ValueType};
+use super::values::{HudPosition, HudPreset, LogLevel, SampleStats, Samples, Value, ValueType};
 use serde_json::{json, Value as Json};
 use std::ffi::OsString;
 
@@ -130,7 +130,7 @@ macro_rules! choice_key_values {
     )*};
 }
 
-choice_key_values!(Samples, SampleStats, LogLevel);
+choice_key_values!(Samples, SampleStats, LogLevel, HudPreset);
 
 /// A key's default, parsed as a user's value would be.
 pub(super) fn default_of<T: KeyValue>(name: &str, ty: ValueType, default: &str) -> T {

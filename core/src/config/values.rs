@@ -70,6 +70,35 @@ impl LogLevel {
     }
 }
 
+/// Which rows the HUD shows (each still subject to its own `hud_*` key).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum HudPreset {
+    /// FPS and frame time.
+    Minimal,
+    /// Plus the graphs, GPU time and the device rows (GPU, VRAM, the app, CPU, RAM).
+    Standard,
+    /// Plus counts, the device and driver, the swapchain, the regions and draws tables.
+    Full,
+    /// Plus the PM and driver counters.
+    Profiling,
+}
+
+impl HudPreset {
+    /// Valid values, in the order of [`HudPreset::ALL`].
+    pub const NAMES: &'static [&'static str] = &["minimal", "standard", "full", "profiling"];
+    pub const ALL: [HudPreset; 4] = [
+        HudPreset::Minimal,
+        HudPreset::Standard,
+        HudPreset::Full,
+        HudPreset::Profiling,
+    ];
+
+    /// The config spelling of this value.
+    pub fn as_str(self) -> &'static str {
+        Self::NAMES[self as usize]
+    }
+}
+
 /// Where the HUD sits: a corner, or a pixel offset of its top-left corner (`x,y` or `x:y`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum HudPosition {
