@@ -192,7 +192,7 @@ impl SurfaceHud {
             let due = input.resized || self.refresh_due(input.now, input.opts, source);
             if due && r.content_free() {
                 source.fill(&mut self.data, input.opts);
-                if ui::render(&self.data, input.opts, input.canvas, &mut self.draw).is_ok() {
+                if ui::render(&self.data, input.opts, input.canvas, input.target, &mut self.draw).is_ok() {
                     self.last_refresh = Some(input.now);
                     self.size = self.draw.size;
                     if self.size[0] > 0 && self.size[1] > 0 {

@@ -141,9 +141,16 @@ pub fn font_atlas(opts: &HudOptions) -> Result<Arc<FontAtlas>, UiError> {
     }
 }
 
-/// Lays out the HUD for `data` on a canvas of `canvas` pixels and copies the draw lists into
-/// `out`. The HUD's window is at (0, 0) and sized to its content (`out.size`).
-pub fn render(data: &HudData, opts: &HudOptions, canvas: [u32; 2], out: &mut DrawOutput) -> Result<(), UiError> {
+/// Lays out the HUD for `data` on a canvas of `canvas` pixels, over a window of `window`
+/// pixels, and copies the draw lists into `out`. The HUD's window is at (0, 0) and sized to
+/// its content (`out.size`).
+pub fn render(
+    data: &HudData,
+    opts: &HudOptions,
+    canvas: [u32; 2],
+    window: [u32; 2],
+    out: &mut DrawOutput,
+) -> Result<(), UiError> {
     let mut ui = UI.lock();
     if matches!(*ui, State::Uninit) {
         *ui = State::Ready(init(opts));
@@ -156,43 +163,49 @@ pub fn render(data: &HudData, opts: &HudOptions, canvas: [u32; 2], out: &mut Dra
         *ui = std::mem::ManuallyDrop::into_inner(state);
         return Err(UiError::Broken);
     };
-    // The HUD covers at most half the window each way: smaller text first, then no graphs,
-    // then fewer rows (the last ones, the least asked for), ending in `...`.
-    let limit = [canvas[0] / 2, canvas[1] / 2];
+    // The HUD covers at most half the window each way: rows cut to the width; then fewer rows,
+    // the last ones (the least asked for) first, down to the graphs; then no graphs; then
+    // fewer rows again; a cut ends in `...`. The text
+    // keeps its size: ImGui's default face is a bitmap font that blurs when scaled (a HUD
+    // drawn at 0.8x was unreadable, and its glyphs no longer had the text colour).
+    let limit = [window[0].min(canvas[0] * 2) / 2, window[1].min(canvas[1] * 2) / 2];
     let mut fit = Fit {
         scale: 1.0,
         graphs: true,
         rows: usize::MAX,
+        chars: usize::MAX,
     };
     for _ in 0..32 {
+        // Rows longer than the width allows end in `...` (ImGui's default face is 7 px a
+        // character at 13 px; 16 px of window padding).
+        let char_w = 7.0 * opts.font_pixels() / 13.0 * fit.scale;
+        fit.chars = (((limit[0] as f32 - 16.0) / char_w.max(1.0)) as usize).max(8);
         // ImGui sizes an auto-resizing window from the previous frame's content, and the
         // context is shared by HUDs with different content: lay out twice, keep the second.
-        let mut rows = 0;
+        let (mut rows, mut above_graphs) = (0, 0);
         for _ in 0..2 {
-            rows = frame(s, data, opts, canvas, fit, out);
+            (rows, above_graphs) = frame(s, data, opts, canvas, fit, out);
         }
         let fits = out.size[0] <= limit[0] && out.size[1] <= limit[1];
         if fits || fit.rows == 0 {
             break;
         }
-        if fit.scale > MIN_SCALE + 1e-3 {
-            fit.scale = (fit.scale - 0.1).max(MIN_SCALE);
+        // Rows in proportion to the height over, then one at a time.
+        let shown = rows.min(fit.rows);
+        let share = limit[1] as f32 / out.size[1].max(1) as f32;
+        let guess = ((shown as f32 * share.min(1.0)) as usize).min(shown.saturating_sub(1));
+        if fit.graphs && shown > above_graphs {
+            fit.rows = guess.max(above_graphs);
         } else if fit.graphs {
             fit.graphs = false;
+            fit.rows = usize::MAX;
         } else {
-            // Rows in proportion to the height over, then one at a time.
-            let shown = rows.min(fit.rows);
-            let share = limit[1] as f32 / out.size[1].max(1) as f32;
-            let guess = (shown as f32 * share.min(1.0)) as usize;
-            fit.rows = guess.min(shown.saturating_sub(1));
+            fit.rows = guess;
         }
     }
     *ui = std::mem::ManuallyDrop::into_inner(state);
     Ok(())
 }
-
-/// Smallest text the HUD shrinks to before it drops graphs and rows (of the configured size).
-const MIN_SCALE: f32 = 0.6;
 
 /// How the HUD is cut down to fit its window.
 #[derive(Clone, Copy, Debug)]
@@ -202,10 +215,20 @@ struct Fit {
     graphs: bool,
     /// Text rows kept; the rest are replaced by one `...` row.
     rows: usize,
+    /// Characters a row keeps; a longer one ends in `...`.
+    chars: usize,
 }
 
-/// Lays the HUD out once; returns how many text rows it had to show (before any cut).
-fn frame(s: &mut Shared, data: &HudData, opts: &HudOptions, canvas: [u32; 2], fit: Fit, out: &mut DrawOutput) -> usize {
+/// Lays the HUD out once; returns how many text rows it had to show (before any cut), and how
+/// many of them come before the last graph.
+fn frame(
+    s: &mut Shared,
+    data: &HudData,
+    opts: &HudOptions,
+    canvas: [u32; 2],
+    fit: Fit,
+    out: &mut DrawOutput,
+) -> (usize, usize) {
     let now = Instant::now();
     let io = s.ctx.io_mut();
     io.display_size = [canvas[0].max(1) as f32, canvas[1].max(1) as f32];
@@ -216,7 +239,9 @@ fn frame(s: &mut Shared, data: &HudData, opts: &HudOptions, canvas: [u32; 2], fi
     let mut size = [0.0f32; 2];
     let graph_w = 22.0 * opts.font_pixels() * fit.scale;
     let graph_h = 3.0 * opts.font_pixels() * fit.scale;
-    let mut rows = 0usize;
+    // Counted by the row closure and read between rows.
+    let rows = std::cell::Cell::new(0usize);
+    let mut above_graphs = 0usize;
     ui.window("framescope")
         .position([0.0, 0.0], Condition::Always)
         .bg_alpha(opts.alpha)
@@ -231,12 +256,20 @@ fn frame(s: &mut Shared, data: &HudData, opts: &HudOptions, canvas: [u32; 2], fi
         .build(|| {
             ui.set_window_font_scale(fit.scale);
             let mut line = |f: &mut dyn FnMut(&mut String)| {
-                rows += 1;
-                if rows > fit.rows {
+                rows.set(rows.get() + 1);
+                if rows.get() > fit.rows {
                     return;
                 }
                 text.clear();
                 f(text);
+                if text.chars().count() > fit.chars {
+                    let keep = text
+                        .char_indices()
+                        .nth(fit.chars.saturating_sub(3))
+                        .map_or(text.len(), |(i, _)| i);
+                    text.truncate(keep);
+                    text.push_str("...");
+                }
                 ui.text(&*text);
             };
             if opts.fps {
@@ -268,6 +301,7 @@ fn frame(s: &mut Shared, data: &HudData, opts: &HudOptions, canvas: [u32; 2], fi
                     .overlay_text(&scale)
                     .graph_size([graph_w, graph_h])
                     .build();
+                above_graphs = rows.get();
             }
             if opts.gpu {
                 let name = if opts.gpu_span { "GPU span" } else { "GPU busy" };
@@ -288,6 +322,7 @@ fn frame(s: &mut Shared, data: &HudData, opts: &HudOptions, canvas: [u32; 2], fi
                     .overlay_text(&scale)
                     .graph_size([graph_w, graph_h])
                     .build();
+                above_graphs = rows.get();
             }
             if opts.counts {
                 line(&mut |t| {
@@ -337,7 +372,7 @@ fn frame(s: &mut Shared, data: &HudData, opts: &HudOptions, canvas: [u32; 2], fi
                     });
                 }
             }
-            if rows > fit.rows {
+            if rows.get() > fit.rows {
                 ui.text("...");
             }
             size = ui.window_size();
@@ -379,7 +414,7 @@ fn frame(s: &mut Shared, data: &HudData, opts: &HudOptions, canvas: [u32; 2], fi
         (size[0].floor() as u32).min(canvas[0]),
         (size[1].floor() as u32).min(canvas[1]),
     ];
-    rows
+    (rows.get(), above_graphs)
 }
 
 /// Font size the shared atlas was built with.
@@ -432,9 +467,9 @@ mod tests {
             ..HudData::default()
         };
         let mut big = DrawOutput::default();
-        render(&data, &opts, [4000, 4000], &mut big).unwrap();
+        render(&data, &opts, [4000, 4000], [4000, 4000], &mut big).unwrap();
         let mut small = DrawOutput::default();
-        render(&data, &opts, [300, 300], &mut small).unwrap();
+        render(&data, &opts, [300, 300], [300, 300], &mut small).unwrap();
         assert!(small.size[0] <= 150 && small.size[1] <= 150, "{:?}", small.size);
         assert!(big.size[1] > 300, "a large window shows everything: {:?}", big.size);
         assert!(!small.cmds.is_empty(), "something is still drawn");
@@ -456,7 +491,7 @@ mod tests {
             ..HudData::default()
         };
         let mut out = DrawOutput::default();
-        render(&data, &opts, [1024, 1024], &mut out).unwrap();
+        render(&data, &opts, [1024, 1024], [1024, 1024], &mut out).unwrap();
         assert!(out.size[0] > 100 && out.size[1] > 50, "{:?}", out.size);
         assert!(!out.cmds.is_empty() && out.vertices.len() > 100);
         let n = out.vertices.len() as u32;
@@ -472,7 +507,7 @@ mod tests {
             ..opts.clone()
         };
         let mut small = DrawOutput::default();
-        render(&data, &few, [1024, 1024], &mut small).unwrap();
+        render(&data, &few, [1024, 1024], [1024, 1024], &mut small).unwrap();
         assert!(small.size[1] < out.size[1], "{:?} vs {:?}", small.size, out.size);
         // Several threads take turns on the one context.
         let handles: Vec<_> = (0..4)
@@ -480,7 +515,7 @@ mod tests {
                 let (d, o) = (data.clone(), opts.clone());
                 std::thread::spawn(move || {
                     let mut out = DrawOutput::default();
-                    render(&d, &o, [300, 300], &mut out).unwrap();
+                    render(&d, &o, [300, 300], [300, 300], &mut out).unwrap();
                     out.size
                 })
             })

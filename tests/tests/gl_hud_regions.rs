@@ -7,7 +7,8 @@ use std::time::Duration;
 
 const LIMIT: Duration = Duration::from_secs(120);
 
-/// Frame 70 of the GL regions scene (640x480) with `config`, as a screenshot.
+/// Frame 70 of the GL regions scene (1024x768: the HUD with its table fits in half of it
+/// without dropping its graphs) with `config`, as a screenshot.
 fn shot(a: &Artifacts, x: &Xvfb, name: &str, config: &str) -> Rgb {
     let mut sb = Sandbox::new(name);
     let png = sb.path("shot.png");
@@ -21,7 +22,12 @@ fn shot(a: &Artifacts, x: &Xvfb, name: &str, config: &str) -> Rgb {
         ),
     );
     let app = a.glapp.display().to_string();
-    let out = sb.run_under_framescope(a, &app, &["--frames", "80", "--width", "640", "--height", "480"], LIMIT);
+    let out = sb.run_under_framescope(
+        a,
+        &app,
+        &["--frames", "80", "--width", "1024", "--height", "768"],
+        LIMIT,
+    );
     assert_eq!(out.code(), Some(0), "{name}: {}", out.describe());
     assert!(png.is_file(), "{name}: no screenshot\n{}", out.describe());
     Rgb::read(&png)

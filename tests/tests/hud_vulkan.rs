@@ -348,8 +348,10 @@ fn table_rects(tag: &str, base: &str, plain: &str, table: &str) -> (Rect, Rect, 
     let a = Artifacts::get();
     let x = Xvfb::start();
     let app = a.testapp.display().to_string();
+    // Large enough for the whole HUD with its tables within half of it (it cuts its last
+    // rows in a smaller window).
     let args = [
-        "--scene", "regions", "--frames", "80", "--width", "640", "--height", "480",
+        "--scene", "regions", "--frames", "80", "--width", "1280", "--height", "960",
     ];
     let shot = |name: &str, config: &str| {
         let (sb, out) = screenshot_run(&a, &x, name, &format!("{base},screenshot=70,{config}"), &app, &args);
@@ -399,13 +401,15 @@ fn counter_lines_add_rows_to_the_hud() {
     let a = Artifacts::get();
     let x = Xvfb::start();
     let app = a.testapp.display().to_string();
+    // Large enough for the whole HUD within half of it (it cuts its last rows in a smaller
+    // window).
     let args = [
         "--frames",
         "80",
         "--width",
-        "640",
+        "1280",
         "--height",
-        "480",
+        "960",
         "--present-mode",
         "fifo",
     ];
@@ -661,4 +665,42 @@ wait $pid"#;
     );
     let img = Rgb::read(&shot);
     assert!(img.w > 0 && img.h > 0);
+}
+
+/// In a small window the HUD covers at most half of it each way, every counter chosen: it
+/// shrinks its text, drops graphs and rows rather than run off the window.
+#[test]
+fn in_a_300x300_window_the_hud_covers_at_most_half_of_it() {
+    let a = Artifacts::get();
+    let x = Xvfb::start();
+    let app = a.testapp.display().to_string();
+    let args = [
+        "--frames",
+        "80",
+        "--width",
+        "300",
+        "--height",
+        "300",
+        "--present-mode",
+        "fifo",
+    ];
+    let shot = |name: &str, config: &str| {
+        let (sb, out) = screenshot_run(
+            &a,
+            &x,
+            name,
+            &format!("screenshot=70,counter_interval_ms=20,{config}"),
+            &app,
+            &args,
+        );
+        let png = sb.path("shot-70.png");
+        assert!(png.is_file(), "{name}: no screenshot\n{}", out.describe());
+        Rgb::read(&png)
+    };
+    let off = shot("small-hud-off", "hud=0");
+    let on = shot("small-hud-all", "hud_counters=all,hud_preset=profiling");
+    let hud = diff_bbox(&on, &off, on.whole(), 0).expect("a HUD");
+    let (w, h) = (hud.x1 - hud.x0, hud.y1 - hud.y0);
+    assert!(w <= 150 && h <= 150, "HUD {w}x{h} in a 300x300 window");
+    assert!(count_in(&on, hud, is_text) > 50, "it still shows text");
 }

@@ -142,6 +142,11 @@ unsafe fn filter_dlsym(handle: *mut c_void, name: &CStr, version: Option<&CStr>)
 /// Runs `real` (the swap of `target`) between the frame bookkeeping and the HUD before it, and
 /// the frame bookkeeping and the HUD's screenshot fetch after it.
 fn around_swap<R>(ws: WinSys, target: Target, real: impl FnOnce() -> R) -> R {
+    // The frame limiter (`fps_limit`), outside every lock of ours, before the frame's end is
+    // read: the frame ends when the limiter lets its swap go.
+    guarded(&SWAP, || {
+        framescope_core::pacing::pace(framescope_overlay::keys::fps_presses())
+    });
     let closed = guarded(&SWAP, || frames::before_swap(ws)).flatten();
     if let Some(c) = &closed {
         // Outside the frame lock: the HUD takes it itself when it refreshes.
@@ -155,10 +160,6 @@ fn around_swap<R>(ws: WinSys, target: Target, real: impl FnOnce() -> R) -> R {
             })
         });
     }
-    // The frame limiter (`fps_limit`), outside every lock of ours.
-    guarded(&SWAP, || {
-        framescope_core::pacing::pace(framescope_overlay::keys::fps_presses())
-    });
     let r = real();
     if let Some(c) = closed {
         let t = c.token;

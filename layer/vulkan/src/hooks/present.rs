@@ -25,6 +25,11 @@ pub unsafe extern "system" fn queue_present(queue: vk::Queue, info: *const vk::P
     let Some(d) = (unsafe { device_state::lookup(queue.as_raw()) }) else {
         return vk::Result::ERROR_DEVICE_LOST;
     };
+    // The frame limiter (`fps_limit`), outside every lock of ours, before the frame's end is
+    // read: the frame ends when the limiter lets its present go.
+    guarded(&PRESENT, || {
+        framescope_core::pacing::pace(framescope_overlay::keys::fps_presses())
+    });
     guarded(&PRESENT, || {
         let t_ns = monotonic_now_ns();
         d.stats.presents.fetch_add(1, Ordering::Relaxed);
@@ -68,10 +73,6 @@ pub unsafe extern "system" fn queue_present(queue: vk::Queue, info: *const vk::P
         info
     };
     // --- end HUD ---
-    // The frame limiter (`fps_limit`), outside every lock of ours.
-    guarded(&PRESENT, || {
-        framescope_core::pacing::pace(framescope_overlay::keys::fps_presses())
-    });
     // SAFETY: forwarding the app's arguments (or their copy with our semaphores).
     unsafe { (d.swapchain_fns.queue_present_khr)(queue, info) }
 }
