@@ -2,6 +2,7 @@
 //! under framescope in an isolated environment, scans their output for validation messages, and
 //! compares captured images.
 
+pub mod allocs;
 pub mod artifacts;
 pub mod dump;
 pub mod glmark;

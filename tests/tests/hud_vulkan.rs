@@ -396,6 +396,32 @@ fn top_draws_table_adds_rows_to_the_hud() {
 
 /// `hud_counters` adds rows by device for the chosen counters the catalogue has (CPU, the
 /// app's own use and RAM here; the GPU sensor names are absent on lavapipe and give no row).
+/// Frame 70 of the test app in a `size` window with `config` (counters read every 20 ms), as
+/// a screenshot.
+fn frame_70(a: &Artifacts, x: &Xvfb, app: &str, size: [&str; 2], name: &str, config: &str) -> Rgb {
+    let args = [
+        "--frames",
+        "80",
+        "--width",
+        size[0],
+        "--height",
+        size[1],
+        "--present-mode",
+        "fifo",
+    ];
+    let (sb, out) = screenshot_run(
+        a,
+        x,
+        name,
+        &format!("screenshot=70,counter_interval_ms=20,{config}"),
+        app,
+        &args,
+    );
+    let png = sb.path("shot-70.png");
+    assert!(png.is_file(), "{name}: no screenshot\n{}", out.describe());
+    Rgb::read(&png)
+}
+
 #[test]
 fn counter_lines_add_rows_to_the_hud() {
     let a = Artifacts::get();
@@ -403,29 +429,7 @@ fn counter_lines_add_rows_to_the_hud() {
     let app = a.testapp.display().to_string();
     // Large enough for the whole HUD within half of it (it cuts its last rows in a smaller
     // window).
-    let args = [
-        "--frames",
-        "80",
-        "--width",
-        "1280",
-        "--height",
-        "960",
-        "--present-mode",
-        "fifo",
-    ];
-    let shot = |name: &str, config: &str| {
-        let (sb, out) = screenshot_run(
-            &a,
-            &x,
-            name,
-            &format!("screenshot=70,counter_interval_ms=20,{config}"),
-            &app,
-            &args,
-        );
-        let png = sb.path("shot-70.png");
-        assert!(png.is_file(), "{name}: no screenshot\n{}", out.describe());
-        Rgb::read(&png)
-    };
+    let shot = |name: &str, config: &str| frame_70(&a, &x, &app, ["1280", "960"], name, config);
     let off = shot("counters-hud-off", "hud=0");
     let plain = shot("counters-hud-none", "hud_counters=none");
     let lines = shot(
@@ -674,29 +678,7 @@ fn in_a_300x300_window_the_hud_covers_at_most_half_of_it() {
     let a = Artifacts::get();
     let x = Xvfb::start();
     let app = a.testapp.display().to_string();
-    let args = [
-        "--frames",
-        "80",
-        "--width",
-        "300",
-        "--height",
-        "300",
-        "--present-mode",
-        "fifo",
-    ];
-    let shot = |name: &str, config: &str| {
-        let (sb, out) = screenshot_run(
-            &a,
-            &x,
-            name,
-            &format!("screenshot=70,counter_interval_ms=20,{config}"),
-            &app,
-            &args,
-        );
-        let png = sb.path("shot-70.png");
-        assert!(png.is_file(), "{name}: no screenshot\n{}", out.describe());
-        Rgb::read(&png)
-    };
+    let shot = |name: &str, config: &str| frame_70(&a, &x, &app, ["300", "300"], name, config);
     let off = shot("small-hud-off", "hud=0");
     let on = shot("small-hud-all", "hud_counters=all,hud_preset=profiling");
     let hud = diff_bbox(&on, &off, on.whole(), 0).expect("a HUD");

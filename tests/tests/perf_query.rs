@@ -330,16 +330,7 @@ fn driver_counters_allocate_nothing_per_frame() {
         &[("FRAMESCOPE_REPORT_ALLOCS", "60"), ("FRAMESCOPE_TRACE_ALLOCS", "1")],
         300,
     );
-    let line = out
-        .lines_with("framescope: heap allocations on app threads after frame")
-        .pop()
-        .unwrap_or_else(|| panic!("no allocation report: {}", out.describe()));
-    let nums: Vec<u64> = line
-        .split(|c: char| !c.is_ascii_digit())
-        .filter_map(|w| w.parse().ok())
-        .collect();
-    assert_eq!(nums.len(), 4, "{line}");
-    assert_eq!(nums[0], 60);
-    assert!(nums[3] >= 200, "{line}");
-    assert_eq!(nums[1], 0, "{line}\n{}", out.stderr);
+    let (allocs, _, steady) = framescope_tests::allocs::report(&out, "driver counters", 60);
+    assert!(steady >= 200, "{steady} steady frames");
+    assert_eq!(allocs, 0, "heap allocations in steady state:\n{}", out.stderr);
 }

@@ -12,17 +12,7 @@ const WARMUP: u64 = 60;
 
 /// The report line's (allocations, frames with allocations, frames after the warm-up).
 fn report(out: &Outcome, what: &str) -> (u64, u64, u64) {
-    let line = out
-        .lines_with("framescope: heap allocations on app threads after frame")
-        .pop()
-        .unwrap_or_else(|| panic!("{what}: no allocation report: {}", out.describe()));
-    let nums: Vec<u64> = line
-        .split(|c: char| !c.is_ascii_digit())
-        .filter_map(|w| w.parse().ok())
-        .collect();
-    assert_eq!(nums.len(), 4, "{what}: {line}");
-    assert_eq!(nums[0], WARMUP, "{what}: {line}");
-    (nums[1], nums[2], nums[3])
+    framescope_tests::allocs::report(out, what, WARMUP)
 }
 
 fn run(x: &Xvfb, tag: &str, vulkan: bool, app: &str, args: &[&str], config: &str) -> (Outcome, dump::Dump) {
