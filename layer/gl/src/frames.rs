@@ -319,10 +319,12 @@ impl Ctx {
         if let Some(v) = self.info.driver_version() {
             extra.insert("driver_version".into(), v.into());
         }
+        // Once, at the first swap, with the context current (Mesa answers from its own state).
+        let ids = self.gl.as_ref().and_then(|g| g.renderer_ids());
         h.device = Some(DeviceInfo {
             name: self.info.renderer.clone(),
-            vendor_id: 0,
-            device_id: 0,
+            vendor_id: ids.map_or(0, |i| i.0),
+            device_id: ids.map_or(0, |i| i.1),
             driver_name: Some(self.info.vendor.clone()),
             driver_info: Some(self.info.version.clone()),
             driver_version_raw: self.info.mesa_version_raw(),

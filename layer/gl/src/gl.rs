@@ -223,6 +223,9 @@ gl_table! {
         draw_buffer = c"glDrawBuffer": fn(E);
         draw_buffers = c"glDrawBuffers": fn(I, *const E);
         read_buffer = c"glReadBuffer": fn(E);
+        /// `GLX_MESA_query_renderer` (Mesa's GLX): the current renderer's PCI ids. Looked up
+        /// through glXGetProcAddress, which answers NULL for a glX name no vendor library has.
+        query_renderer_integer = c"glXQueryCurrentRendererIntegerMESA": fn(I, *mut U) -> I;
     }
 }
 
@@ -298,6 +301,19 @@ impl GlFns {
             major,
             minor,
         }
+    }
+
+    /// The current renderer's PCI vendor and device ids (`GLX_MESA_query_renderer`); `None`
+    /// without the extension or where the driver has none (llvmpipe answers 0xffffffff).
+    pub fn renderer_ids(&self) -> Option<(u32, u32)> {
+        const VENDOR_ID: i32 = 0x8183;
+        const DEVICE_ID: i32 = 0x8184;
+        let f = self.query_renderer_integer?;
+        let (mut vendor, mut device) = (0u32, 0u32);
+        // SAFETY: two single-value attributes of the extension, each into one u32, for the
+        // context current on this thread.
+        let ok = unsafe { f(VENDOR_ID, &mut vendor) != 0 && f(DEVICE_ID, &mut device) != 0 };
+        (ok && vendor != 0 && vendor != u32::MAX).then_some((vendor, device))
     }
 
     /// Whether the context lists `ext`. Uses `glGetStringi` on GL/GLES 3+ (where core profiles
