@@ -149,6 +149,9 @@ struct CounterEntry {
     name: String,
     #[serde(default)]
     unit: String,
+    /// `device`, `process` or `system`.
+    #[serde(default)]
+    scope: String,
 }
 
 #[derive(Deserialize, Default)]
@@ -570,19 +573,20 @@ fn render(path: &OsStr, d: &Dump, rec: &SummaryRecord, notes: &[String], all: bo
     ));
     out.push_str(&format!("  frames without gpu time: {}\n\n", s.gpu_missing_frames));
     if !s.counters.is_empty() {
-        let unit = |name: &str| {
+        let describe = |name: &str| {
             let h = d.header.as_ref();
             let driver = name
                 .strip_prefix(&framescope_core::driver_values::summary_name(""))
                 .and_then(|n| h?.driver_unit(n));
-            match driver {
+            let entry = h.and_then(|h| h.counters.iter().find(|c| c.name == name));
+            let unit = match driver {
                 Some(u) => escape(u),
-                None => h
-                    .and_then(|h| h.counters.iter().find(|c| c.name == name))
-                    .map_or(String::new(), |c| escape(&c.unit)),
-            }
+                None => entry.map_or(String::new(), |c| escape(&c.unit)),
+            };
+            let scope = entry.map_or("", |c| c.scope.as_str());
+            (unit, crate::counter_table::Group::of(name, scope))
         };
-        out.push_str(&crate::counter_table::render(&s.counters, unit, s.duration_ns, all));
+        out.push_str(&crate::counter_table::render(&s.counters, describe, s.duration_ns, all));
         out.push('\n');
     }
     let regions = d.regions_top();

@@ -235,6 +235,38 @@ impl CounterBoard {
     }
 }
 
+/// A counter's name for people: its words, acronyms in capitals, the unit's suffix dropped
+/// (the unit is shown with the value).
+pub fn display_name(id: &str) -> String {
+    const UNITS: &[&str] = &["pct", "bytes", "mhz", "c", "w", "j", "ns", "rpm", "hz"];
+    const ACRONYMS: &[&str] = &[
+        "gpu", "cpu", "vram", "ram", "pm", "sm", "eu", "dram", "pcie", "l2", "gpm", "fp32", "fp16", "fp64", "cs", "ps",
+        "vs", "oa", "rss", "nvml", "amd", "gfx", "mem", "io",
+    ];
+    let mut words: Vec<&str> = id.split('_').filter(|w| !w.is_empty()).collect();
+    if words.len() > 1 && words.last().is_some_and(|w| UNITS.contains(w)) {
+        words.pop();
+    }
+    let mut out = String::new();
+    for (i, w) in words.iter().enumerate() {
+        if i > 0 {
+            out.push(' ');
+        }
+        if ACRONYMS.contains(w) {
+            out.push_str(&w.to_ascii_uppercase());
+        } else if i == 0 {
+            let mut c = w.chars();
+            if let Some(f) = c.next() {
+                out.push(f.to_ascii_uppercase());
+                out.push_str(c.as_str());
+            }
+        } else {
+            out.push_str(w);
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

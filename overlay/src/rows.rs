@@ -3,8 +3,6 @@
 //! `RAM  0.9GiB / 15.6GiB`, the app's own use), built from the catalogue's counters by name,
 //! and display names for any other counter (`pm_graphics_active_pct` -> `PM graphics active`).
 
-use std::fmt::Write;
-
 /// Every counter a device row shows; a counter among them is never given a line of its own.
 pub const ROW_COUNTERS: &[&str] = &[
     "gpu_util_pct",
@@ -111,36 +109,8 @@ pub fn mean_core_mhz<'a>(values: impl Iterator<Item = (&'a str, f64)>) -> Option
     (n > 0).then(|| sum / f64::from(n))
 }
 
-/// A counter's name for people: its words, acronyms in capitals, the unit's suffix dropped
-/// (the unit is shown with the value).
-pub fn display_name(id: &str) -> String {
-    const UNITS: &[&str] = &["pct", "bytes", "mhz", "c", "w", "j", "ns", "rpm", "hz"];
-    const ACRONYMS: &[&str] = &[
-        "gpu", "cpu", "vram", "ram", "pm", "sm", "eu", "dram", "pcie", "l2", "gpm", "fp32", "fp16", "fp64", "cs", "ps",
-        "vs", "oa", "rss", "nvml", "amd", "gfx", "mem", "io",
-    ];
-    let mut words: Vec<&str> = id.split('_').filter(|w| !w.is_empty()).collect();
-    if words.len() > 1 && words.last().is_some_and(|w| UNITS.contains(w)) {
-        words.pop();
-    }
-    let mut out = String::new();
-    for (i, w) in words.iter().enumerate() {
-        if i > 0 {
-            out.push(' ');
-        }
-        if ACRONYMS.contains(w) {
-            out.push_str(&w.to_ascii_uppercase());
-        } else if i == 0 {
-            let mut c = w.chars();
-            if let Some(f) = c.next() {
-                let _ = write!(out, "{}{}", f.to_ascii_uppercase(), c.as_str());
-            }
-        } else {
-            out.push_str(w);
-        }
-    }
-    out
-}
+/// A counter's name for people (core's, shared with `framescope report`).
+pub use framescope_core::counters::display_name;
 
 #[cfg(test)]
 mod tests {

@@ -176,7 +176,7 @@ fn cpu_ram_and_process_values_are_in_every_frame_and_agree_with_proc() {
     let row = report
         .stdout
         .lines()
-        .find(|l| l.trim_start().starts_with("ram_total_bytes"))
+        .find(|l| l.trim_end().ends_with("ram_total_bytes"))
         .unwrap_or_else(|| panic!("no counter row: {}", report.stdout));
     assert!(row.contains(&format!("{total}.000")), "mean of ram_total_bytes: {row}");
 }

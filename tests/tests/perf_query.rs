@@ -248,12 +248,12 @@ fn per_pass_driver_counters_equal_the_work_and_the_two_groups_alternate() {
     let text = &rep.stdout;
     assert!(text.contains("summary written by the dump"), "{text}");
     let rows: Vec<Vec<&str>> = text.lines().map(|l| l.split_whitespace().collect()).collect();
-    // `driver: Draws  generic  111.000  111.000  111.000  6`
+    // `Draws  generic  111.000  111.000  111.000  6  driver: Draws` (the id last)
     let counter = rows
         .iter()
-        .find(|r| r.len() == 7 && r[..2] == ["driver:", "Draws"])
+        .find(|r| r.len() == 8 && r[6..] == ["driver:", "Draws"])
         .unwrap_or_else(|| panic!("no driver: Draws row: {text}"));
-    assert_eq!(counter[2..], ["generic", "111.000", "111.000", "111.000", "6"]);
+    assert_eq!(counter[..6], ["Draws", "generic", "111.000", "111.000", "111.000", "6"]);
     // `Frame/Shadows  Vertices  3000.000  6`: label, counter name, mean, passes.
     let pass = |label: &str, name: &str| -> (String, String) {
         let r = rows
