@@ -317,6 +317,7 @@ fn plot_writes_svg_and_png_with_axis_text_and_both_series() {
         "frame time",
         "GPU time",
         "frame-time percentiles",
+        "frame-time histogram",
         "gpu_util_pct",
         "base.jsonl",
         "slow.jsonl",
@@ -344,7 +345,11 @@ fn plot_writes_svg_and_png_with_axis_text_and_both_series() {
     );
     assert_eq!(out.code(), Some(0), "{}", out.describe());
     let img = framescope_tests::image::Rgb::read(&png);
-    assert_eq!((img.w, img.h), (800, 900), "three panels of 300 px");
+    assert_eq!(
+        (img.w, img.h),
+        (800, 1200),
+        "four panels of 300 px: frame time, GPU time, percentiles, histogram"
+    );
     let count = |x0: usize, x1: usize, y0: usize, y1: usize, pred: &dyn Fn([u8; 3]) -> bool| {
         let mut n = 0;
         for y in y0..y1 {
@@ -358,8 +363,8 @@ fn plot_writes_svg_and_png_with_axis_text_and_both_series() {
     // Axis text: tick labels left of the first panel's plot area, and its caption on top.
     assert!(count(0, 60, 20, 260, &dark) > 150, "y tick labels");
     assert!(count(300, 500, 0, 30, &dark) > 40, "caption");
-    assert!(count(0, 800, 0, 900, &|p| p == [31, 119, 180]) > 500, "first series");
-    assert!(count(0, 800, 0, 900, &|p| p == [214, 39, 40]) > 500, "second series");
+    assert!(count(0, 800, 0, 1200, &|p| p == [31, 119, 180]) > 500, "first series");
+    assert!(count(0, 800, 0, 1200, &|p| p == [214, 39, 40]) > 500, "second series");
 
     // Errors: one clear line, exit status not 0.
     let bad = sb.path("bad.jsonl");
