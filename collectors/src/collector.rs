@@ -88,7 +88,12 @@ fn catalogue(board: &CounterBoard, built: Vec<Built>, interval: Duration, now_ns
             }
         };
         let state = match source.start() {
-            Ok(()) => State::Running,
+            Ok(()) => {
+                if let Some(g) = source.gpu() {
+                    board.set_gpu(g);
+                }
+                State::Running
+            }
             Err(StartError::Unavailable(reason)) => {
                 board.set_unavailable(source.id(), &reason);
                 continue;
@@ -160,6 +165,9 @@ fn try_start(board: &CounterBoard, s: &mut Slot, now_ns: u64) {
     match s.source.start() {
         Ok(()) => {
             board.clear_unavailable(s.source.id());
+            if let Some(g) = s.source.gpu() {
+                board.set_gpu(g);
+            }
             s.state = State::Running;
         }
         Err(StartError::Unavailable(reason)) => {

@@ -108,6 +108,11 @@ pub trait CounterSource: Send {
     /// or `Lost` (with back-off).
     fn start(&mut self) -> Result<(), StartError>;
 
+    /// The GPU this source reads, once started, where it can name its PCI ids.
+    fn gpu(&self) -> Option<framescope_core::counters::GpuIdentity> {
+        None
+    }
+
     /// The shortest useful time between two reads (GPM refreshes about every 100 ms).
     fn min_interval(&self) -> Duration {
         Duration::ZERO

@@ -144,6 +144,28 @@ fn a_gl_renderer_string_picks_the_device_whose_nvml_name_it_starts_with() {
 }
 
 #[test]
+fn the_picked_gpu_names_its_pci_ids_for_a_gl_dump() {
+    let mut second = FakeDevice::new("NVIDIA GeForce RTX 4090", 0, 0x41, 0);
+    second.pci.ids = 0x2684_10de;
+    let f = fake(vec![h100(0x18), second]);
+    let mut s = nvml(&f, GpuHint::Name("NVIDIA GeForce RTX 4090/PCIe/SSE2".into()));
+    assert_eq!(s.gpu(), None, "nothing is picked before start");
+    s.start().unwrap();
+    let g = s.gpu().expect("a picked GPU with ids");
+    assert_eq!((g.vendor_id, g.device_id), (0x10de, 0x2684));
+    assert_eq!(g.pci_bus, "0000:41:00.0");
+    assert_eq!(g.source, "nvml");
+
+    // A driver that gives no ids (NVML too old for pciDeviceId) names none.
+    let mut bare = h100(0x18);
+    bare.pci.ids = 0;
+    let f = fake(vec![bare]);
+    let mut s = nvml(&f, GpuHint::Unknown);
+    s.start().unwrap();
+    assert_eq!(s.gpu(), None);
+}
+
+#[test]
 fn several_gpus_without_a_settling_hint_read_index_0_and_say_so() {
     let f = fake(vec![h100(0x17), h100(0x65)]);
     let mut s = nvml(&f, GpuHint::Unknown);

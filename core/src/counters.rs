@@ -34,6 +34,19 @@ impl Catalogue {
     }
 }
 
+/// The GPU a device source picked, as the driver's library names it: how a GL dump, whose
+/// driver may not say which PCI device renders, learns it (NVIDIA's GL has no
+/// `GLX_MESA_query_renderer`; NVML matches its renderer string).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GpuIdentity {
+    pub vendor_id: u32,
+    pub device_id: u32,
+    /// `domain:bus:device.function`, lower-case hex.
+    pub pci_bus: String,
+    /// The source that picked it (`nvml`).
+    pub source: String,
+}
+
 /// What the collector publishes and the frame session reads.
 pub struct CounterBoard {
     seq: AtomicU64,
@@ -50,6 +63,7 @@ pub struct CounterBoard {
     /// Builds the dump writer's attributor, where a source can attribute its counters to
     /// exact windows ([`crate::attribution`]).
     attributor: OnceLock<crate::attribution::AttributorFactory>,
+    gpu: OnceLock<GpuIdentity>,
 }
 
 impl std::fmt::Debug for CounterBoard {
@@ -75,6 +89,7 @@ impl Default for CounterBoard {
             started_lock: std::sync::Mutex::new(false),
             started_cv: Condvar::new(),
             attributor: OnceLock::new(),
+            gpu: OnceLock::new(),
         }
     }
 }
@@ -115,6 +130,15 @@ impl CounterBoard {
     /// A new attributor, for the dump writer's thread; `None` when no source attributes.
     pub fn attributor(&self) -> Option<Box<dyn crate::attribution::Attributor>> {
         self.attributor.get().and_then(|f| f())
+    }
+
+    /// Records the GPU a source picked (the first call wins).
+    pub fn set_gpu(&self, g: GpuIdentity) {
+        let _ = self.gpu.set(g);
+    }
+
+    pub fn gpu(&self) -> Option<&GpuIdentity> {
+        self.gpu.get()
     }
 
     /// Records a source that cannot run (once per source id; a repeat replaces the reason).

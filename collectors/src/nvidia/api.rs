@@ -202,6 +202,15 @@ pub struct PciInfo {
     pub domain: u32,
     pub bus: u32,
     pub device: u32,
+    /// `pciDeviceId`: the device id in the high 16 bits, the vendor id (0x10de) in the low.
+    pub ids: u32,
+}
+
+impl PciInfo {
+    /// Whether both name the same bus address (the ids aside: a GPU hint has none).
+    pub fn same_address(&self, o: &PciInfo) -> bool {
+        (self.domain, self.bus, self.device) == (o.domain, o.bus, o.device)
+    }
 }
 
 /// `nvmlUtilization_t`: percent of the driver's last sample period (⅙ s to 1 s) in which a kernel

@@ -112,8 +112,12 @@ pub fn pick_device(api: &dyn NvmlApi, hint: &GpuHint) -> Result<PickedDevice, St
                 domain: *domain,
                 bus: *bus,
                 device: *device,
+                ids: 0,
             };
-            match devices.into_iter().find(|d| d.pci == Some(want)) {
+            match devices
+                .into_iter()
+                .find(|d| d.pci.is_some_and(|p| p.same_address(&want)))
+            {
                 Some(d) => Ok(d.pick(None)),
                 None => Err(StartError::Unavailable(format!(
                     "the app renders on PCI {domain:04x}:{bus:02x}:{device:02x}.{function}, \

@@ -485,6 +485,7 @@ impl NvmlApi for DlNvml {
             domain: p.domain,
             bus: p.bus,
             device: p.device,
+            ids: p.pci_device_id,
         })
     }
 

@@ -49,7 +49,13 @@ impl FakeDevice {
         FakeDevice {
             name: name.to_string(),
             uuid: format!("GPU-fake-{domain:04x}-{bus:02x}-{device:02x}"),
-            pci: PciInfo { domain, bus, device },
+            // An H100 80GB HBM3's ids (device 0x2330, NVIDIA's vendor id 0x10de).
+            pci: PciInfo {
+                domain,
+                bus,
+                device,
+                ids: 0x2330_10de,
+            },
             gpm_supported: true,
             values: FakeValues::default(),
         }

@@ -351,6 +351,16 @@ impl CounterSource for NvmlSource {
         &self.catalogue
     }
 
+    fn gpu(&self) -> Option<framescope_core::counters::GpuIdentity> {
+        let p = self.device.as_ref()?.pci?;
+        (p.ids != 0).then(|| framescope_core::counters::GpuIdentity {
+            vendor_id: p.ids & 0xffff,
+            device_id: p.ids >> 16,
+            pci_bus: format!("{:04x}:{:02x}:{:02x}.0", p.domain, p.bus, p.device),
+            source: "nvml".into(),
+        })
+    }
+
     fn start(&mut self) -> Result<(), StartError> {
         self.release();
         self.api.init().map_err(|e| start_error("nvmlInit_v2", e))?;

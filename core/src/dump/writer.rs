@@ -409,6 +409,21 @@ fn complete_counters(h: &mut Header, s: &Shared) {
         h.counter_sources = c.sources.clone();
     }
     h.unavailable.extend(board.unavailable());
+    if let (Some(d), Some(g)) = (h.device.as_mut(), board.gpu()) {
+        fill_pci_ids(d, g);
+    }
+}
+
+/// A device the API could not name by PCI ids (NVIDIA's GL) takes those of the GPU a counter
+/// source picked for it, and says where they came from.
+fn fill_pci_ids(d: &mut super::record::DeviceInfo, g: &crate::counters::GpuIdentity) {
+    if d.vendor_id != 0 || d.device_id != 0 {
+        return;
+    }
+    d.vendor_id = g.vendor_id;
+    d.device_id = g.device_id;
+    d.extra.insert("pci_bus".into(), g.pci_bus.clone().into());
+    d.extra.insert("pci_ids_from".into(), g.source.clone().into());
 }
 
 /// The writer thread's body.
@@ -634,5 +649,46 @@ fn run(s: &Shared, opts: &DumpOptions, header: &Header) {
             return;
         }
         std::thread::park_timeout(flush_interval);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::counters::GpuIdentity;
+    use crate::dump::record::DeviceInfo;
+
+    fn device(vendor_id: u32, device_id: u32) -> DeviceInfo {
+        DeviceInfo {
+            name: "NVIDIA H100 80GB HBM3/PCIe/SSE2".into(),
+            vendor_id,
+            device_id,
+            driver_name: None,
+            driver_info: None,
+            driver_version_raw: 0,
+            api_version_raw: 0,
+            extra: Default::default(),
+        }
+    }
+
+    #[test]
+    fn a_device_without_pci_ids_takes_those_the_counter_source_picked() {
+        let g = GpuIdentity {
+            vendor_id: 0x10de,
+            device_id: 0x2330,
+            pci_bus: "0000:18:00.0".into(),
+            source: "nvml".into(),
+        };
+        let mut d = device(0, 0);
+        fill_pci_ids(&mut d, &g);
+        assert_eq!((d.vendor_id, d.device_id), (0x10de, 0x2330));
+        assert_eq!(d.extra["pci_bus"], "0000:18:00.0");
+        assert_eq!(d.extra["pci_ids_from"], "nvml");
+
+        // The API's own ids (Vulkan, Mesa's GLX) are kept.
+        let mut d = device(0x1002, 0x744c);
+        fill_pci_ids(&mut d, &g);
+        assert_eq!((d.vendor_id, d.device_id), (0x1002, 0x744c));
+        assert!(d.extra.is_empty());
     }
 }
