@@ -36,10 +36,18 @@ pub fn init() {
         return;
     }
     if INIT.compare_exchange(0, 1, Ordering::AcqRel, Ordering::Acquire).is_ok() {
-        let dlvsym = find_libc_dlvsym();
+        // Every caller spins until INIT is 2: a panic here must not leave it at 1 (nor unwind
+        // into the app's dlsym call). Without dlvsym, the trampolines return NULL for names
+        // they do not replace, which the app sees as a failed lookup.
+        let dlvsym = std::panic::catch_unwind(find_libc_dlvsym).unwrap_or(0);
         REAL_DLVSYM.store(dlvsym, Ordering::Release);
+        // glibc's baseline symbol version: GLIBC_2.2.5 on x86-64, GLIBC_2.0 on i386.
+        #[cfg(target_pointer_width = "64")]
+        const BASELINE: &std::ffi::CStr = c"GLIBC_2.2.5";
+        #[cfg(target_pointer_width = "32")]
+        const BASELINE: &std::ffi::CStr = c"GLIBC_2.0";
         if let Some(f) = fn_at::<DlvsymFn>(dlvsym) {
-            for version in [c"GLIBC_2.34", c"GLIBC_2.2.5"] {
+            for version in [c"GLIBC_2.34", BASELINE] {
                 // SAFETY: `f` is glibc's dlvsym (ELF lookup above); the names are
                 // NUL-terminated literals; RTLD_NEXT is relative to this library, the caller.
                 let p = unsafe { f(libc::RTLD_NEXT, c"dlsym".as_ptr(), version.as_ptr()) };
@@ -232,14 +240,25 @@ impl<F: FnPtr> Real<F> {
 
 // ---- ELF lookup of glibc's dlvsym ---------------------------------------------------------
 
+// The ELF class of this build (ELF gABI, "Dynamic Section" and "Symbol Table"): 64-bit
+// entries on x86-64, 32-bit ones (with st_value before st_info) on i386.
+#[cfg(target_pointer_width = "64")]
 #[repr(C)]
-struct Elf64Dyn {
+struct ElfDyn {
     d_tag: i64,
     d_val: u64,
 }
 
+#[cfg(target_pointer_width = "64")]
+impl ElfDyn {
+    fn tag(&self) -> i64 {
+        self.d_tag
+    }
+}
+
+#[cfg(target_pointer_width = "64")]
 #[repr(C)]
-struct Elf64Sym {
+struct ElfSym {
     st_name: u32,
     st_info: u8,
     st_other: u8,
@@ -247,6 +266,34 @@ struct Elf64Sym {
     st_value: u64,
     st_size: u64,
 }
+
+#[cfg(target_pointer_width = "32")]
+#[repr(C)]
+struct ElfDyn {
+    d_tag: i32,
+    d_val: u32,
+}
+
+#[cfg(target_pointer_width = "32")]
+impl ElfDyn {
+    fn tag(&self) -> i64 {
+        i64::from(self.d_tag)
+    }
+}
+
+#[cfg(target_pointer_width = "32")]
+#[repr(C)]
+struct ElfSym {
+    st_name: u32,
+    st_value: u32,
+    st_size: u32,
+    st_info: u8,
+    st_other: u8,
+    st_shndx: u16,
+}
+
+/// 32-bit words per GNU hash bloom filter word (the bloom words are ELF class sized).
+const BLOOM_WORD_U32S: usize = std::mem::size_of::<usize>() / 4;
 
 const PT_DYNAMIC: u32 = 2;
 const DT_NULL: i64 = 0;
@@ -303,12 +350,12 @@ unsafe fn lookup_in_object(info: &libc::dl_phdr_info, want: &[u8]) -> usize {
             return 0;
         };
         let (mut strtab, mut symtab, mut gnu_hash_tab, mut versym) = (0usize, 0usize, 0usize, 0usize);
-        let mut d = (base + dynamic.p_vaddr as usize) as *const Elf64Dyn;
-        while (*d).d_tag != DT_NULL {
+        let mut d = base.wrapping_add(dynamic.p_vaddr as usize) as *const ElfDyn;
+        while (*d).tag() != DT_NULL {
             // glibc relocates these entries in place for normal objects; adjust if it did not.
             let v = (*d).d_val as usize;
-            let v = if v < base { v + base } else { v };
-            match (*d).d_tag {
+            let v = if v < base { v.wrapping_add(base) } else { v };
+            match (*d).tag() {
                 DT_STRTAB => strtab = v,
                 DT_SYMTAB => symtab = v,
                 DT_GNU_HASH => gnu_hash_tab = v,
@@ -327,14 +374,14 @@ unsafe fn lookup_in_object(info: &libc::dl_phdr_info, want: &[u8]) -> usize {
         if nbuckets == 0 {
             return 0;
         }
-        let buckets = h.add(4 + bloom_size * 2); // bloom words are 64-bit
+        let buckets = h.add(4 + bloom_size * BLOOM_WORD_U32S);
         let chain = buckets.add(nbuckets as usize);
         let hash = gnu_hash(want);
         let mut i = *buckets.add((hash % nbuckets) as usize);
         if i < symoffset {
             return 0;
         }
-        let syms = symtab as *const Elf64Sym;
+        let syms = symtab as *const ElfSym;
         let mut fallback = 0usize;
         loop {
             let ch = *chain.add((i - symoffset) as usize);
@@ -343,7 +390,7 @@ unsafe fn lookup_in_object(info: &libc::dl_phdr_info, want: &[u8]) -> usize {
                 let n = CStr::from_ptr((strtab + s.st_name as usize) as *const c_char).to_bytes();
                 let ty = s.st_info & 0xf;
                 if n == want && s.st_shndx != 0 && ty == STT_FUNC {
-                    let addr = base + s.st_value as usize;
+                    let addr = base.wrapping_add(s.st_value as usize);
                     let hidden = versym != 0 && (*(versym as *const u16).add(i as usize) & 0x8000) != 0;
                     if !hidden {
                         return addr;

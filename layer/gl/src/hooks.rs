@@ -471,5 +471,78 @@ pub unsafe extern "C" fn dlvsym_trampoline(
     )
 }
 
-#[cfg(not(target_arch = "x86_64"))]
-compile_error!("framescope-gl's dlsym trampolines are written for x86_64");
+/// `dlsym` as seen by a 32-bit process: as [`dlsym_trampoline`] on x86-64, for the i386
+/// System V ABI (cdecl: the arguments on the stack above the return address, which glibc's
+/// `dlsym` reads to resolve `RTLD_NEXT`; position-independent, so the real `dlsym` is loaded
+/// relative to a label).
+///
+/// # Safety
+/// As glibc's `dlsym`.
+#[cfg(target_arch = "x86")]
+#[unsafe(naked)]
+#[unsafe(export_name = "dlsym")]
+pub unsafe extern "C" fn dlsym_trampoline(handle: *mut c_void, name: *const c_char) -> *mut c_void {
+    core::arch::naked_asm!(
+        // On entry (%esp) is the return address and %esp is 12 mod 16; 4 + 8 bytes more make
+        // it 16-byte aligned at the call, as the i386 ABI's gcc and LLVM assume.
+        "subl $4, %esp",
+        "pushl 12(%esp)", // name
+        "pushl 12(%esp)", // handle
+        "call {filter}",
+        "addl $12, %esp",
+        "testl %eax, %eax",
+        "jnz 2f",
+        // Position-independent: the real dlsym is loaded relative to label 3.
+        "call 3f",
+        "3:",
+        "popl %ecx",
+        "movl ({real}-3b)(%ecx), %eax",
+        "testl %eax, %eax",
+        "jz 2f",
+        "jmp *%eax",
+        "2:",
+        "ret",
+        filter = sym dlsym_filter,
+        real = sym dl::REAL_DLSYM,
+        options(att_syntax),
+    )
+}
+
+/// `dlvsym` as seen by a 32-bit process; see the x86 [`dlsym_trampoline`].
+///
+/// # Safety
+/// As glibc's `dlvsym`.
+#[cfg(target_arch = "x86")]
+#[unsafe(naked)]
+#[unsafe(export_name = "dlvsym")]
+pub unsafe extern "C" fn dlvsym_trampoline(
+    handle: *mut c_void,
+    name: *const c_char,
+    version: *const c_char,
+) -> *mut c_void {
+    core::arch::naked_asm!(
+        // Three 4-byte pushes from 12 mod 16 align the call.
+        "pushl 12(%esp)", // version
+        "pushl 12(%esp)", // name
+        "pushl 12(%esp)", // handle
+        "call {filter}",
+        "addl $12, %esp",
+        "testl %eax, %eax",
+        "jnz 2f",
+        "call 3f",
+        "3:",
+        "popl %ecx",
+        "movl ({real}-3b)(%ecx), %eax",
+        "testl %eax, %eax",
+        "jz 2f",
+        "jmp *%eax",
+        "2:",
+        "ret",
+        filter = sym dlvsym_filter,
+        real = sym dl::REAL_DLVSYM,
+        options(att_syntax),
+    )
+}
+
+#[cfg(not(any(target_arch = "x86_64", target_arch = "x86")))]
+compile_error!("framescope-gl's dlsym trampolines are written for x86-64 and i386");
