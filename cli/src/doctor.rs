@@ -155,17 +155,30 @@ pub fn layer_checks(found: &[Manifest], env: &dyn Fn(&str) -> Option<String>) ->
     let ours = found.iter().find(|m| m.name == "VK_LAYER_FRAMESCOPE_overlay");
     match ours {
         Some(m) => {
-            let lib = Path::new(&m.library);
-            let lib = if lib.is_relative() {
-                m.file.parent().unwrap_or(Path::new("/")).join(lib)
-            } else {
-                lib.to_path_buf()
+            // `$LIB` is ld.so's: the 64-bit library for this (64-bit) process, the 32-bit one
+            // for 32-bit apps, which is optional.
+            let dirs = crate::locate::LibDirs::here();
+            let expand = |d: &str| {
+                let lib = Path::new(&m.library.replace("$LIB", d)).to_path_buf();
+                if lib.is_relative() {
+                    m.file.parent().unwrap_or(Path::new("/")).join(lib)
+                } else {
+                    lib
+                }
             };
+            let lib = expand(&dirs.lib64);
+            let lib32 = dirs
+                .lib32
+                .as_deref()
+                .filter(|_| m.library.contains("$LIB"))
+                .map(expand)
+                .filter(|p| p.is_file());
             if lib.is_file() {
+                let also = lib32.map_or(String::new(), |p| format!(" (32-bit: {})", show(p.as_os_str())));
                 out.push(check(
                     "vulkan manifest",
                     Status::Ok,
-                    format!("{} -> {}", show(m.file.as_os_str()), show(lib.as_os_str())),
+                    format!("{} -> {}{also}", show(m.file.as_os_str()), show(lib.as_os_str())),
                     None,
                 ));
             } else {

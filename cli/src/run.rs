@@ -19,6 +19,11 @@
 //! directory (`/tmp`) is never used: another user could create it first. When no place works
 //! the app runs without framescope, with one line saying so: a profiler must not stop the app.
 //!
+//! 32-bit apps: that directory holds the libraries under ld.so's `$LIB` names (links to the
+//! 64-bit build and, where one is found, the 32-bit build, see [`locate::LibDirs`]), and the
+//! manifest and `LD_PRELOAD` name them through `$LIB`, so a 32-bit game loads the 32-bit layer
+//! and shim, and ld.so never tries a library of the other class (its "wrong ELF class" line).
+//!
 //! GL apps: the GL shim (`libframescope_gl.so`, found like the layer) is prepended to
 //! `LD_PRELOAD` in CMD's environment. Since CMD replaces this process, nothing else framescope
 //! starts gets it; the shim leaves `LD_PRELOAD` as it is, so processes CMD itself starts are
@@ -104,8 +109,8 @@ pub fn main(args: Args) -> i32 {
     }
     let mut c = Command::new(cmd);
     c.args(cmd_args);
-    match prepare_manifest() {
-        Ok(config_dir) => enable(&mut c, &config_dir, dump, config),
+    match prepare() {
+        Ok(p) => enable(&mut c, &p, dump, config),
         Err(e) => eprintln!("framescope run: {e}; running {} without framescope", show(cmd)),
     }
     let err = c.exec();
@@ -206,9 +211,9 @@ fn wait_readable(r: &std::io::PipeReader, limit: std::time::Duration) -> bool {
 const RUN_ENABLE: &str = "FRAMESCOPE_RUN";
 
 /// The environment that loads framescope into the app.
-fn enable(c: &mut Command, config_dir: &Path, dump: Option<OsString>, config: Option<String>) {
+fn enable(c: &mut Command, p: &Prepared, dump: Option<OsString>, config: Option<String>) {
     // Unset means `/etc/xdg` (XDG Base Directory spec), which must stay searched after ours.
-    let mut dirs = config_dir.as_os_str().to_os_string();
+    let mut dirs = p.dir.as_os_str().to_os_string();
     dirs.push(":");
     match std::env::var_os("XDG_CONFIG_DIRS").filter(|o| !o.is_empty()) {
         Some(old) => dirs.push(old),
@@ -219,7 +224,7 @@ fn enable(c: &mut Command, config_dir: &Path, dump: Option<OsString>, config: Op
     // The implicit layer, if installed, must not load a second copy.
     c.env_remove("FRAMESCOPE");
     // GL and GLES apps: the shim, first in LD_PRELOAD. Its absence only costs GL measurements.
-    match locate::find_library(GL_LIB) {
+    match &p.gl_preload {
         // ld.so splits LD_PRELOAD at spaces and colons (ld.so(8)).
         Ok(gl) if gl.as_os_str().as_bytes().iter().any(|b| b" :".contains(b)) => eprintln!(
             "framescope run: {} has a space or colon in its path, which LD_PRELOAD cannot \
@@ -254,11 +259,42 @@ fn prepend(value: &OsStr, var: &str) -> OsString {
     out
 }
 
-/// A manifest per library location, so two checkouts never point at each other's build. Returns
-/// the directory to put first in `XDG_CONFIG_DIRS` (the manifest is in its
-/// `vulkan/implicit_layer.d`).
-fn prepare_manifest() -> Result<PathBuf, String> {
-    let lib = locate::find_library(VK_LIB)?;
+/// What `run` prepared in its private directory.
+struct Prepared {
+    /// The directory to put first in `XDG_CONFIG_DIRS` (the manifest is in its
+    /// `vulkan/implicit_layer.d`).
+    dir: PathBuf,
+    /// The GL shim through `$LIB`, for `LD_PRELOAD`, or why there is none.
+    gl_preload: Result<PathBuf, String>,
+}
+
+/// A library linked under a `$LIB` name: (directory relative to the private directory, file
+/// name, the build it links to).
+type Link = (String, &'static str, PathBuf);
+
+/// The libraries one private directory links, and why there is no GL shim, if there is none.
+fn links(dirs: &locate::LibDirs) -> Result<(Vec<Link>, Option<String>), String> {
+    let vk = locate::find_library(VK_LIB)?;
+    let mut out = vec![(dirs.lib64.clone(), VK_LIB, vk)];
+    let gl = locate::find_library(GL_LIB);
+    if let Ok(gl) = &gl {
+        out.push((dirs.lib64.clone(), GL_LIB, gl.clone()));
+    }
+    if let Some(lib32) = &dirs.lib32 {
+        for name in [VK_LIB, GL_LIB] {
+            if let Some(p) = locate::find_library32(name) {
+                out.push((lib32.clone(), name, p));
+            }
+        }
+    }
+    Ok((out, gl.err()))
+}
+
+/// A private directory per set of library locations, so two checkouts never point at each
+/// other's build: the implicit manifest and the libraries linked under `$LIB` names.
+fn prepare() -> Result<Prepared, String> {
+    let dirs = locate::LibDirs::here();
+    let (links, gl_missing) = links(&dirs)?;
     let installed_enable = "\"FRAMESCOPE\": \"1\"";
     let template = IMPLICIT_TEMPLATE.replace(installed_enable, &format!("\"{RUN_ENABLE}\": \"1\""));
     if template == IMPLICIT_TEMPLATE {
@@ -266,8 +302,14 @@ fn prepare_manifest() -> Result<PathBuf, String> {
             "the implicit manifest template has no {installed_enable} to replace"
         ));
     }
-    let contents = locate::render_manifest(&template, &lib)?;
-    let leaf = format!("run-layer-{:016x}", fnv1a(lib.as_os_str().as_bytes()));
+    let mut key = Vec::new();
+    for (d, name, target) in &links {
+        key.extend_from_slice(d.as_bytes());
+        key.extend_from_slice(name.as_bytes());
+        key.extend_from_slice(target.as_os_str().as_bytes());
+        key.push(0);
+    }
+    let leaf = format!("run-layer-{:016x}", fnv1a(&key));
     let mut why = Vec::new();
     for place in places() {
         let base = match place {
@@ -277,8 +319,21 @@ fn prepare_manifest() -> Result<PathBuf, String> {
                 continue;
             }
         };
-        match write_in(&base, &leaf, &contents) {
-            Ok(dir) => return Ok(dir),
+        let dir = base.join(&leaf);
+        // ld.so expands `$LIB` in dlopen paths and LD_PRELOAD (ld.so(8)); the loader passes
+        // library_path to dlopen as it is.
+        let through_lib = |name: &str| dir.join("$LIB").join(name);
+        let contents = locate::render_manifest(&template, &through_lib(VK_LIB))?;
+        match write_in(&base, &leaf, &contents, &links) {
+            Ok(dir) => {
+                return Ok(Prepared {
+                    gl_preload: match &gl_missing {
+                        None => Ok(through_lib(GL_LIB)),
+                        Some(e) => Err(e.clone()),
+                    },
+                    dir,
+                })
+            }
             Err(e) => why.push(e),
         }
     }
@@ -348,9 +403,15 @@ fn places() -> impl Iterator<Item = Result<PathBuf, String>> {
     .map(|f| f())
 }
 
-/// Writes the manifest to `base/leaf/vulkan/implicit_layer.d/` (every level created 0700), after
-/// checking that each is a directory of ours that nobody else can write. Returns `base/leaf`.
-fn write_in(base: &Path, leaf: &str, contents: &str) -> Result<PathBuf, String> {
+/// Writes the manifest to `base/leaf/vulkan/implicit_layer.d/` and the library links to
+/// `base/leaf/<$LIB>/` (every level created 0700), after checking that each is a directory of
+/// ours that nobody else can write. Returns `base/leaf`.
+fn write_in(
+    base: &Path,
+    leaf: &str,
+    contents: &str,
+    links: &[Link],
+) -> Result<PathBuf, String> {
     let dir = base.join(leaf);
     let at = |p: &Path, e: &dyn std::fmt::Display| format!("{}: {e}", show(p.as_os_str()));
     // The loader splits XDG_CONFIG_DIRS at colons.
@@ -359,7 +420,17 @@ fn write_in(base: &Path, leaf: &str, contents: &str) -> Result<PathBuf, String> 
     }
     let vulkan = dir.join("vulkan");
     let layers = vulkan.join("implicit_layer.d");
-    for d in [base, &dir, &vulkan, &layers] {
+    let mut levels = vec![base.to_path_buf(), dir.clone(), vulkan, layers.clone()];
+    for (lib, _, _) in links {
+        let mut d = dir.clone();
+        for part in Path::new(lib).components() {
+            d.push(part);
+            if !levels.contains(&d) {
+                levels.push(d.clone());
+            }
+        }
+    }
+    for d in &levels {
         match std::fs::DirBuilder::new().mode(0o700).create(d) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
@@ -371,12 +442,52 @@ fn write_in(base: &Path, leaf: &str, contents: &str) -> Result<PathBuf, String> 
             return Err(at(d, &"not a directory of ours that only we can write; refused"));
         }
     }
+    for (lib, name, target) in links {
+        let link = dir.join(lib).join(name);
+        link_atomically(&link, target).map_err(|e| at(&link, &e))?;
+    }
     let path = layers.join(MANIFEST_FILE);
     let current = std::fs::read(&path).ok();
     if current.as_deref() != Some(contents.as_bytes()) {
         locate::write_atomically(&path, contents).map_err(|e| at(&path, &e))?;
     }
     Ok(dir)
+}
+
+/// Makes `link` a symbolic link to `target`: left as it is when it already is one, else a new
+/// link under a random name renamed over it (never following what is there).
+fn link_atomically(link: &Path, target: &Path) -> std::io::Result<()> {
+    if std::fs::read_link(link).is_ok_and(|t| t == target) {
+        return Ok(());
+    }
+    let dir = link.parent().unwrap_or(Path::new("."));
+    for _ in 0..16 {
+        let tmp = dir.join(format!(".framescope-link-{:016x}", fastrand_u64()));
+        match std::os::unix::fs::symlink(target, &tmp) {
+            Ok(()) => {
+                return std::fs::rename(&tmp, link).inspect_err(|_| {
+                    let _ = std::fs::remove_file(&tmp);
+                })
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(std::io::Error::other("no free temporary name"))
+}
+
+/// A random 64-bit name part (the kernel's getrandom; the time as a fallback).
+fn fastrand_u64() -> u64 {
+    let mut b = [0u8; 8];
+    // SAFETY: getrandom writes at most `b.len()` bytes into `b`.
+    let n = unsafe { libc::getrandom(b.as_mut_ptr().cast(), b.len(), 0) };
+    if n == 8 {
+        u64::from_ne_bytes(b)
+    } else {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64)
+    }
 }
 
 fn euid() -> u32 {

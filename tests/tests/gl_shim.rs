@@ -92,7 +92,14 @@ fn framescope_run_prepends_the_shim_to_ld_preload() {
     let out = sb.run_under_framescope(&a, "printenv", &["LD_PRELOAD"], LIMIT);
     assert_eq!(out.code(), Some(0), "{}", out.describe());
     let shim = a.gl_shim.canonicalize().expect("shim path");
-    assert_eq!(out.stdout.trim(), format!("{}:libm.so.6", shim.display()));
+    // The shim through ld.so's $LIB (lib/x86_64-linux-gnu here): a link in run's private
+    // directory to the build, beside the 32-bit build's link for 32-bit apps.
+    let value = out.stdout.trim();
+    let (first, rest) = value.split_once(':').expect("two entries");
+    assert_eq!(rest, "libm.so.6", "{value}");
+    assert!(first.ends_with("/$LIB/libframescope_gl.so"), "{value}");
+    let expanded = std::path::PathBuf::from(first.replace("$LIB", "lib/x86_64-linux-gnu"));
+    assert_eq!(expanded.canonicalize().expect("the 64-bit link resolves"), shim);
     // A process that never touches GL gets nothing from the shim: no message, no dump.
     assert!(out.lines_with("framescope").is_empty(), "{}", out.describe());
 }

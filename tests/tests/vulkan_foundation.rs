@@ -52,9 +52,12 @@ fn implicit_manifest_obeys_enable_and_disable_variables() {
     let json: serde_json::Value = serde_json::from_str(&text).expect("manifest is JSON");
     assert_eq!(json["file_format_version"], "1.2.0");
     let lib = json["layer"]["library_path"].as_str().expect("library_path");
+    // Through ld.so's $LIB (lib/x86_64-linux-gnu here), so 32-bit apps get the 32-bit build.
+    assert!(lib.contains("/$LIB/"), "{lib}");
+    let lib64 = lib.replace("$LIB", "lib/x86_64-linux-gnu");
     assert!(
-        std::path::Path::new(lib).is_absolute() && std::path::Path::new(lib).is_file(),
-        "{lib}"
+        std::path::Path::new(&lib64).is_absolute() && std::path::Path::new(&lib64).is_file(),
+        "{lib64}"
     );
     assert!(sb
         .path("data/vulkan/explicit_layer.d/VK_LAYER_FRAMESCOPE_overlay.json")
@@ -88,6 +91,10 @@ fn implicit_manifest_obeys_enable_and_disable_variables() {
     let out = sb.run(&a.framescope, &["uninstall"], LIMIT);
     assert_eq!(out.code(), Some(0), "{}", out.describe());
     assert!(!manifest.exists(), "uninstall left the manifest");
+    assert!(
+        !sb.path("data/framescope").exists(),
+        "uninstall left the libraries' directory"
+    );
     sb.unset("DISABLE_FRAMESCOPE");
     let gone = sb.run(vkcube, &args, LIMIT);
     assert!(presents_reported(&gone).is_empty(), "layer still loads after uninstall");
