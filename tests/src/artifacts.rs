@@ -57,3 +57,45 @@ pub fn require_program(program: &str) {
         .unwrap_or(false);
     assert!(found, "'{program}' is not installed: run `cargo xtask install-deps`");
 }
+
+/// The 32-bit layer and shim (`cargo build --target i686-unknown-linux-gnu`) and the 32-bit
+/// apps `cargo xtask install-deps` provides: Debian's i386 glxgears beside the 64-bit one, and
+/// an i386 vkcube unpacked under `target/i386/root` (its package is not multi-arch).
+pub struct Artifacts32 {
+    pub vk_layer: PathBuf,
+    pub gl_shim: PathBuf,
+    pub vkcube: PathBuf,
+    pub glxgears: PathBuf,
+}
+
+impl Artifacts32 {
+    /// Panics with the command to run when something is missing.
+    pub fn get() -> Artifacts32 {
+        let target = std::env::var_os("CARGO_TARGET_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"));
+        let profile = std::env::var("FRAMESCOPE_TEST_PROFILE").unwrap_or_else(|_| "debug".into());
+        let bin_dir = target.join("i686-unknown-linux-gnu").join(profile);
+        let a = Artifacts32 {
+            vk_layer: bin_dir.join("libframescope_vk.so"),
+            gl_shim: bin_dir.join("libframescope_gl.so"),
+            vkcube: target.join("i386/root/usr/bin/vkcube"),
+            glxgears: PathBuf::from("/usr/bin/glxgears.i386-linux-gnu"),
+        };
+        for p in [&a.vk_layer, &a.gl_shim] {
+            assert!(
+                p.is_file(),
+                "{} is missing: run `cargo build --target i686-unknown-linux-gnu -p framescope-vk -p framescope-gl` (`cargo xtask test` does)",
+                p.display()
+            );
+        }
+        for p in [&a.vkcube, &a.glxgears] {
+            assert!(
+                p.is_file(),
+                "{} is missing: run `cargo xtask install-deps` (as root)",
+                p.display()
+            );
+        }
+        a
+    }
+}

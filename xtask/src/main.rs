@@ -8,6 +8,7 @@ mod bench_glmark;
 mod bench_h100;
 mod bench_samples;
 mod deps;
+mod deps32;
 mod fuzz;
 mod measure;
 mod modgraph;
@@ -80,8 +81,10 @@ fn test() -> Result<(), String> {
     modgraph::check(modgraph::CHECKED)?;
     cargo(&["fmt", "--all", "--check"])?;
     cargo(&["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"])?;
-    // Integration tests run the built layer, CLI and test apps: build them all first.
+    // Integration tests run the built layer, CLI and test apps: build them all first, and the
+    // 32-bit layers for the 32-bit apps (tests/tests/apps32.rs).
     cargo(&["build", "--workspace", "--bins", "--lib"])?;
+    cargo(&LAYERS32_BUILD)?;
     // The fuzz targets, a minute each; before the tests so that their summaries close the log.
     let fuzzed = fuzz::fuzz(fuzz::CI_SECONDS);
     // Every test, the Vulkan ones with the validation layer below framescope; then the Vulkan
@@ -93,12 +96,16 @@ fn test() -> Result<(), String> {
         driver_lane.extend(["--test", t]);
     }
     let driver = cargo_env(&driver_lane, &[("FRAMESCOPE_TEST_LANE", "driver")]);
-    match (all, driver, fuzzed) {
-        (Ok(()), Ok(()), Ok(())) => Ok(()),
-        (a, d, f) => Err(format!(
-            "tests failed: validation lane {}, driver lane {}, fuzzing {}",
+    // What the layers are made of, on a 32-bit address space: the crates' own tests built for
+    // i686 (handles, atomics, rings, the kernel seams' layouts, the HUD's arithmetic).
+    let bits32 = cargo(&CRATES32_TEST);
+    match (all, driver, bits32, fuzzed) {
+        (Ok(()), Ok(()), Ok(()), Ok(())) => Ok(()),
+        (a, d, b, f) => Err(format!(
+            "tests failed: validation lane {}, driver lane {}, 32-bit crate tests {}, fuzzing {}",
             if a.is_ok() { "passed" } else { "FAILED" },
             if d.is_ok() { "passed" } else { "FAILED" },
+            if b.is_ok() { "passed" } else { "FAILED" },
             match f {
                 Ok(()) => "passed".to_string(),
                 Err(e) => format!("FAILED ({e})"),
@@ -106,6 +113,35 @@ fn test() -> Result<(), String> {
         )),
     }
 }
+
+/// The 32-bit Vulkan layer and GL shim (`target/i686-unknown-linux-gnu/debug`).
+const LAYERS32_BUILD: [&str; 7] = [
+    "build",
+    "--target",
+    deps32::TARGET,
+    "-p",
+    "framescope-vk",
+    "-p",
+    "framescope-gl",
+];
+
+/// The layers' crates' tests, built for i686.
+const CRATES32_TEST: [&str; 14] = [
+    "test",
+    "--target",
+    deps32::TARGET,
+    "--no-fail-fast",
+    "-p",
+    "framescope-core",
+    "-p",
+    "framescope-collectors",
+    "-p",
+    "framescope-overlay",
+    "-p",
+    "framescope-vk",
+    "-p",
+    "framescope-gl",
+];
 
 /// The integration tests that run Vulkan apps, run a second time in the `driver` lane.
 const DRIVER_LANE_TESTS: &[&str] = &[
@@ -117,6 +153,7 @@ const DRIVER_LANE_TESTS: &[&str] = &[
     "zink",
     "lifecycle",
     "perf_query",
+    "apps32",
 ];
 
 /// Replaces the README's config key table (between its `config-keys` markers) with the one the

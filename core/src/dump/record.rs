@@ -208,6 +208,8 @@ const HEADER_FIELDS: &[&str] = &[
 pub(crate) fn write_header(out: &mut Vec<u8>, h: &Header, p: &ProcessFacts) {
     let mut extra = h.extra.clone();
     extra.retain(|k, _| !HEADER_FIELDS.contains(&k.as_str()));
+    // The app's instruction set as the layer was built for it: `x86` for a 32-bit game.
+    extra.insert("process_arch".into(), std::env::consts::ARCH.into());
     if !h.driver_groups.is_empty() {
         let groups: Vec<Json> = h
             .driver_groups
