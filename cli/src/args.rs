@@ -75,6 +75,38 @@ pub enum Command {
         after_help = "examples:\n  framescope completions bash > ~/.local/share/bash-completion/completions/framescope\n  framescope completions zsh > ~/.zfunc/_framescope\n  framescope completions fish > ~/.config/fish/completions/framescope.fish"
     )]
     Completions(CompletionsArgs),
+    /// write framescope's manual pages (framescope.1 and framescope-COMMAND.1) into DIR
+    #[command(hide = true)]
+    Manpages(ManpagesArgs),
+}
+
+#[derive(clap::Args, Debug)]
+pub struct ManpagesArgs {
+    /// the directory to write the pages into (it must exist)
+    #[arg(value_name = "DIR")]
+    pub dir: std::path::PathBuf,
+}
+
+/// Writes `framescope.1` and one page per visible command into `dir`, as packages install
+/// them (`cargo xtask package`).
+fn write_manpages(dir: &std::path::Path) -> std::io::Result<()> {
+    let top = Cli::command();
+    let mut pages = vec![("framescope.1".to_string(), top.clone())];
+    for sub in top.get_subcommands().filter(|s| !s.is_hide_set()) {
+        let name = format!("framescope-{}", sub.get_name());
+        // The page's title and usage name the whole command (`framescope-run`).
+        let cmd = sub
+            .clone()
+            .name(name.clone())
+            .bin_name(format!("framescope {}", sub.get_name()));
+        pages.push((format!("{name}.1"), cmd));
+    }
+    for (file, cmd) in pages {
+        let mut roff = Vec::new();
+        clap_mangen::Man::new(cmd).render(&mut roff)?;
+        crate::locate::write_atomically(&dir.join(file), &String::from_utf8_lossy(&roff))?;
+    }
+    Ok(())
 }
 
 #[derive(clap::Args, Debug)]
@@ -107,6 +139,13 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> i32 {
             clap_complete::generate(a.shell, &mut Cli::command(), "framescope", &mut std::io::stdout());
             0
         }
+        Command::Manpages(a) => match write_manpages(&a.dir) {
+            Ok(()) => 0,
+            Err(e) => {
+                eprintln!("framescope manpages: {}: {e}", crate::text::show(a.dir.as_os_str()));
+                1
+            }
+        },
     }
 }
 

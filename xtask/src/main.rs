@@ -12,15 +12,19 @@ mod deps32;
 mod fuzz;
 mod measure;
 mod modgraph;
+mod package;
 mod shell;
 mod soak;
 
 use shell::{cargo, cargo_env, root};
 use std::process::{Command, ExitCode};
 
-const USAGE: &str = "usage: cargo xtask <demo|test|bench|soak|deps|fuzz|install-deps>
+const USAGE: &str = "usage: cargo xtask <demo|test|package|bench|soak|deps|fuzz|install-deps>
   demo          build in release, run vkcube under framescope (Xvfb if no DISPLAY), print what it measured
   test          install missing packages, then fmt check, clippy -D warnings, build, all tests
+  package       target/package/release/: a Debian package and a tarball of the same tree (the CLI,
+                the 64- and 32-bit layer and GL shim, manifests through $LIB, manual pages,
+                completions, README); --debug packages the debug builds (the package test's)
   bench         performance benchmarks (writes docs/performance.md); `bench vkcube`: only the
                 vkcube section (vs bare, MangoHud, Mesa overlay); `bench samples`: only the
                 CPU cost per draw of each samples mode; `bench gl`: only the GL sections (glxgears
@@ -50,6 +54,7 @@ fn main() -> ExitCode {
             Some(_) => Err("fuzz takes a number of seconds per target".into()),
         },
         Some("soak") => soak::soak(&args[1..]),
+        Some("package") => package::package(&args[1..]),
         Some("demo") => demo(),
         Some("bench") if args.get(1).map(String::as_str) == Some("samples") => bench::bench_samples_only(),
         Some("bench") if args.get(1).map(String::as_str) == Some("vkcube") => bench::bench_vkcube_only(),
@@ -85,6 +90,8 @@ fn test() -> Result<(), String> {
     // 32-bit layers for the 32-bit apps (tests/tests/apps32.rs).
     cargo(&["build", "--workspace", "--bins", "--lib"])?;
     cargo(&LAYERS32_BUILD)?;
+    // The package of these builds, for the test that installs and purges it.
+    package::build(true)?;
     // The fuzz targets, a minute each; before the tests so that their summaries close the log.
     let fuzzed = fuzz::fuzz(fuzz::CI_SECONDS);
     // Every test, the Vulkan ones with the validation layer below framescope; then the Vulkan
