@@ -6,7 +6,7 @@
 
 use crate::model::{HudData, HudOptions};
 use framescope_core::sync::Mutex;
-use imgui::{Condition, FontConfig, FontSource, StyleColor, TextureId, WindowFlags};
+use imgui::{Condition, FontConfig, FontId, FontSource, StyleColor, TextureId, WindowFlags};
 use std::fmt::Write;
 use std::sync::Arc;
 use std::time::Instant;
@@ -65,6 +65,8 @@ struct Shared {
     ctx: imgui::Context,
     atlas: Arc<FontAtlas>,
     font_px: f32,
+    /// The faces the fit tries, largest first: the configured one, then the smaller ones.
+    faces: Vec<Face>,
     last: Instant,
     text: String,
 }
@@ -81,26 +83,73 @@ enum State {
 
 static UI: Mutex<State> = Mutex::new(State::Uninit);
 
+/// One face of the shared atlas.
+#[derive(Clone, Copy, Debug)]
+struct Face {
+    id: FontId,
+    /// Its size (its line height) in pixels.
+    px: f32,
+}
+
+/// Sizes of the smaller faces relative to the configured one (13 px by default: 11 and 10
+/// px, 6 and 5 px a character where the configured face takes 7).
+const SMALLER_FACES: [f32; 2] = [11.0 / 13.0, 10.0 / 13.0];
+
+/// The smaller faces' glyph coverage is multiplied by this: a stem of an unhinted face at
+/// 10-11 px straddles two pixels at partial coverage (unbrightened, not one pixel reaches the
+/// text colour); brightened, nearly every glyph has pixels of exactly the text colour (tests
+/// look for it) and the text reads clearly.
+const SMALL_FACE_BRIGHTEN: f32 = 1.6;
+
 fn init(opts: &HudOptions) -> Box<Shared> {
     let mut ctx = imgui::Context::create();
     ctx.set_ini_filename(None);
     ctx.set_log_filename(None);
     let font_px = opts.font_pixels();
-    ctx.fonts().add_font(&[FontSource::DefaultFontData {
-        config: Some(FontConfig {
-            size_pixels: font_px,
-            oversample_h: 1,
-            oversample_v: 1,
-            pixel_snap_h: true,
-            ..FontConfig::default()
-        }),
-    }]);
+    // The configured face: ImGui's ProggyClean at `hud_font_size` x `hud_scale` (a bitmap face,
+    // crisp at its 13 px). Added first: ImGui's default face.
+    let mut faces = vec![Face {
+        id: ctx.fonts().add_font(&[FontSource::DefaultFontData {
+            config: Some(FontConfig {
+                size_pixels: font_px,
+                oversample_h: 1,
+                oversample_v: 1,
+                pixel_snap_h: true,
+                ..FontConfig::default()
+            }),
+        }]),
+        px: font_px,
+    }];
+    // The smaller faces the fit falls back to: DejaVu Sans Mono (the `dejavu` crate, Bitstream
+    // Vera licence), rasterized at their own sizes into the same atlas rather than scaled.
+    for ratio in SMALLER_FACES {
+        let px = (font_px * ratio).round().max(6.0);
+        if px >= faces.last().map_or(f32::MAX, |f| f.px) {
+            continue;
+        }
+        let id = ctx.fonts().add_font(&[FontSource::TtfData {
+            data: dejavu::sans_mono::regular(),
+            size_pixels: px,
+            config: Some(FontConfig {
+                size_pixels: px,
+                oversample_h: 1,
+                oversample_v: 1,
+                pixel_snap_h: true,
+                rasterizer_multiply: SMALL_FACE_BRIGHTEN,
+                ..FontConfig::default()
+            }),
+        }]);
+        faces.push(Face { id, px });
+    }
     let tex = ctx.fonts().build_rgba32_texture();
     let atlas = Arc::new(FontAtlas {
         width: tex.width,
         height: tex.height,
         pixels: tex.data.to_vec(),
     });
+    // The glyphs are baked: the TTF copies the atlas keeps for a rebuild (a third of a MiB a
+    // smaller face) are not needed again.
+    ctx.fonts().clear_input_data();
     ctx.fonts().tex_id = TextureId::new(FONT_TEXTURE);
     let style = ctx.style_mut();
     style.scale_all_sizes(opts.scale);
@@ -123,6 +172,7 @@ fn init(opts: &HudOptions) -> Box<Shared> {
         ctx,
         atlas,
         font_px,
+        faces,
         last: Instant::now(),
         text: String::with_capacity(256),
     })
@@ -151,6 +201,17 @@ pub fn render(
     window: [u32; 2],
     out: &mut DrawOutput,
 ) -> Result<(), UiError> {
+    render_fit(data, opts, canvas, window, out).map(|_| ())
+}
+
+/// `render`, returning how the HUD was cut down to fit.
+fn render_fit(
+    data: &HudData,
+    opts: &HudOptions,
+    canvas: [u32; 2],
+    window: [u32; 2],
+    out: &mut DrawOutput,
+) -> Result<Fit, UiError> {
     let mut ui = UI.lock();
     if matches!(*ui, State::Uninit) {
         *ui = State::Ready(init(opts));
@@ -163,85 +224,101 @@ pub fn render(
         *ui = std::mem::ManuallyDrop::into_inner(state);
         return Err(UiError::Broken);
     };
-    // The HUD covers at most half the window each way: rows cut to the width; then fewer rows,
-    // the last ones (the least asked for) first, down to the graphs; then no graphs; then
-    // fewer rows again; a cut ends in `...`. The text
-    // keeps its size: ImGui's default face is a bitmap font that blurs when scaled (a HUD
-    // drawn at 0.8x was unreadable, and its glyphs no longer had the text colour).
+    let fit = fit(s, data, opts, canvas, window, out);
+    *ui = std::mem::ManuallyDrop::into_inner(state);
+    Ok(fit)
+}
+
+/// Lays the HUD out until it covers at most half the window each way, and returns how it was
+/// cut down. In order: the configured face; the smaller faces, largest first (each baked into
+/// the atlas at its own size: ImGui's default face is a bitmap font that blurs when scaled, a
+/// HUD drawn at 0.8x was unreadable and its glyphs lost the text colour); then no graphs; then
+/// fewer rows, the last ones (the least asked for) first, replaced by one `...` row. A row
+/// wider than the half window loses its columns' padding, then ends in `...`: the smaller
+/// faces are tried first, and a row is cut to the width only with the smallest.
+fn fit(
+    s: &mut Shared,
+    data: &HudData,
+    opts: &HudOptions,
+    canvas: [u32; 2],
+    window: [u32; 2],
+    out: &mut DrawOutput,
+) -> Fit {
     let limit = [window[0].min(canvas[0] * 2) / 2, window[1].min(canvas[1] * 2) / 2];
+    let padding = s.ctx.style().window_padding[0];
     let mut fit = Fit {
-        scale: 1.0,
+        face: 0,
         graphs: true,
         rows: usize::MAX,
-        chars: usize::MAX,
+        width: (limit[0] as f32 - 2.0 * padding).max(1.0),
     };
     for _ in 0..32 {
-        // Rows longer than the width allows end in `...` (ImGui's default face is 7 px a
-        // character at 13 px; 16 px of window padding).
-        let char_w = 7.0 * opts.font_pixels() / 13.0 * fit.scale;
-        fit.chars = (((limit[0] as f32 - 16.0) / char_w.max(1.0)) as usize).max(8);
         // ImGui sizes an auto-resizing window from the previous frame's content, and the
         // context is shared by HUDs with different content: lay out twice, keep the second.
-        let (mut rows, mut above_graphs) = (0, 0);
+        let mut laid = Laid::default();
         for _ in 0..2 {
-            (rows, above_graphs) = frame(s, data, opts, canvas, fit, out);
+            laid = frame(s, data, opts, canvas, fit, out);
         }
-        let fits = out.size[0] <= limit[0] && out.size[1] <= limit[1];
+        let smallest = fit.face + 1 >= s.faces.len();
+        let fits = out.size[0] <= limit[0] && out.size[1] <= limit[1] && (!laid.cut || smallest);
         if fits || fit.rows == 0 {
             break;
         }
-        // Rows in proportion to the height over, then one at a time.
-        let shown = rows.min(fit.rows);
-        let share = limit[1] as f32 / out.size[1].max(1) as f32;
-        let guess = ((shown as f32 * share.min(1.0)) as usize).min(shown.saturating_sub(1));
-        if fit.graphs && shown > above_graphs {
-            fit.rows = guess.max(above_graphs);
-        } else if fit.graphs {
+        if !smallest {
+            fit.face += 1;
+        } else if fit.graphs && laid.graphs {
             fit.graphs = false;
-            fit.rows = usize::MAX;
         } else {
-            fit.rows = guess;
+            // Rows in proportion to the height over, then one at a time.
+            let shown = laid.rows.min(fit.rows);
+            let share = limit[1] as f32 / out.size[1].max(1) as f32;
+            fit.rows = ((shown as f32 * share.min(1.0)) as usize).min(shown.saturating_sub(1));
         }
     }
-    *ui = std::mem::ManuallyDrop::into_inner(state);
-    Ok(())
+    fit
 }
 
 /// How the HUD is cut down to fit its window.
 #[derive(Clone, Copy, Debug)]
 struct Fit {
-    /// Text and graph size, relative to the configured font.
-    scale: f32,
+    /// The face, in `Shared::faces`: 0 is the configured one, then smaller ones.
+    face: usize,
     graphs: bool,
     /// Text rows kept; the rest are replaced by one `...` row.
     rows: usize,
-    /// Characters a row keeps; a longer one ends in `...`.
-    chars: usize,
+    /// Pixels a row's text may take; a longer one ends in `...`.
+    width: f32,
 }
 
-/// Lays the HUD out once; returns how many text rows it had to show (before any cut), and how
-/// many of them come before the last graph.
-fn frame(
-    s: &mut Shared,
-    data: &HudData,
-    opts: &HudOptions,
-    canvas: [u32; 2],
-    fit: Fit,
-    out: &mut DrawOutput,
-) -> (usize, usize) {
+/// What one layout showed.
+#[derive(Clone, Copy, Debug, Default)]
+struct Laid {
+    /// Text rows it had to show (before any cut).
+    rows: usize,
+    /// Whether it drew a graph.
+    graphs: bool,
+    /// Whether a row was cut down to the width (its padding or its end).
+    cut: bool,
+}
+
+/// Lays the HUD out once with `fit`'s face, graphs, rows and width.
+fn frame(s: &mut Shared, data: &HudData, opts: &HudOptions, canvas: [u32; 2], fit: Fit, out: &mut DrawOutput) -> Laid {
     let now = Instant::now();
     let io = s.ctx.io_mut();
     io.display_size = [canvas[0].max(1) as f32, canvas[1].max(1) as f32];
     io.delta_time = now.duration_since(s.last).as_secs_f32().clamp(1e-4, 1.0);
     s.last = now;
     let text = &mut s.text;
+    let face = s.faces[fit.face.min(s.faces.len() - 1)];
     let ui = s.ctx.new_frame();
     let mut size = [0.0f32; 2];
-    let graph_w = 22.0 * opts.font_pixels() * fit.scale;
-    let graph_h = 3.0 * opts.font_pixels() * fit.scale;
+    // Graphs follow the face's size, and take at most the row width.
+    let graph_w = (22.0 * face.px).min(fit.width).floor();
+    let graph_h = (3.0 * face.px).floor();
     // Counted by the row closure and read between rows.
     let rows = std::cell::Cell::new(0usize);
-    let mut above_graphs = 0usize;
+    let cut = std::cell::Cell::new(false);
+    let mut graphs = false;
     ui.window("framescope")
         .position([0.0, 0.0], Condition::Always)
         .bg_alpha(opts.alpha)
@@ -254,7 +331,10 @@ fn frame(
                 | WindowFlags::NO_INPUTS,
         )
         .build(|| {
-            ui.set_window_font_scale(fit.scale);
+            let _face = ui.push_font(face.id);
+            // Both faces are monospaced: a row of n characters is n times this wide.
+            let char_w = ui.calc_text_size("0")[0].max(1.0);
+            let chars = ((fit.width / char_w) as usize).max(8);
             let mut line = |f: &mut dyn FnMut(&mut String)| {
                 rows.set(rows.get() + 1);
                 if rows.get() > fit.rows {
@@ -262,10 +342,21 @@ fn frame(
                 }
                 text.clear();
                 f(text);
-                if text.chars().count() > fit.chars {
+                if text.chars().count() > chars {
+                    // First the columns' padding goes (`FPS   60.0` reads `FPS 60.0`), then
+                    // the row's end.
+                    let mut space = false;
+                    text.retain(|c| {
+                        let again = space && c == ' ';
+                        space = c == ' ';
+                        !again
+                    });
+                    cut.set(true);
+                }
+                if text.chars().count() > chars {
                     let keep = text
                         .char_indices()
-                        .nth(fit.chars.saturating_sub(3))
+                        .nth(chars.saturating_sub(3))
                         .map_or(text.len(), |(i, _)| i);
                     text.truncate(keep);
                     text.push_str("...");
@@ -301,7 +392,7 @@ fn frame(
                     .overlay_text(&scale)
                     .graph_size([graph_w, graph_h])
                     .build();
-                above_graphs = rows.get();
+                graphs = true;
             }
             if opts.gpu {
                 let name = if opts.gpu_span { "GPU span" } else { "GPU busy" };
@@ -322,7 +413,7 @@ fn frame(
                     .overlay_text(&scale)
                     .graph_size([graph_w, graph_h])
                     .build();
-                above_graphs = rows.get();
+                graphs = true;
             }
             if opts.counts {
                 line(&mut |t| {
@@ -414,7 +505,11 @@ fn frame(
         (size[0].floor() as u32).min(canvas[0]),
         (size[1].floor() as u32).min(canvas[1]),
     ];
-    (rows.get(), above_graphs)
+    Laid {
+        rows: rows.get(),
+        graphs,
+        cut: cut.get(),
+    }
 }
 
 /// Font size the shared atlas was built with.
@@ -473,6 +568,164 @@ mod tests {
         assert!(small.size[0] <= 150 && small.size[1] <= 150, "{:?}", small.size);
         assert!(big.size[1] > 300, "a large window shows everything: {:?}", big.size);
         assert!(!small.cmds.is_empty(), "something is still drawn");
+    }
+
+    fn counters(n: u32) -> Vec<crate::model::CounterLine> {
+        (0..n)
+            .map(|i| crate::model::CounterLine {
+                name: format!("counter {i}"),
+                unit: "%".into(),
+                value: Some(f64::from(i)),
+            })
+            .collect()
+    }
+
+    fn graphs_and(n: u32) -> HudData {
+        HudData {
+            fps: Some(60.0),
+            frame_ms: Some(16.7),
+            gpu_ms: Some(3.0),
+            frame_graph: vec![16.0; 50],
+            gpu_graph: vec![3.0; 50],
+            counters: counters(n),
+            ..HudData::default()
+        }
+    }
+
+    /// How far `fit` cut the HUD down, in the fit's order: the face, then the graphs, then
+    /// the rows.
+    fn stage(f: &Fit) -> (usize, bool, std::cmp::Reverse<usize>) {
+        (f.face, !f.graphs, std::cmp::Reverse(f.rows))
+    }
+
+    #[test]
+    fn a_smaller_window_gets_a_smaller_face_then_no_graphs_then_fewer_rows() {
+        let opts = HudOptions::default();
+        let data = graphs_and(12);
+        let last = opts_faces(&opts) - 1;
+        assert!(last >= 1, "at least one smaller face");
+        // Only the height limits here (a wide window): each step down is the same cut or a
+        // later one, never an earlier one.
+        let mut seen = Vec::new();
+        let mut sizes = Vec::new();
+        let mut out = DrawOutput::default();
+        for h in (100..=1200).rev().step_by(10) {
+            let fit = render_fit(&data, &opts, [1024, 1024], [2000, h], &mut out).unwrap();
+            assert!(out.size[1] <= h / 2, "{h}: {:?} {fit:?}", out.size);
+            if fit.face < last {
+                assert!(fit.graphs && fit.rows == usize::MAX, "{h}: a face first: {fit:?}");
+            }
+            if fit.graphs {
+                assert_eq!(fit.rows, usize::MAX, "{h}: graphs before rows: {fit:?}");
+            }
+            if let Some(prev) = seen.last() {
+                assert!(stage(prev) <= stage(&fit), "{h}: {prev:?} then {fit:?}");
+            }
+            let new_stage = match seen.last() {
+                Some(p) => p.face != fit.face || p.graphs != fit.graphs,
+                None => true,
+            };
+            if new_stage {
+                sizes.push((fit, out.size));
+            }
+            seen.push(fit);
+        }
+        // Every stage was used: each face with all rows and graphs, then no graphs, then fewer
+        // rows.
+        for face in 0..=last {
+            assert!(
+                seen.iter().any(|f| f.face == face && f.graphs && f.rows == usize::MAX),
+                "face {face}: {seen:?}"
+            );
+        }
+        assert!(seen.iter().any(|f| !f.graphs && f.rows == usize::MAX), "{seen:?}");
+        assert!(seen.iter().any(|f| f.rows < 12), "{seen:?}");
+        // The same rows in a smaller face make a smaller HUD, each way.
+        let full: Vec<_> = sizes.iter().filter(|(f, _)| f.graphs).collect();
+        for pair in full.windows(2) {
+            let ((a, sa), (b, sb)) = (pair[0], pair[1]);
+            assert!(
+                b.face > a.face && sb[0] < sa[0] && sb[1] < sa[1],
+                "{a:?} {sa:?} then {b:?} {sb:?}"
+            );
+        }
+    }
+
+    /// Faces in the shared atlas (built with the default options by whichever test came first).
+    fn opts_faces(opts: &HudOptions) -> usize {
+        font_atlas(opts).unwrap();
+        match &*UI.lock() {
+            State::Ready(s) => s.faces.len(),
+            _ => panic!("no context"),
+        }
+    }
+
+    #[test]
+    fn a_row_too_wide_for_the_face_gets_a_smaller_face_before_it_is_cut() {
+        let opts = HudOptions::default();
+        let device = "llvmpipe (LLVM 15.0.6, 256 bits)"; // 32 characters
+        let data = HudData {
+            fps: Some(60.0),
+            device: device.into(),
+            ..HudData::default()
+        };
+        let mut out = DrawOutput::default();
+        // 7 px a character in the configured face (13 px), 6 in the first smaller one; 16 px
+        // of padding: 32 characters take 240 or 208 px.
+        let fit = render_fit(&data, &opts, [1024, 1024], [2 * 240, 1000], &mut out).unwrap();
+        assert_eq!(fit.face, 0, "{fit:?} {:?}", out.size);
+        let fit = render_fit(&data, &opts, [1024, 1024], [2 * 220, 1000], &mut out).unwrap();
+        assert_eq!(fit.face, 1, "{fit:?} {:?}", out.size);
+        assert!(out.size[0] <= 220 && out.size[0] >= 208, "{:?}", out.size);
+    }
+
+    #[test]
+    fn the_smaller_faces_have_pixels_of_exactly_the_text_colour() {
+        // Screenshot tests find the HUD's text by its colour: most glyphs drawn in each face
+        // must have a fully opaque texel (drawn 1:1, exactly TEXT_RGB).
+        let opts = HudOptions::default();
+        let atlas = font_atlas(&opts).unwrap();
+        let data = HudData {
+            fps: Some(60.0),
+            frame_ms: Some(16.7),
+            gpu_ms: Some(3.0),
+            device: "llvmpipe (LLVM 15.0.6, 256 bits)".into(),
+            driver: "Mesa 22.3.6".into(),
+            counters: counters(4),
+            ..HudData::default()
+        };
+        let white = [TEXT_RGB[0], TEXT_RGB[1], TEXT_RGB[2], 255];
+        let mut out = DrawOutput::default();
+        let mut faces = Vec::new();
+        for w in (150..=1000).rev().step_by(25) {
+            let fit = render_fit(&data, &opts, [1024, 1024], [w, 1000], &mut out).unwrap();
+            if faces.contains(&fit.face) {
+                continue;
+            }
+            faces.push(fit.face);
+            // Glyphs are quads of 4 vertices in the text colour with a texture rectangle.
+            let (mut glyphs, mut opaque) = (0, 0);
+            for q in out.vertices.chunks_exact(4) {
+                let (a, c) = (q[0].uv, q[2].uv);
+                if q.iter().any(|v| v.col != white) || a[0] == c[0] || a[1] == c[1] {
+                    continue;
+                }
+                glyphs += 1;
+                let px = |u: f32, n: u32| ((u * n as f32).round() as usize).min(n as usize);
+                let (x0, x1) = (px(a[0], atlas.width), px(c[0], atlas.width));
+                let (y0, y1) = (px(a[1], atlas.height), px(c[1], atlas.height));
+                let full =
+                    (y0..y1).any(|y| (x0..x1).any(|x| atlas.pixels[(y * atlas.width as usize + x) * 4 + 3] == 255));
+                opaque += usize::from(full);
+            }
+            assert!(glyphs > 50, "face {}: {glyphs} glyphs", fit.face);
+            assert!(
+                opaque * 10 >= glyphs * 9,
+                "face {}: {opaque} of {glyphs} glyphs have a fully opaque pixel",
+                fit.face
+            );
+        }
+        assert_eq!(faces.len(), opts_faces(&opts), "every face was drawn: {faces:?}");
     }
 
     #[test]

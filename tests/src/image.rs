@@ -152,3 +152,28 @@ pub fn count_differing(a: &Rgb, b: &Rgb, area: Rect) -> usize {
     }
     n
 }
+
+/// Room the HUD leaves around its text: ImGui pads its window by 8 px each way (less a pixel
+/// of rounding), and the text of a whole row stays inside its line.
+pub const HUD_TEXT_MARGIN: usize = 6;
+
+/// Checks that the HUD whose box is `hud` in `img` ends with whole rows: its text is inside
+/// the box with at least [`HUD_TEXT_MARGIN`] pixels to spare on every side, so no row is cut by
+/// the box's or the window's edge (a HUD larger than its window shows text up to the window's
+/// edge). Returns the text's box.
+pub fn assert_whole_rows(img: &Rgb, hud: Rect, what: &str) -> Rect {
+    let text = bbox(hud, |x, y| is_text(img.at(x, y))).unwrap_or_else(|| panic!("{what}: no text in the HUD {hud:?}"));
+    let margins = [text.x0 - hud.x0, text.y0 - hud.y0, hud.x1 - text.x1, hud.y1 - text.y1];
+    assert!(
+        margins.iter().all(|&m| m >= HUD_TEXT_MARGIN),
+        "{what}: the HUD's text {text:?} is {margins:?} px from the HUD's edges {hud:?} (left, top, right, bottom): a row is cut"
+    );
+    text
+}
+
+/// An antialiased edge of the HUD's text over its opaque black background: the text colour
+/// (white) at partial coverage, a neutral grey. The fit's smaller faces are antialiased; the
+/// configured one is a bitmap face without such edges.
+pub fn is_text_edge(p: [u8; 3]) -> bool {
+    p[0] == p[1] && p[1] == p[2] && p[0] > 0 && !is_text(p)
+}

@@ -6,7 +6,8 @@
 //! shim's self-check, and the HUD's GL objects deleted with every context. Both composite
 //! paths are covered: the default opaque HUD copied in (`glBlitFramebuffer`) and a translucent
 //! one (`hud_alpha=0.6`) blended with a quad; the opaque one must hide the app, the translucent
-//! one show it, and both show the same text at the same places.
+//! one show it, and both show the same text at the same places. In a 300x300 window (glxgears,
+//! our app) the HUD takes at most half of it each way and ends with whole rows.
 //!
 //! Numbers for the report are printed: run with `--nocapture` to see them.
 
@@ -79,14 +80,14 @@ fn assert_hud_pair(on: &Rgb, off: &Rgb, what: &str) -> Rect {
     hud
 }
 
-/// Distinct colours of the HUD's background (neither text nor graph) in `area`: 1 for an opaque
-/// HUD (black), many for a translucent one over a varied app.
+/// Distinct colours of the HUD's background (neither text, nor its antialiased edges, nor
+/// graph) in `area`: 1 for an opaque HUD (black), many for a translucent one over a varied app.
 fn background_colours(img: &Rgb, area: Rect) -> usize {
     let mut seen = std::collections::HashSet::new();
     for y in area.y0..area.y1 {
         for x in area.x0..area.x1 {
             let p = img.at(x, y);
-            if !image::is_text(p) && !is_graph(p) {
+            if !image::is_text(p) && !image::is_text_edge(p) && !is_graph(p) {
                 seen.insert(p);
             }
         }
@@ -706,4 +707,90 @@ fn a_screenshot_of_the_last_presented_frame_is_written_while_the_app_waits() {
     );
     let shot = Rgb::read(&png);
     assert_eq!((shot.w, shot.h), (320, 240));
+}
+
+// ---- a small window -------------------------------------------------------------------------
+
+/// More rows than half of a 300x300 window holds: every counter, the profiling preset.
+const MANY_ROWS: &str = "hud_counters=all,hud_preset=profiling,counter_interval_ms=20";
+
+/// Frame 70 of our GL app in a 300x300 window with `config`, as a screenshot: the same frame
+/// whatever the clock, over a blue background that shows the HUD's box.
+fn glapp_300(a: &Artifacts, x: &Xvfb, name: &str, config: &str) -> Rgb {
+    let mut sb = Sandbox::new(name);
+    let png = sb.path("shot.png");
+    sb.display(x).set(
+        "FRAMESCOPE_CONFIG",
+        format!("screenshot=70,screenshot_path={},{config}", png.display()),
+    );
+    let app = a.glapp.display().to_string();
+    let out = sb.run_under_framescope(a, &app, &["--frames", "80", "--width", "300", "--height", "300"], LIMIT);
+    assert_eq!(out.code(), Some(0), "{name}: {}", out.describe());
+    assert_no_errors(&out, name);
+    assert!(png.is_file(), "{name}: no screenshot\n{}", out.describe());
+    Rgb::read(&png)
+}
+
+/// glxgears in a 300x300 window until its frame 100 is written as a screenshot.
+const SMALL_GEARS_SCRIPT: &str = r#"glxgears -geometry 300x300 > "$1/gears.txt" 2>&1 & pid=$!
+i=0; while [ ! -f "$1/shot-100.png" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done
+sleep 1; kill $pid; wait $pid; echo "gears-exit $?""#;
+
+/// In a 300x300 window the HUD covers at most half of it each way, every counter chosen, and
+/// ends with whole rows: it takes a smaller face, drops graphs and then rows rather than run off
+/// the window (tests/tests/hud_vulkan.rs checks the same on Vulkan). Our app gives the HUD's box
+/// (the same frame with and without it); glxgears, whose background is as black as the HUD's,
+/// shows the HUD's text within the half of the window the HUD may take.
+#[test]
+fn in_a_300x300_window_the_hud_covers_at_most_half_of_it() {
+    let _serial = serial();
+    require_program("glxgears");
+    let a = Artifacts::get();
+    let x = Xvfb::start();
+    let off = glapp_300(&a, &x, "glhud-small-off", "hud=0");
+    let on = glapp_300(&a, &x, "glhud-small-all", MANY_ROWS);
+    let hud = image::diff_bbox(&on, &off, on.whole(), 0).expect("a HUD");
+    let (w, h) = (hud.x1 - hud.x0, hud.y1 - hud.y0);
+    let text = text_pixels(&on, hud);
+    println!(
+        "GL app, 300x300 window: HUD {w}x{h} at ({}, {}), {text} text pixels",
+        hud.x0, hud.y0
+    );
+    assert!(
+        (8..=12).contains(&hud.x0) && (8..=12).contains(&hud.y0),
+        "HUD at {hud:?}"
+    );
+    assert!(w <= 150 && h <= 150, "HUD {w}x{h} in a 300x300 window");
+    assert!(text >= 300, "it still shows text: {text} text-coloured pixels");
+    image::assert_whole_rows(&on, hud, "GL app, 300x300 window");
+
+    let mut sb = Sandbox::new("glhud-small-gears");
+    let dir = sb.dir.display().to_string();
+    sb.display(&x).set(
+        "FRAMESCOPE_CONFIG",
+        format!("{MANY_ROWS},screenshot=100,screenshot_path={dir}/shot-%N.png"),
+    );
+    let out = sb.run_under_framescope(&a, "sh", &["-c", SMALL_GEARS_SCRIPT, "sh", &dir], LIMIT);
+    assert_eq!(out.code(), Some(0), "{}", out.describe());
+    assert_no_errors(&out, "glxgears 300x300");
+    let png = sb.path("shot-100.png");
+    assert!(png.is_file(), "no screenshot\n{}", out.describe());
+    let gears = Rgb::read(&png);
+    assert_eq!((gears.w, gears.h), (300, 300), "glxgears' window");
+    // The HUD starts 8 px from the window's corner and takes at most 150 px each way.
+    let half = Rect {
+        x0: 8,
+        y0: 8,
+        x1: 158,
+        y1: 158,
+    };
+    let all = image::bbox(gears.whole(), |x, y| image::is_text(gears.at(x, y))).expect("HUD text");
+    let text = text_pixels(&gears, half);
+    println!("glxgears, 300x300 window: HUD text in {all:?}, {text} text pixels");
+    assert!(
+        all.x1 <= half.x1 && all.y1 <= half.y1,
+        "the HUD's text {all:?} runs past half the window"
+    );
+    assert!(text >= 300, "it still shows text: {text} text-coloured pixels");
+    image::assert_whole_rows(&gears, half, "glxgears, 300x300 window");
 }
