@@ -406,12 +406,7 @@ fn places() -> impl Iterator<Item = Result<PathBuf, String>> {
 /// Writes the manifest to `base/leaf/vulkan/implicit_layer.d/` and the library links to
 /// `base/leaf/<$LIB>/` (every level created 0700), after checking that each is a directory of
 /// ours that nobody else can write. Returns `base/leaf`.
-fn write_in(
-    base: &Path,
-    leaf: &str,
-    contents: &str,
-    links: &[Link],
-) -> Result<PathBuf, String> {
+fn write_in(base: &Path, leaf: &str, contents: &str, links: &[Link]) -> Result<PathBuf, String> {
     let dir = base.join(leaf);
     let at = |p: &Path, e: &dyn std::fmt::Display| format!("{}: {e}", show(p.as_os_str()));
     // The loader splits XDG_CONFIG_DIRS at colons.

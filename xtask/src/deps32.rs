@@ -79,7 +79,7 @@ fn missing() -> Vec<&'static str> {
     PACKAGES
         .iter()
         .copied()
-        .filter(|p| !crate::deps::is_installed(p))
+        .filter(|p| !crate::shell::is_installed(p))
         .collect()
 }
 

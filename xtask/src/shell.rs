@@ -39,3 +39,38 @@ pub fn build_release(extra: &[&str]) -> Result<(), String> {
     }
     cargo(&args)
 }
+
+/// Whether `package` (`name` for this machine's architecture, `name:i386` for another) is
+/// installed. dpkg-query lists every architecture of a multi-arch package under its bare
+/// name, so the line of the one asked for is picked out.
+pub fn is_installed(package: &str) -> bool {
+    let Ok(o) = std::process::Command::new("dpkg-query")
+        .args([
+            "-W",
+            "-f=${binary:Package}\t${Architecture}\t${db:Status-Status}\n",
+            package,
+        ])
+        .output()
+    else {
+        return false;
+    };
+    let native = String::from_utf8_lossy(
+        &std::process::Command::new("dpkg")
+            .arg("--print-architecture")
+            .output()
+            .map(|o| o.stdout)
+            .unwrap_or_default(),
+    )
+    .trim()
+    .to_string();
+    let want = package.split_once(':').map(|(_, a)| a.to_string());
+    String::from_utf8_lossy(&o.stdout).lines().any(|l| {
+        let f: Vec<&str> = l.split('\t').collect();
+        let arch_ok = match (&want, f.get(1)) {
+            (Some(w), Some(a)) => a == w,
+            (None, Some(a)) => *a == native || *a == "all",
+            _ => false,
+        };
+        arch_ok && f.get(2) == Some(&"installed")
+    })
+}
