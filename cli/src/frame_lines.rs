@@ -82,7 +82,7 @@ pub fn scan(path: &OsStr, mut frame: impl FnMut(&FrameLine, u64)) -> Result<Scan
         let kind = serde_json::from_slice::<KindLine>(text).ok().and_then(|k| k.kind);
         match kind.as_deref() {
             Some("header") => header = true,
-            Some("summary" | "mark" | "series") => {}
+            Some("summary" | "mark" | "series" | "fault") => {}
             Some("frame") => {
                 let Ok(f) = serde_json::from_slice::<FrameLine>(text) else {
                     unparsed = Some(n);

@@ -62,6 +62,18 @@ struct MarkFields {
     label: String,
 }
 
+/// A `fault` record: what went wrong below framescope (a lost device).
+#[derive(Deserialize)]
+struct FaultFields {
+    kind: String,
+    call: String,
+    result: String,
+    frame: Option<u64>,
+}
+
+/// Faults a report keeps (the writer writes at most 16).
+const FAULTS_SHOWN: usize = 16;
+
 /// Distinct regions (scope and label path) a report keeps: a forged dump may name millions.
 const MAX_REGIONS: usize = 4096;
 /// Regions shown, most GPU time first.
@@ -210,6 +222,7 @@ struct Dump {
     /// `mark` records: the first [`MARKS_SHOWN`], and how many more.
     marks: Vec<MarkFields>,
     more_marks: u64,
+    faults: Vec<FaultFields>,
     /// GPU time of render-pass and label samples by (scope, label path): count, total ns.
     regions: std::collections::HashMap<(String, String), (u64, u64)>,
     /// Region samples not aggregated: past [`MAX_REGIONS`] or a label path too long.
@@ -429,6 +442,11 @@ impl Dump {
                 Ok(_) => self.more_marks += 1,
                 Err(_) => self.bad_line(n),
             },
+            Some("fault") => match serde_json::from_slice::<FaultFields>(line) {
+                Ok(f) if self.faults.len() < FAULTS_SHOWN => self.faults.push(f),
+                Ok(_) => {}
+                Err(_) => self.bad_line(n),
+            },
             Some("summary") if self.summary.is_some() => self.extra_summaries += 1,
             // `SummaryRecord` flattens `Summary`, so serde buffers every field of the line
             // before reading it (tens of bytes per array element): a forged 16 MiB summary
@@ -643,6 +661,15 @@ fn render(path: &OsStr, d: &Dump, rec: &SummaryRecord, notes: &[String], all: bo
     }
     if !s.draws_top.is_empty() {
         out.push_str(&draws_table(s));
+    }
+    for f in &d.faults {
+        let at = f.frame.map_or(String::new(), |n| format!(" after frame {n}"));
+        out.push_str(&format!(
+            "  fault       {}{at} ({} answered {})\n\n",
+            escape(&f.kind.replace('_', " ")),
+            escape(&f.call),
+            escape(&f.result)
+        ));
     }
     if !d.marks.is_empty() {
         let t0 = d.header.as_ref().and_then(|h| h.start_ns).unwrap_or(0);
@@ -1012,6 +1039,25 @@ mod tests {
         assert!(
             out.lines()
                 .any(|l| l.contains("gpu_util_pct") && l.contains("20.000") && l.contains('%')),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn a_fault_record_is_named_in_the_report() {
+        let fault = r#"{"type":"fault","kind":"device_lost","call":"vkQueueSubmit","result":"VK_ERROR_DEVICE_LOST","frame":3,"t_ns":9}"#;
+        let d = read(format!("{FRAME0}\n{fault}\n").as_bytes());
+        assert_eq!(d.bad_line_count, 0);
+        let rec = SummaryRecord {
+            summary: d.builder.summary(),
+            dropped_frames: 0,
+            dropped_samples: 0,
+            produced_by: "report".into(),
+            ended_by: "recomputed".into(),
+        };
+        let out = render(OsStr::new("x"), &d, &rec, &[], false);
+        assert!(
+            out.contains("fault       device lost after frame 3 (vkQueueSubmit answered VK_ERROR_DEVICE_LOST)"),
             "{out}"
         );
     }

@@ -6,7 +6,7 @@ mod common;
 use common::*;
 use framescope_core::assembly::{AssemblerOptions, FrameAssembler};
 use framescope_core::config;
-use framescope_core::dump::{Api, CounterDesc, DeviceInfo, DumpOptions, DumpWriter, Header, Unavailable};
+use framescope_core::dump::{Api, CounterDesc, DeviceInfo, DumpOptions, DumpWriter, Fault, Header, Unavailable};
 use framescope_core::frame::{DispatchKind, DrawKind, FrameEnd, FrameRecord, GpuMissing, SwapchainInfo};
 use serde_json::json;
 use std::time::{Duration, Instant};
@@ -176,6 +176,44 @@ fn schema_rejects_broken_records() {
     assert!(!v.is_valid(&no_drops));
     assert!(!v.is_valid(&json!({"type":"bogus"})));
     assert!(!v.is_valid(&json!({"type":"frame","frame":0})));
+}
+
+#[test]
+fn a_fault_is_written_before_the_summary_and_validates() {
+    let path = temp_path("fault");
+    let w = DumpWriter::start(DumpOptions::new(path.to_str().unwrap()), header());
+    let origin = w.origin_ns();
+    for i in 0..3u64 {
+        w.push(FrameRecord {
+            frame: i,
+            t_ns: origin + i * 10 * MS,
+            ..FrameRecord::default()
+        });
+    }
+    let fault = Fault {
+        kind: "device_lost",
+        call: "vkQueueSubmit",
+        result: "VK_ERROR_DEVICE_LOST".into(),
+        frame: Some(3),
+        t_ns: origin + 35 * MS,
+    };
+    w.fault(fault.clone());
+    // Written at once, before the dump ends (an app may abort right after a lost device).
+    wait_until("the fault record", || {
+        std::fs::read_to_string(&path).is_ok_and(|t| t.contains("\"type\":\"fault\""))
+    });
+    w.finish();
+    w.fault(fault); // after the end: nothing
+    let lines = read_lines(&path);
+    let c = check_structure(&lines);
+    assert_eq!(c.frames.len(), 3);
+    let faults: Vec<&serde_json::Value> = lines.iter().filter(|l| l["type"] == "fault").collect();
+    assert_eq!(faults.len(), 1, "{faults:?}");
+    assert_eq!(faults[0]["kind"], "device_lost");
+    assert_eq!(faults[0]["call"], "vkQueueSubmit");
+    assert_eq!(faults[0]["result"], "VK_ERROR_DEVICE_LOST");
+    assert_eq!(faults[0]["frame"], 3);
+    std::fs::remove_file(&path).unwrap();
 }
 
 #[test]

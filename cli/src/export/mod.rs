@@ -295,7 +295,8 @@ impl<'n> Reader<'n> {
                     }
                     emit(Event::Frame(&f))?;
                 }
-                Some("summary") => {}
+                // The formats have no place for a fault; `report` shows it.
+                Some("summary" | "fault") => {}
                 // Before the header a mark has no track to go on; the writer never puts one
                 // there.
                 Some("mark") if header_seen => match serde_json::from_slice::<Mark>(text) {

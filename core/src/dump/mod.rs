@@ -17,7 +17,7 @@ pub use record::{
     format_driver_version, format_vk_version, write_frame, Api, CounterDesc, DeviceInfo, Header, SummaryRecord,
     Unavailable,
 };
-pub use writer::{DumpOptions, DumpWriter, END_GRACE_NS, FINISH_LIMIT};
+pub use writer::{DumpOptions, DumpWriter, Fault, END_GRACE_NS, FINISH_LIMIT};
 
 /// Path of the JSON Schema of `framescope.v1`, relative to the core crate.
 pub const SCHEMA_PATH: &str = "schema/framescope.v1.schema.json";

@@ -110,7 +110,27 @@ struct Shared {
     thread: Mutex<Option<JoinHandle<()>>>,
     /// The summary's `ended_by` once the writer ends it; what a writer that failed says.
     ended_by: Mutex<&'static str>,
+    /// Faults the layer saw (a lost device), written as `fault` records as they come.
+    faults: Mutex<Vec<Fault>>,
 }
+
+/// Something that went wrong below framescope and ended or changed the measurement: a `fault`
+/// record in the dump (docs/dump-schema.md).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Fault {
+    /// `device_lost`, `surface_lost`.
+    pub kind: &'static str,
+    /// The Vulkan command that answered it (`vkQueueSubmit`, `vkQueuePresentKHR`, ...).
+    pub call: &'static str,
+    /// Its result, as the Vulkan headers name it.
+    pub result: String,
+    /// The frames closed before it (the frame it happened in is the next), when known.
+    pub frame: Option<u64>,
+    pub t_ns: u64,
+}
+
+/// Faults kept per dump; a driver that keeps failing adds nothing past these.
+const MAX_FAULTS: usize = 16;
 
 /// Handle to a dump writer. Cheap to clone; all clones feed the same file.
 #[derive(Clone)]
@@ -156,6 +176,7 @@ impl DumpWriter {
             origin_ns: monotonic_now_ns(),
             thread: Mutex::new(None),
             ended_by: Mutex::new("write error"),
+            faults: Mutex::new(Vec::new()),
         });
         let for_thread = Arc::clone(&shared);
         let spawned = std::thread::Builder::new()
@@ -175,6 +196,17 @@ impl DumpWriter {
             }
         }
         DumpWriter { shared }
+    }
+
+    /// Records a fault for the writer (rare: allocates; at most [`MAX_FAULTS`] a dump).
+    pub fn fault(&self, f: Fault) {
+        if !self.shared.accepting.load(Ordering::Relaxed) {
+            return;
+        }
+        let mut q = self.shared.faults.lock();
+        if q.len() < MAX_FAULTS {
+            q.push(f);
+        }
     }
 
     /// Queues a finished frame. Never blocks, allocates or does I/O; when the queue is full
@@ -349,6 +381,20 @@ fn collect_samples(q: &mut VecDeque<SampleRecord>, frame: u64, out: &mut Vec<Sam
 /// or after it), or after the last frame.
 fn write_mark(out: &mut Vec<u8>, t_ns: u64, frame: Option<u64>, label: &str) {
     let line = serde_json::json!({"type": "mark", "t_ns": t_ns, "frame": frame, "label": label});
+    out.extend_from_slice(line.to_string().as_bytes());
+    out.push(b'\n');
+}
+
+/// A `fault` record.
+fn write_fault(out: &mut Vec<u8>, f: &Fault) {
+    let line = serde_json::json!({
+        "type": "fault",
+        "kind": f.kind,
+        "call": f.call,
+        "result": f.result,
+        "frame": f.frame,
+        "t_ns": f.t_ns,
+    });
     out.extend_from_slice(line.to_string().as_bytes());
     out.push(b'\n');
 }
@@ -602,6 +648,11 @@ fn run(s: &Shared, opts: &DumpOptions, header: &Header) {
                     }
                 }
             }
+        }
+        // After the frames taken so far, which came before it: the app may abort right after a
+        // lost device, so the record is written at once rather than with the summary.
+        for f in s.faults.lock().drain(..) {
+            write_fault(&mut batch, &f);
         }
         if window_end.is_some_and(|end| monotonic_now_ns() >= end.saturating_add(END_GRACE_NS)) {
             window_over = true;

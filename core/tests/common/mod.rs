@@ -102,7 +102,7 @@ pub fn check_structure(lines: &[Value]) -> Checked {
                 }
                 frames.push(l.clone());
             }
-            "mark" | "series" => assert!(summary.is_none(), "{} after the summary", l["type"]),
+            "mark" | "series" | "fault" => assert!(summary.is_none(), "{} after the summary", l["type"]),
             "summary" => {
                 assert!(summary.is_none(), "second summary on line {}", i + 1);
                 assert_eq!(i, lines.len() - 1, "summary is not the last line");

@@ -18,7 +18,7 @@ use ash::vk::{self, Handle};
 use framescope_core::frame::SwapchainInfo;
 use framescope_core::sync::{Mutex, RwLock};
 use rustc_hash::FxHashMap as HashMap;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicU64, AtomicU8};
 use std::sync::Arc;
 
 pub struct DeviceState {
@@ -58,7 +58,13 @@ pub struct DeviceStats {
     pub submits: AtomicU64,
     pub command_buffers_begun: AtomicU64,
     pub swapchains_created: AtomicU64,
+    /// Faults seen (`hooks::fault`), one bit each ([`FAULT_DEVICE_LOST`],
+    /// [`FAULT_SURFACE_LOST`]), so each is reported once.
+    pub faults: AtomicU8,
 }
+
+pub const FAULT_DEVICE_LOST: u8 = 1;
+pub const FAULT_SURFACE_LOST: u8 = 2;
 
 /// A queue the app fetched, and our timing ring for it (created on first submit).
 pub struct QueueState {
@@ -241,6 +247,10 @@ impl DeviceState {
     /// Reads every retired submission of every queue into the frame state. Never waits; a
     /// queue busy in another thread's submit is skipped until next time.
     pub fn poll_retired(&self, frames: &mut FrameState) {
+        // A lost device answers no query again: its frames went out as `device_lost`.
+        if self.stats.faults.load(std::sync::atomic::Ordering::Acquire) & FAULT_DEVICE_LOST != 0 {
+            return;
+        }
         self.for_each_queue(|q| {
             if let Some(mut inner) = q.inner.try_lock() {
                 self.poll_queue(&mut inner, frames);

@@ -74,7 +74,9 @@ pub unsafe extern "system" fn queue_present(queue: vk::Queue, info: *const vk::P
     };
     // --- end HUD ---
     // SAFETY: forwarding the app's arguments (or their copy with our semaphores).
-    unsafe { (d.swapchain_fns.queue_present_khr)(queue, info) }
+    let r = unsafe { (d.swapchain_fns.queue_present_khr)(queue, info) };
+    crate::hooks::fault::seen(&d, "vkQueuePresentKHR", r);
+    r
 }
 
 /// # Safety

@@ -284,6 +284,7 @@ fn submit<B: Flavour>(
     drop(inner);
     drop(stripped);
     boundary_done(d, ends_frame && r == vk::Result::SUCCESS);
+    crate::hooks::fault::seen(d, B::SITE.name, r);
     r
 }
 

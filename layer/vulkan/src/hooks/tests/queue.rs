@@ -88,6 +88,30 @@ fn a_failed_submit_returns_the_drivers_result_and_gives_its_slot_back() {
 }
 
 #[test]
+fn a_lost_device_is_reported_once() {
+    use crate::device_state::{FAULT_DEVICE_LOST, FAULT_SURFACE_LOST};
+    use std::sync::atomic::Ordering;
+    let f = FakeDevice::new();
+    let app = f.command_buffers(vk::CommandPool::from_raw(7), vk::CommandBufferLevel::PRIMARY, 1);
+    assert_eq!(submit1(&f, &[&app]), vk::Result::SUCCESS);
+    assert_eq!(f.state.stats.faults.load(Ordering::Acquire), 0);
+    f.fail_next(vk::Result::ERROR_DEVICE_LOST);
+    assert_eq!(submit1(&f, &[&app]), vk::Result::ERROR_DEVICE_LOST, "the app's result");
+    assert_eq!(f.state.stats.faults.load(Ordering::Acquire), FAULT_DEVICE_LOST);
+    // Out-of-memory is the app's to handle, not a fault of the measurement.
+    f.fail_next(vk::Result::ERROR_OUT_OF_DEVICE_MEMORY);
+    assert_eq!(submit2(&f, &[&app]), vk::Result::ERROR_OUT_OF_DEVICE_MEMORY);
+    assert_eq!(f.state.stats.faults.load(Ordering::Acquire), FAULT_DEVICE_LOST);
+    f.fail_next(vk::Result::ERROR_DEVICE_LOST);
+    assert_eq!(submit2(&f, &[&app]), vk::Result::ERROR_DEVICE_LOST);
+    assert_eq!(
+        f.state.stats.faults.load(Ordering::Acquire) & FAULT_SURFACE_LOST,
+        0,
+        "a second loss adds nothing"
+    );
+}
+
+#[test]
 fn a_submit_without_command_buffers_goes_down_as_the_app_made_it() {
     let f = FakeDevice::new();
     assert_eq!(submit1(&f, &[&[]]), vk::Result::SUCCESS);
