@@ -58,6 +58,9 @@ struct Slot {
     retired: u32,
     intervals: IntervalSet,
     record: FrameRecord,
+    /// Why submissions of this frame went untimed, when the layer knew (its timing could not
+    /// be set up): the frame's reason when none of them was timed.
+    untimed: Option<GpuMissing>,
 }
 
 impl Slot {
@@ -65,6 +68,7 @@ impl Slot {
         self.submitted = 0;
         self.retired = 0;
         self.intervals.clear();
+        self.untimed = None;
     }
 }
 
@@ -91,6 +95,7 @@ impl FrameAssembler {
             retired: 0,
             intervals: IntervalSet::new(),
             record: FrameRecord::default(),
+            untimed: None,
         };
         FrameAssembler {
             slots: vec![slot; cap].into_boxed_slice(),
@@ -160,6 +165,14 @@ impl FrameAssembler {
         let f = self.open;
         let s = self.slot(f);
         s.submitted = s.submitted.saturating_add(1);
+        f
+    }
+
+    /// A submission that will carry no timestamps, for `reason` (e.g. `Disabled`: the layer's
+    /// timing could not be set up); retire it with [`Self::on_submission_retired`] as usual.
+    pub fn on_untimed_submit(&mut self, reason: GpuMissing) -> u64 {
+        let f = self.on_submit();
+        self.slot(f).untimed = Some(reason);
         f
     }
 
@@ -259,7 +272,7 @@ impl FrameAssembler {
                 gpu.end_ns = Some(t.end_ns.saturating_add_signed(off));
             }
         } else {
-            gpu.missing = Some(GpuMissing::QueueHasNoTimestamps);
+            gpu.missing = Some(s.untimed.unwrap_or(GpuMissing::QueueHasNoTimestamps));
         }
         let mut record = s.record;
         record.gpu = gpu;
@@ -334,6 +347,27 @@ mod tests {
         a.on_submission_retired(f, None);
         a.poll(11, collect(&mut out));
         assert_eq!(out[0].gpu.missing, Some(GpuMissing::QueueHasNoTimestamps));
+    }
+
+    #[test]
+    fn untimed_submissions_give_the_layers_reason_and_a_slot_forgets_it() {
+        let mut a = FrameAssembler::new(AssemblerOptions::default());
+        let mut out = Vec::new();
+        let f = a.on_untimed_submit(GpuMissing::Disabled);
+        a.close_frame(cpu(10), collect(&mut out));
+        a.on_submission_retired(f, None);
+        a.poll(11, collect(&mut out));
+        assert_eq!(out[0].gpu.missing, Some(GpuMissing::Disabled));
+        // The ring reuses slots: a later frame of plain untimed submissions is not `disabled`.
+        for t in 0..8u64 {
+            let f = a.on_submit();
+            a.close_frame(cpu(20 + t), collect(&mut out));
+            a.on_submission_retired(f, None);
+            a.poll(30 + t, collect(&mut out));
+        }
+        assert!(out[1..]
+            .iter()
+            .all(|r| r.gpu.missing == Some(GpuMissing::QueueHasNoTimestamps)));
     }
 
     #[test]

@@ -11,6 +11,8 @@ pub struct Dump {
     pub marks: Vec<Value>,
     /// `series` records, in order.
     pub series: Vec<Value>,
+    /// `fault` records (a lost device or surface below framescope), in order.
+    pub faults: Vec<Value>,
     pub summary: Option<Value>,
 }
 
@@ -46,6 +48,7 @@ fn parse(text: &str) -> Dump {
     let mut frames = Vec::new();
     let mut marks = Vec::new();
     let mut series = Vec::new();
+    let mut faults = Vec::new();
     let mut summary = None;
     for (i, line) in text.lines().enumerate() {
         let v: Value =
@@ -70,6 +73,10 @@ fn parse(text: &str) -> Dump {
                 assert!(summary.is_none(), "series after the summary on line {}", i + 1);
                 series.push(v);
             }
+            Some("fault") => {
+                assert!(summary.is_none(), "fault after the summary on line {}", i + 1);
+                faults.push(v);
+            }
             Some("summary") => {
                 assert!(summary.is_none(), "second summary on line {}", i + 1);
                 summary = Some(v);
@@ -82,6 +89,7 @@ fn parse(text: &str) -> Dump {
         frames,
         marks,
         series,
+        faults,
         summary,
     }
 }

@@ -161,6 +161,7 @@ const DRIVER_LANE_TESTS: &[&str] = &[
     "lifecycle",
     "perf_query",
     "apps32",
+    "faults",
 ];
 
 /// Replaces the README's config key table (between its `config-keys` markers) with the one the

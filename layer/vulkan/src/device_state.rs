@@ -78,6 +78,9 @@ pub struct QueueInner {
     pub labels: Vec<OpenLabel>,
     pub timing: Option<QueueTiming>,
     pub timing_tried: bool,
+    /// Setting the timing up failed (no query pool, no memory): this queue's frames are
+    /// `disabled`, not "no timestamps".
+    pub timing_failed: bool,
     /// Reused arrays for the batches we pass down, per submit flavour.
     pub submit1: Scratch<vk::SubmitInfo<'static>>,
     pub submit2: Scratch<vk::SubmitInfo2<'static>>,

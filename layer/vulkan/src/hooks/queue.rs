@@ -8,7 +8,7 @@ use crate::hooks::frame_boundary;
 use crate::timing::QueueTiming;
 use ash::vk::{self, Handle};
 use framescope_core::clock::monotonic_now_ns;
-use framescope_core::frame::{FrameEnd, FrameRecord};
+use framescope_core::frame::{FrameEnd, FrameRecord, GpuMissing};
 use framescope_core::guard::{guarded, Site};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -68,10 +68,13 @@ fn begin_timed_submit(
                 }
                 inner.timing = t;
             }
-            Err(e) => framescope_core::log::error(format_args!(
-                "cannot set up GPU timing on queue family {}: {e:?}",
-                q.family
-            )),
+            Err(e) => {
+                inner.timing_failed = true;
+                framescope_core::log::error(format_args!(
+                    "cannot set up GPU timing on queue family {}: {e:?}",
+                    q.family
+                ))
+            }
         }
     }
     let mut frames = d.frames.lock();
@@ -104,10 +107,16 @@ fn begin_timed_submit(
         None => {
             // A family without timestamps (or gpu_timing=0): the submission retires at once,
             // without a time.
-            if frames.session.assembler().gpu_timing() {
-                frames.counts.queues_without_timestamps = frames.counts.queues_without_timestamps.saturating_add(1);
-            }
-            let f = frames.session.assembler().on_submit();
+            // Timing that could not be set up is `disabled` (dump-schema.md), not a family
+            // without timestamps.
+            let f = if inner.timing_failed {
+                frames.session.assembler().on_untimed_submit(GpuMissing::Disabled)
+            } else {
+                if frames.session.assembler().gpu_timing() {
+                    frames.counts.queues_without_timestamps = frames.counts.queues_without_timestamps.saturating_add(1);
+                }
+                frames.session.assembler().on_submit()
+            };
             frames.retire(f, None);
             None
         }
