@@ -295,12 +295,14 @@ fn install_with_a_relative_prefix_names_an_absolute_library() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
-    let lib = work.join("rel/dir/share/framescope/lib/libframescope_vk.so");
+    // Under this system's $LIB name for 64-bit libraries (Debian's here), named through $LIB.
+    let lib = work.join("rel/dir/share/framescope/lib/x86_64-linux-gnu/libframescope_vk.so");
     assert_eq!(std::fs::read(&lib).unwrap(), b"stand-in");
+    let named = work.join("rel/dir/share/framescope/$LIB/libframescope_vk.so");
     for kind in ["implicit", "explicit"] {
         let m = work.join(format!("rel/dir/share/vulkan/{kind}_layer.d/{MANIFEST}"));
         let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&m).unwrap()).unwrap();
-        assert_eq!(v["layer"]["library_path"], lib.to_str().unwrap(), "{kind}");
+        assert_eq!(v["layer"]["library_path"], named.to_str().unwrap(), "{kind}");
     }
 }
 
@@ -308,7 +310,7 @@ fn install_with_a_relative_prefix_names_an_absolute_library() {
 fn install_never_writes_through_a_symlink_left_at_a_temporary_name() {
     let s = Scratch::new("symlink");
     let prefix = s.path("prefix");
-    let lib_dir = prefix.join("share/framescope/lib");
+    let lib_dir = prefix.join("share/framescope/lib/x86_64-linux-gnu");
     std::fs::create_dir_all(&lib_dir).unwrap();
     let victim = s.path("victim");
     std::fs::write(&victim, b"precious").unwrap();

@@ -31,12 +31,19 @@
 //!
 //! At exit it prints one line: `glapp-result {json}` with the frame count, the known answers
 //! and what the app's own queries returned.
+//!
+//! `--storm N`: a lifecycle storm of N cycles instead (windows, shared contexts destroyed while
+//! another is current, display reopened, fork + exec of a GL child); see `storm`.
 
 use std::ffi::{c_char, c_int, c_long, c_uint, c_ulong, c_void, CStr, CString};
 use std::process::ExitCode;
 
-const USAGE: &str =
-    "usage: framescope-glapp [--frames N] [--width W] [--height H] [--own-query] [--span] [--main-draws N]\n";
+mod storm;
+
+const USAGE: &str = concat!(
+    "usage: framescope-glapp [--frames N] [--width W] [--height H] [--own-query] [--span] [--main-draws N]\n",
+    "       framescope-glapp --storm N [--width W] [--height H] [--main-draws N]\n",
+);
 
 struct Args {
     frames: u32,
@@ -45,6 +52,8 @@ struct Args {
     own_query: bool,
     span: bool,
     main_draws: u32,
+    /// `--storm N`: N lifecycle cycles (`storm`) instead of the normal run.
+    storm: u32,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -55,6 +64,7 @@ fn parse_args() -> Result<Args, String> {
         own_query: false,
         span: false,
         main_draws: 100,
+        storm: 0,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -71,12 +81,16 @@ fn parse_args() -> Result<Args, String> {
             "--own-query" => a.own_query = true,
             "--span" => a.span = true,
             "--main-draws" => a.main_draws = num("--main-draws")?,
+            "--storm" => a.storm = num("--storm")?,
             "-h" | "--help" => {
                 print!("{USAGE}");
                 std::process::exit(0);
             }
             other => return Err(format!("unknown argument '{other}'\n{USAGE}")),
         }
+    }
+    if a.storm > 0 && (a.own_query || a.span) {
+        return Err(format!("--storm takes neither --own-query nor --span\n{USAGE}"));
     }
     Ok(a)
 }
@@ -383,6 +397,43 @@ fn compile(gl: &Gl, kind: u32, src: &str) -> Result<u32, String> {
     }
 }
 
+/// The scene's program and its uniforms.
+struct Program {
+    prog: u32,
+    cell: i32,
+    fullscreen: i32,
+    color: i32,
+}
+
+/// Compiles and links the scene's program in the current context.
+fn build_program(gl: &Gl) -> Result<Program, String> {
+    let vs = compile(gl, GL_VERTEX_SHADER, VERTEX_SHADER)?;
+    let fs = compile(gl, GL_FRAGMENT_SHADER, FRAGMENT_SHADER)?;
+    // SAFETY: GL calls on the current context; every pointer is valid for the call.
+    unsafe {
+        let prog = (gl.create_program)();
+        (gl.attach_shader)(prog, vs);
+        (gl.attach_shader)(prog, fs);
+        (gl.link_program)(prog);
+        let mut ok = 0;
+        (gl.get_programiv)(prog, GL_LINK_STATUS, &mut ok);
+        if ok == 0 {
+            let mut log = vec![0 as c_char; 4096];
+            (gl.get_program_info_log)(prog, log.len() as i32, std::ptr::null_mut(), log.as_mut_ptr());
+            return Err(format!(
+                "program does not link: {}",
+                CStr::from_ptr(log.as_ptr()).to_string_lossy()
+            ));
+        }
+        Ok(Program {
+            prog,
+            cell: (gl.get_uniform_location)(prog, c"u_cell".as_ptr()),
+            fullscreen: (gl.get_uniform_location)(prog, c"u_fullscreen".as_ptr()),
+            color: (gl.get_uniform_location)(prog, c"u_color".as_ptr()),
+        })
+    }
+}
+
 /// The app's own statistics of one frame (`--own-query`).
 struct OwnQueries {
     frame: u32,
@@ -401,16 +452,33 @@ struct Report {
     version: String,
 }
 
-fn run(a: &Args) -> Result<Report, String> {
+/// libX11 and GLX, loaded.
+struct Libs {
+    x: Xlib,
+    glx: Glx,
+}
+
+fn load_libs() -> Result<Libs, String> {
     let libx = open_lib(c"libX11.so.6")?;
     let libgl = open_lib(c"libGL.so.1")?;
     // SAFETY: every entry's type in the table is its Xlib/GLX prototype.
     let x = Xlib::load(|n| unsafe { sym::<*mut c_void>(libx, n) })?;
     // SAFETY: as above; dlsym goes through whatever dlsym the process has (a shim's).
     let glx = Glx::load(|n| unsafe { sym::<*mut c_void>(libgl, n) })?;
+    Ok(Libs { x, glx })
+}
 
-    // SAFETY: Xlib/GLX calls with live objects created just before; attribute lists end with 0.
-    let (dpy, window, colormap, ctx) = unsafe {
+/// An open X display with the app's GLX framebuffer config.
+struct Conn {
+    dpy: *mut Display,
+    screen: c_int,
+    config: *mut c_void,
+}
+
+fn open_display(l: &Libs) -> Result<Conn, String> {
+    let (x, glx) = (&l.x, &l.glx);
+    // SAFETY: Xlib/GLX calls with the display opened here; the attribute list ends with 0.
+    unsafe {
         let dpy = (x.open_display)(std::ptr::null());
         if dpy.is_null() {
             return Err("cannot open the X display (is DISPLAY set?)".into());
@@ -440,22 +508,31 @@ fn run(a: &Args) -> Result<Report, String> {
         }
         let config = *configs;
         (x.free)(configs as *mut c_void);
-        let vi = (glx.get_visual)(dpy, config);
+        Ok(Conn { dpy, screen, config })
+    }
+}
+
+/// A mapped window of the config's visual, and its colormap.
+fn create_window(l: &Libs, c: &Conn, width: u32, height: u32) -> Result<(c_ulong, c_ulong), String> {
+    let (x, glx) = (&l.x, &l.glx);
+    // SAFETY: Xlib/GLX calls on the live display with objects created just before.
+    unsafe {
+        let vi = (glx.get_visual)(c.dpy, c.config);
         if vi.is_null() {
             return Err("no visual for the GLX config".into());
         }
-        let root = (x.root_window)(dpy, screen);
-        let colormap = (x.create_colormap)(dpy, root, (*vi).visual, ALLOC_NONE);
+        let root = (x.root_window)(c.dpy, c.screen);
+        let colormap = (x.create_colormap)(c.dpy, root, (*vi).visual, ALLOC_NONE);
         let mut swa: XSetWindowAttributes = std::mem::zeroed();
         swa.colormap = colormap;
         swa.border_pixel = 0;
         let window = (x.create_window)(
-            dpy,
+            c.dpy,
             root,
             0,
             0,
-            a.width,
-            a.height,
+            width,
+            height,
             0,
             (*vi).depth,
             INPUT_OUTPUT,
@@ -464,35 +541,46 @@ fn run(a: &Args) -> Result<Report, String> {
             &mut swa,
         );
         (x.free)(vi as *mut c_void);
-        (x.store_name)(dpy, window, c"framescope-glapp".as_ptr());
-        (x.map_window)(dpy, window);
-        (x.sync)(dpy, 0);
+        (x.store_name)(c.dpy, window, c"framescope-glapp".as_ptr());
+        (x.map_window)(c.dpy, window);
+        (x.sync)(c.dpy, 0);
+        Ok((window, colormap))
+    }
+}
 
-        let create = (glx.get_proc_address)(c"glXCreateContextAttribsARB".as_ptr());
-        if create.is_null() {
-            return Err("no glXCreateContextAttribsARB".into());
-        }
-        let create = std::mem::transmute::<*mut c_void, CreateContextAttribs>(create);
-        let ctx_attribs = [
-            GLX_CONTEXT_MAJOR_VERSION_ARB,
-            4,
-            GLX_CONTEXT_MINOR_VERSION_ARB,
-            3,
-            GLX_CONTEXT_PROFILE_MASK_ARB,
-            GLX_CONTEXT_CORE_PROFILE_BIT_ARB,
-            0,
-        ];
-        let ctx = create(dpy, config, std::ptr::null_mut(), 1, ctx_attribs.as_ptr());
-        if ctx.is_null() {
-            return Err("cannot create a GL 4.3 core context".into());
-        }
-        if (glx.make_current)(dpy, window, ctx) == 0 {
-            return Err("glXMakeCurrent failed".into());
-        }
-        (dpy, window, colormap, ctx)
-    };
+/// `glXCreateContextAttribsARB`, looked up as apps do.
+fn create_context_fn(l: &Libs) -> Result<CreateContextAttribs, String> {
+    // SAFETY: a NUL-terminated name.
+    let create = unsafe { (l.glx.get_proc_address)(c"glXCreateContextAttribsARB".as_ptr()) };
+    if create.is_null() {
+        return Err("no glXCreateContextAttribsARB".into());
+    }
+    // SAFETY: the extension's prototype.
+    Ok(unsafe { std::mem::transmute::<*mut c_void, CreateContextAttribs>(create) })
+}
 
-    let gl = Gl::load(|n| {
+/// A GL 4.3 core context, sharing `share`'s objects unless it is null.
+fn create_context(create: CreateContextAttribs, c: &Conn, share: *mut c_void) -> Result<*mut c_void, String> {
+    let ctx_attribs = [
+        GLX_CONTEXT_MAJOR_VERSION_ARB,
+        4,
+        GLX_CONTEXT_MINOR_VERSION_ARB,
+        3,
+        GLX_CONTEXT_PROFILE_MASK_ARB,
+        GLX_CONTEXT_CORE_PROFILE_BIT_ARB,
+        0,
+    ];
+    // SAFETY: a live display and config, a null or live share context, a 0-terminated list.
+    let ctx = unsafe { create(c.dpy, c.config, share, 1, ctx_attribs.as_ptr()) };
+    if ctx.is_null() {
+        return Err("cannot create a GL 4.3 core context".into());
+    }
+    Ok(ctx)
+}
+
+/// The GL entry points, through `glXGetProcAddressARB` (a shim's, when there is one).
+fn load_gl(glx: &Glx) -> Result<Gl, String> {
+    Gl::load(|n| {
         // SAFETY: glXGetProcAddressARB takes a NUL-terminated name.
         let p = unsafe { (glx.get_proc_address)(n.as_ptr()) };
         if p.is_null() {
@@ -500,15 +588,29 @@ fn run(a: &Args) -> Result<Report, String> {
         } else {
             Ok(p)
         }
-    })?;
+    })
+}
+
+fn run(a: &Args) -> Result<Report, String> {
+    let libs = load_libs()?;
+    let (x, glx) = (&libs.x, &libs.glx);
+    let conn = open_display(&libs)?;
+    let dpy = conn.dpy;
+    let (window, colormap) = create_window(&libs, &conn, a.width, a.height)?;
+    let ctx = create_context(create_context_fn(&libs)?, &conn, std::ptr::null_mut())?;
+    // SAFETY: live display, window and context.
+    if unsafe { (glx.make_current)(dpy, window, ctx) } == 0 {
+        return Err("glXMakeCurrent failed".into());
+    }
+
+    let gl = load_gl(glx)?;
     let renderer = gl_string(&gl, GL_RENDERER);
     let version = gl_string(&gl, GL_VERSION);
     if a.own_query && !has_extension(&gl, "GL_ARB_pipeline_statistics_query") {
         return Err("--own-query needs GL_ARB_pipeline_statistics_query".into());
     }
 
-    let vs = compile(&gl, GL_VERTEX_SHADER, VERTEX_SHADER)?;
-    let fs = compile(&gl, GL_FRAGMENT_SHADER, FRAGMENT_SHADER)?;
+    let program = build_program(&gl)?;
     let mut report = Report {
         frames: 0,
         gl_errors: 0,
@@ -531,21 +633,7 @@ fn run(a: &Args) -> Result<Report, String> {
     };
     // SAFETY: GL calls on the current context; every pointer is valid for the call.
     let (cell, fullscreen, color, queries) = unsafe {
-        let prog = (gl.create_program)();
-        (gl.attach_shader)(prog, vs);
-        (gl.attach_shader)(prog, fs);
-        (gl.link_program)(prog);
-        let mut ok = 0;
-        (gl.get_programiv)(prog, GL_LINK_STATUS, &mut ok);
-        if ok == 0 {
-            let mut log = vec![0 as c_char; 4096];
-            (gl.get_program_info_log)(prog, log.len() as i32, std::ptr::null_mut(), log.as_mut_ptr());
-            return Err(format!(
-                "program does not link: {}",
-                CStr::from_ptr(log.as_ptr()).to_string_lossy()
-            ));
-        }
-        (gl.use_program)(prog);
+        (gl.use_program)(program.prog);
         let mut vao = 0;
         (gl.gen_vertex_arrays)(1, &mut vao);
         (gl.bind_vertex_array)(vao);
@@ -553,12 +641,7 @@ fn run(a: &Args) -> Result<Report, String> {
         (gl.clear_color)(0.0, 0.0, 0.0, 1.0);
         let mut queries = [0u32; 4];
         (gl.gen_queries)(4, queries.as_mut_ptr());
-        (
-            (gl.get_uniform_location)(prog, c"u_cell".as_ptr()),
-            (gl.get_uniform_location)(prog, c"u_fullscreen".as_ptr()),
-            (gl.get_uniform_location)(prog, c"u_color".as_ptr()),
-            queries,
-        )
+        (program.cell, program.fullscreen, program.color, queries)
     };
     check_errors(&mut report);
 
@@ -671,6 +754,18 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if args.storm > 0 {
+        return match storm::storm(&args, args.storm) {
+            Ok(r) => {
+                println!("{}", r.line());
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("framescope-glapp: error: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     let r = match run(&args) {
         Ok(r) => r,
         Err(e) => {
