@@ -71,6 +71,9 @@ OPTIONS:
                         prints `testapp-lifecycle {\"cycles\":N,\"rss_kib\":[A,B],
                         \"fds\":[C,D]}` (after half of the cycles, at the
                         end) before the result line
+  --parallel K          with --lifecycle and --headless: each cycle runs K apps at
+                        once, each on a thread of its own with its own instance
+                        and device, recording and submitting [default: 1]
   -h, --help            print this help
 
 OUTPUT: one stdout line at exit:
@@ -152,6 +155,8 @@ pub struct Args {
     pub sleep_ms: u32,
     /// Create and destroy everything this many times (0: once, no report).
     pub lifecycle: u32,
+    /// Apps run at once in each lifecycle cycle, each on its own thread and device.
+    pub parallel: u32,
 }
 
 impl Default for Args {
@@ -182,6 +187,7 @@ impl Default for Args {
             recreate_semaphores: false,
             sleep_ms: 0,
             lifecycle: 0,
+            parallel: 1,
         }
     }
 }
@@ -270,6 +276,7 @@ pub fn parse<I: IntoIterator<Item = String>>(argv: I) -> Result<ParseOutcome, Ar
             "--sleep-ms" => args.sleep_ms = number(&flag, value(), 0)?,
             "--burst" => args.burst = Some(number(&flag, value(), 0)?),
             "--lifecycle" => args.lifecycle = number(&flag, value(), 1)?,
+            "--parallel" => args.parallel = number(&flag, value(), 1)?,
             _ => return Err(ArgError(format!("unknown argument `{arg}`"))),
         }
         if inline.is_some() && !takes_value(&flag) {
@@ -291,6 +298,11 @@ pub fn parse<I: IntoIterator<Item = String>>(argv: I) -> Result<ParseOutcome, Ar
     // Resubmitting is impossible with ONE_TIME_SUBMIT buffers, so both imply reuse.
     if args.simultaneous || args.resubmit_twice {
         args.reuse = true;
+    }
+    // Windows from several threads would need Xlib's thread support; offscreen is enough to
+    // have several devices at once.
+    if args.parallel > 1 && (args.lifecycle == 0 || !args.headless) {
+        return Err(ArgError("--parallel needs --lifecycle and --headless".into()));
     }
     if args.headless && args.windows != 1 {
         return Err(ArgError("--windows cannot be combined with --headless".into()));
@@ -317,6 +329,7 @@ fn takes_value(flag: &str) -> bool {
             | "--sleep-ms"
             | "--burst"
             | "--lifecycle"
+            | "--parallel"
             | "--width"
             | "--height"
             | "--windows"
