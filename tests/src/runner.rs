@@ -38,6 +38,19 @@ impl Outcome {
             .collect()
     }
 
+    /// Panics on what ld.so prints for a library of the other ELF class or a missing one
+    /// (a 32-bit app given a 64-bit layer or shim) and on a framescope internal error.
+    pub fn assert_no_loader_errors(&self, what: &str) {
+        for bad in ["wrong ELF class", "cannot be preloaded", "cannot open shared object"] {
+            assert!(!self.combined().contains(bad), "{what}: '{bad}'\n{}", self.describe());
+        }
+        assert!(
+            self.lines_with("framescope: internal error").is_empty(),
+            "{what}\n{}",
+            self.describe()
+        );
+    }
+
     pub fn describe(&self) -> String {
         format!(
             "lane {}, status {:?}\n--- stdout ---\n{}\n--- stderr ---\n{}",

@@ -13,18 +13,6 @@ use std::time::Duration;
 
 const LIMIT: Duration = Duration::from_secs(120);
 
-/// What ld.so prints for a preload or a dlopen of the other ELF class, or a missing one.
-fn assert_no_loader_errors(what: &str, out: &Outcome) {
-    for bad in ["wrong ELF class", "cannot be preloaded", "cannot open shared object"] {
-        assert!(!out.combined().contains(bad), "{what}: '{bad}'\n{}", out.describe());
-    }
-    assert!(
-        out.lines_with("framescope: internal error").is_empty(),
-        "{what}\n{}",
-        out.describe()
-    );
-}
-
 /// A dump written by the 32-bit code, every line whole, with at least `min_frames` frames
 /// and, for an app that exits by itself, the summary; `framescope report` reads it.
 fn complete_32(a: &Artifacts, sb: &Sandbox, path: &Path, api: &str, min_frames: usize) -> dump::Dump {
@@ -67,7 +55,7 @@ fn vkcube_run(a: &Artifacts, a32: &Artifacts32, x: &Xvfb, name: &str, config: &s
     let out = sb.run_under_framescope(a, &a32.vkcube.display().to_string(), &["--c", "120"], LIMIT);
     assert_eq!(out.code(), Some(0), "{name}: {}", out.describe());
     validation::assert_clean(name, &out.combined());
-    assert_no_loader_errors(name, &out);
+    out.assert_no_loader_errors(name);
     (sb, out)
 }
 
@@ -116,7 +104,7 @@ fn a_32_bit_glxgears_gets_the_32_bit_shim_a_complete_dump_and_the_hud() {
             "{name}: timeout ends glxgears\n{}",
             out.describe()
         );
-        assert_no_loader_errors(name, &out);
+        out.assert_no_loader_errors(name);
         (sb, out)
     };
     let (on_sb, _) = gears("gears32-hud", "hud=1");

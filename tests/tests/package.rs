@@ -8,7 +8,7 @@
 //! `FRAMESCOPE=1` while it is installed (other test binaries run before or after this one).
 
 use framescope_tests::artifacts::{require_program, Artifacts32};
-use framescope_tests::{dump, Outcome, Sandbox, Xvfb};
+use framescope_tests::{dump, Sandbox, Xvfb};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -72,17 +72,6 @@ impl Drop for Installed {
     }
 }
 
-fn assert_clean_run(what: &str, out: &Outcome) {
-    for bad in ["wrong ELF class", "cannot be preloaded", "cannot open shared object"] {
-        assert!(!out.combined().contains(bad), "{what}: '{bad}'\n{}", out.describe());
-    }
-    assert!(
-        out.lines_with("framescope: internal error").is_empty(),
-        "{what}\n{}",
-        out.describe()
-    );
-}
-
 #[test]
 fn the_package_installs_serves_64_and_32_bit_apps_and_purges_without_a_trace() {
     // SAFETY: geteuid has no preconditions and cannot fail.
@@ -141,7 +130,7 @@ fn the_package_installs_serves_64_and_32_bit_apps_and_purges_without_a_trace() {
             .set("FRAMESCOPE_CONFIG", "hud=1");
         let out = sb.run(&vkcube, &["--c", "60"], LIMIT);
         assert_eq!(out.code(), Some(0), "{name}: {}", out.describe());
-        assert_clean_run(name, &out);
+        out.assert_no_loader_errors(name);
         let d = dump::read(&path);
         assert_eq!(d.header["process_arch"], arch, "{name}: {}", d.header);
         assert!(d.frames.len() >= 50, "{name}: {} frames", d.frames.len());
@@ -160,7 +149,7 @@ fn the_package_installs_serves_64_and_32_bit_apps_and_purges_without_a_trace() {
         LIMIT,
     );
     assert_eq!(out.code(), Some(124), "timeout ends glxgears: {}", out.describe());
-    assert_clean_run("installed framescope run, 32-bit glxgears", &out);
+    out.assert_no_loader_errors("installed framescope run, 32-bit glxgears");
     let d = dump::read(&path);
     assert_eq!(d.header["process_arch"], "x86", "{}", d.header);
     assert_eq!(d.header["api"], "opengl", "{}", d.header);

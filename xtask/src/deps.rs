@@ -101,18 +101,7 @@ fn install_debian() -> Result<(), String> {
         ));
     }
     eprintln!("xtask: installing {}", missing.join(" "));
-    let run = |args: &[&str]| -> Result<(), String> {
-        let status = Command::new("apt-get")
-            .args(args)
-            .env("DEBIAN_FRONTEND", "noninteractive")
-            .status()
-            .map_err(|e| format!("apt-get: {e}"))?;
-        if status.success() {
-            Ok(())
-        } else {
-            Err(format!("apt-get {} failed ({status})", args.join(" ")))
-        }
-    };
+    let run = |args: &[&str]| crate::shell::run_noninteractive("apt-get", args);
     // A mirror caught mid-sync fails one index; the install below says whether what we need
     // was found anyway.
     if let Err(e) = run(&["update", "-q"]) {

@@ -5,7 +5,7 @@
 //! unpacked with `dpkg -x` under `target/i386`. Installed when root, else the exact commands
 //! are printed and the task fails.
 
-use crate::shell::root;
+use crate::shell::{root, run_noninteractive as run};
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -36,19 +36,6 @@ pub const PACKAGES: &[&str] = &[
 /// Where the 32-bit vkcube is unpacked (`<root>/usr/bin/vkcube`); the tests read it here.
 pub fn apps_root() -> PathBuf {
     root().join("target/i386/root")
-}
-
-fn run(program: &str, args: &[&str]) -> Result<(), String> {
-    let status = Command::new(program)
-        .args(args)
-        .env("DEBIAN_FRONTEND", "noninteractive")
-        .status()
-        .map_err(|e| format!("{program}: {e}"))?;
-    if status.success() {
-        Ok(())
-    } else {
-        Err(format!("{program} {} failed ({status})", args.join(" ")))
-    }
 }
 
 fn output(program: &str, args: &[&str]) -> String {

@@ -74,3 +74,17 @@ pub fn is_installed(package: &str) -> bool {
         arch_ok && f.get(2) == Some(&"installed")
     })
 }
+
+/// Runs `program args` non-interactively (apt, dpkg); its output goes to ours.
+pub fn run_noninteractive(program: &str, args: &[&str]) -> Result<(), String> {
+    let status = std::process::Command::new(program)
+        .args(args)
+        .env("DEBIAN_FRONTEND", "noninteractive")
+        .status()
+        .map_err(|e| format!("{program}: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("{program} {} failed ({status})", args.join(" ")))
+    }
+}
