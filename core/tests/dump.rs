@@ -666,7 +666,11 @@ fn attributed_frames_wait_for_their_samples_and_carry_values_over_their_gpu_span
     });
     let until = Arc::new(AtomicU64::new(0));
     let u = until.clone();
-    let t0 = framescope_core::clock::monotonic_now_ns();
+    let now = framescope_core::clock::monotonic_now_ns();
+    // GPU times 5 s ahead: the writer's 1 s hold bound counts from a frame's GPU end, and a
+    // loaded two-core machine once took longer than that between pushing frame 0 and checking
+    // it. CPU times (`t_ns`) stay now, or the capture horizon would hold the frames instead.
+    let t0 = now + 5_000 * MS;
     board.set_attributor(Box::new(move || {
         Some(Box::new(Script {
             names: vec!["pm_x".into()],
@@ -682,7 +686,7 @@ fn attributed_frames_wait_for_their_samples_and_carry_values_over_their_gpu_span
     let frame = |f: u64, b: u64, e: u64| {
         let mut r = FrameRecord {
             frame: f,
-            t_ns: t0 + e,
+            t_ns: now + e,
             cpu_frame_ns: Some(10 * MS),
             ..FrameRecord::default()
         };

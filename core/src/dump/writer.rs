@@ -559,6 +559,7 @@ fn run(s: &Shared, opts: &DumpOptions, header: &Header) {
     let mut timeline = crate::capture::Timeline::new(!opts.paused);
     let mut changes = Vec::new();
     let mut marks: Vec<(u64, String)> = Vec::new();
+    let mut faults: Vec<Fault> = Vec::new();
 
     loop {
         // Read `stop` before draining: every push that happened before finish() is then
@@ -575,6 +576,9 @@ fn run(s: &Shared, opts: &DumpOptions, header: &Header) {
         for c in changes.drain(..) {
             timeline.add(c);
         }
+        // Faults before frames: a frame pushed before a fault is then in the queue below, so
+        // the fault goes out after it (the layer flushes a lost device's frames, then faults).
+        faults.extend(s.faults.lock().drain(..));
         while let Some(r) = s.queue.pop() {
             frames.push_back(r);
         }
@@ -651,7 +655,7 @@ fn run(s: &Shared, opts: &DumpOptions, header: &Header) {
         }
         // After the frames taken so far, which came before it: the app may abort right after a
         // lost device, so the record is written at once rather than with the summary.
-        for f in s.faults.lock().drain(..) {
+        for f in faults.drain(..) {
             write_fault(&mut batch, &f);
         }
         if window_end.is_some_and(|end| monotonic_now_ns() >= end.saturating_add(END_GRACE_NS)) {
