@@ -175,3 +175,43 @@ fn shader_runner_renders_the_same_bare_and_in_every_samples_mode() {
         "expected the vs-*-main-return tests to fail bare on llvmpipe"
     );
 }
+
+/// The test that once aborted under the shim's defaults with `free(): corrupted unsorted
+/// chunks` right after its context was destroyed. piglit tears GL down from an `atexit`
+/// handler (waffle: unbind, destroy the context, close the display), which glibc runs after
+/// the thread-local destructors: the shim, finding its thread's pointer gone, left the frame's
+/// statistics queries active through the unbind, and llvmpipe freed them with the context
+/// while a scene could still write into them. Each mode that takes statistics (the defaults
+/// too) must end them before the unbind.
+#[test]
+fn a_context_torn_down_at_exit_has_no_statistics_query_active() {
+    let runner = Path::new(PIGLIT).join("bin/shader_runner");
+    let file = Path::new(PIGLIT)
+        .join("generated_tests/spec/glsl-1.10/execution/variable-indexing/vs-temp-array-mat4-index-row-rd.shader_test");
+    assert!(runner.is_file() && file.is_file(), "piglit is missing: install piglit");
+    let a = Artifacts::get();
+    let x = Xvfb::start();
+    let tools = Sandbox::new("piglit-exit-preload");
+    let preload = build_preload(&tools.dir);
+    let file = file.display().to_string();
+    for config in ["log=debug", "samples=cmdbuf,log=debug", "samples=draw,log=debug"] {
+        let mut sb = Sandbox::new("piglit-exit");
+        sb.display(&x)
+            .set("LD_PRELOAD", preload.display().to_string())
+            .set("FRAMESCOPE_CONFIG", config);
+        let out = sb.run_under_framescope(&a, &runner.display().to_string(), &[file.as_str(), "-auto"], LIMIT);
+        assert_eq!(out.code(), Some(0), "{config}: {}", out.describe());
+        assert!(
+            out.stderr
+                .contains("statistics queries of the current context ended before it was unbound at exit"),
+            "{config}: the queries were not ended at piglit's exit\n{}",
+            out.describe()
+        );
+        assert!(
+            !out.stderr
+                .contains("destroyed with framescope's statistics queries active"),
+            "{config}: {}",
+            out.describe()
+        );
+    }
+}

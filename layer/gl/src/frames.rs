@@ -514,21 +514,56 @@ pub fn after_swap(t: &SwapToken) -> bool {
 /// context's statistics queries while it is still current.
 pub fn before_make_current(ws: WinSys, key: usize) {
     let now = winsys::current_context(ws);
-    if now != 0 && now != key {
-        let _ = samples::before_context_change();
+    if now != 0 && now != key && end_stats_of_current(ws, now) && !samples::has_current() {
+        log::debug(format_args!(
+            "{}: statistics queries of the current context ended before it was unbound at exit",
+            ws.name()
+        ));
     }
 }
 
 /// Before the app closes a display (which destroys its contexts): a measured context current
-/// on this thread ends its statistics queries while it still can. Nothing happens on a thread
-/// that never had a measured context current, so an app without GL makes no GL call here.
+/// on this thread ends its statistics queries while it still can. Nothing happens while no
+/// context is measured, so an app without GL makes no GL call here.
 pub fn before_display_close(ws: WinSys) {
-    if samples::has_current() && winsys::current_context(ws) != 0 && samples::before_context_change() {
+    if !samples::has_current() && !measuring() {
+        return;
+    }
+    let now = winsys::current_context(ws);
+    if now != 0 && end_stats_of_current(ws, now) {
         log::debug(format_args!(
             "{}: statistics queries of the current context ended before its display closed",
             ws.name()
         ));
     }
+}
+
+/// How long a hook at exit waits for the frame state another thread may hold (as `exit_flush`).
+const EXIT_LOCK_WAIT: Duration = Duration::from_millis(200);
+
+/// Whether some context is measured (its state may have statistics queries active).
+fn measuring() -> bool {
+    STATE
+        .try_lock_for(EXIT_LOCK_WAIT)
+        .is_some_and(|st| !st.contexts.is_empty())
+}
+
+/// Ends the statistics queries of context `key`, current on this thread, while it still is;
+/// whether any were active. Through the thread's own pointer when it has one (no global lock),
+/// else through the context's entry: at process exit glibc runs the thread-local destructors
+/// before the `atexit` handlers, and piglit (through waffle) unbinds, destroys and closes its
+/// context from such a handler. Left active, the queries were freed by llvmpipe with the
+/// context while a scene still held them (the heap corruption in docs/reliability.md).
+fn end_stats_of_current(ws: WinSys, key: usize) -> bool {
+    if samples::has_current() {
+        return samples::before_context_change();
+    }
+    let Some(st) = STATE.try_lock_for(EXIT_LOCK_WAIT) else {
+        return false;
+    };
+    position(&st.contexts, ws, key)
+        .and_then(|i| st.contexts[i].samples.as_ref())
+        .is_some_and(samples::suspend_stats_of)
 }
 
 /// After a successful make-current: sets the context up on first sight.
@@ -608,7 +643,7 @@ fn register_exit_flush() {
 extern "C" fn exit_flush() {
     let _ = std::panic::catch_unwind(|| {
         // Another thread may be inside a swap hook; do not wait for it forever.
-        if let Some(mut st) = STATE.try_lock_for(Duration::from_millis(200)) {
+        if let Some(mut st) = STATE.try_lock_for(EXIT_LOCK_WAIT) {
             if let Some(session) = st.session.as_mut() {
                 session.finish();
             }

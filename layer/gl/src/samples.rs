@@ -369,6 +369,15 @@ pub fn before_context_change() -> bool {
     with_current(|s| s.suspend_stats()).unwrap_or(false)
 }
 
+/// As [`before_context_change`] for `s`, the sampler of the context current on this thread,
+/// reached without the thread's own pointer (gone at process exit).
+pub fn suspend_stats_of(s: &CtxSamples) -> bool {
+    let Some(mut s) = s.sampler.try_lock() else {
+        return false;
+    };
+    s.alive && s.suspend_stats()
+}
+
 /// Whether a measured context is current on this thread (no GL call).
 pub fn has_current() -> bool {
     CURRENT
@@ -481,6 +490,13 @@ impl Shared {
         let mut s = self.sampler.lock();
         if !s.alive {
             return;
+        }
+        if s.open.stats_active && !current {
+            // Nothing ends them now; llvmpipe frees active queries with the context while a
+            // scene may still hold them. Tests look for this line.
+            framescope_core::log::info(format_args!(
+                "a context was destroyed with framescope's statistics queries active, not current on this thread"
+            ));
         }
         if current {
             if s.open.stats_active {
