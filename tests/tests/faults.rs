@@ -403,3 +403,58 @@ fn out_of_memory_after_the_first_present_is_survived() {
     assert!(!hit.is_empty(), "no create of framescope's failed");
     eprintln!("framescope's own creates failed for: {hit:?}");
 }
+
+/// Out of memory from the start, before the first present: every create of one kind fails,
+/// the app's own (which it reports and exits on, as bare) and framescope's alike (its feature
+/// off, one line). The app's result reaches it unchanged: the same exit status and the same
+/// error line as bare.
+#[test]
+fn out_of_memory_from_the_start_fails_the_app_as_bare() {
+    let mut app_failed = Vec::new();
+    for kind in [
+        "device",
+        "swapchain",
+        "command_pool",
+        "command_buffers",
+        "semaphore",
+        "fence",
+        "image",
+        "buffer",
+        "memory",
+        "query_pool",
+    ] {
+        let x = Xvfb::start();
+        let fault = format!("oom_always={kind}");
+        let r = runs(
+            &format!("fault-oom-always-{kind}"),
+            &fault,
+            Some(&x),
+            &WINDOWED,
+            &WINDOWED,
+        );
+        let b = both(&r);
+        let errors = |o: &Outcome| o.lines_with("framescope-testapp: error:");
+        assert_eq!(errors(&r.under), errors(&r.bare), "{fault}\n{b}");
+        if r.bare.code() != Some(0) {
+            assert!(!errors(&r.bare).is_empty(), "{fault}: no error line\n{b}");
+            app_failed.push(kind);
+        } else {
+            // A kind the app never creates: only framescope's own failed, and the app ran on.
+            assert_eq!(result(&r.under)["frames"], 200, "{fault}\n{b}");
+        }
+    }
+    // The kinds the test app creates before its first present must all have failed it.
+    for kind in [
+        "device",
+        "swapchain",
+        "command_pool",
+        "command_buffers",
+        "semaphore",
+        "fence",
+    ] {
+        assert!(
+            app_failed.contains(&kind),
+            "{kind} did not fail the app: {app_failed:?}"
+        );
+    }
+}

@@ -195,6 +195,16 @@ impl App {
             windows,
             report,
         };
+        // The pools made so far go in before any `?`: dropped after `app`, they would be
+        // destroyed on a destroyed device (a crash on the error path, seen with fence creation
+        // refused).
+        let mut pools_failed = None;
+        for p in pools {
+            match p {
+                Ok(p) => app.pools.push(p),
+                Err(e) => pools_failed = pools_failed.or(Some(e)),
+            }
+        }
         app.sync = sync?;
         let pass = app.render_pass.as_ref();
         if args.headless {
@@ -205,8 +215,8 @@ impl App {
             let set = TargetSet::window(&app.gpu, s, args.multiview, pass)?;
             app.targets.push(set);
         }
-        for p in pools {
-            app.pools.push(p?);
+        if let Some(e) = pools_failed {
+            return Err(e.into());
         }
         if args.burst.is_some() {
             let mut pool = Pool::new(&app.gpu.device, app.gpu.queue_family)?;

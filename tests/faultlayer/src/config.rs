@@ -2,9 +2,11 @@
 
 use ash::vk;
 
-/// A create or allocate command `oom_after_present` can make fail.
+/// A create or allocate command `oom_after_present` or `oom_always` can make fail.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Create {
+    Device,
+    Swapchain,
     QueryPool,
     Image,
     Buffer,
@@ -16,7 +18,9 @@ pub enum Create {
 }
 
 impl Create {
-    pub const ALL: [Create; 8] = [
+    pub const ALL: [Create; 10] = [
+        Create::Device,
+        Create::Swapchain,
         Create::QueryPool,
         Create::Image,
         Create::Buffer,
@@ -27,9 +31,11 @@ impl Create {
         Create::Fence,
     ];
 
-    /// The name in `oom_after_present`'s list.
+    /// The name in `oom_after_present`'s and `oom_always`'s lists.
     pub fn name(self) -> &'static str {
         match self {
+            Create::Device => "device",
+            Create::Swapchain => "swapchain",
             Create::QueryPool => "query_pool",
             Create::Image => "image",
             Create::Buffer => "buffer",
@@ -48,15 +54,32 @@ impl Create {
             Create::QueryPool | Create::Image | Create::Buffer | Create::Memory => {
                 vk::Result::ERROR_OUT_OF_DEVICE_MEMORY
             }
-            Create::CommandPool | Create::CommandBuffers | Create::Semaphore | Create::Fence => {
-                vk::Result::ERROR_OUT_OF_HOST_MEMORY
-            }
+            Create::Device
+            | Create::Swapchain
+            | Create::CommandPool
+            | Create::CommandBuffers
+            | Create::Semaphore
+            | Create::Fence => vk::Result::ERROR_OUT_OF_HOST_MEMORY,
         }
     }
 
     fn bit(self) -> u16 {
         1 << (self as u16)
     }
+}
+
+/// The bits of the `+`-joined [`Create`] names of list item `key`.
+fn creates(key: &str, value: Option<&str>) -> Result<u16, String> {
+    let v = value.ok_or_else(|| format!("`{key}` needs a list (`{key}=image+buffer`)"))?;
+    let mut bits = 0;
+    for name in v.split('+').map(str::trim) {
+        let Some(k) = Create::ALL.iter().find(|k| k.name() == name) else {
+            let known: Vec<&str> = Create::ALL.iter().map(|k| k.name()).collect();
+            return Err(format!("`{key}`: unknown `{name}` (known: {})", known.join(", ")));
+        };
+        bits |= k.bit();
+    }
+    Ok(bits)
 }
 
 /// The faults to inject. The default injects nothing.
@@ -72,6 +95,8 @@ pub struct Config {
     pub surface_lost_at: Option<u64>,
     /// Creates and allocations that fail once the device has presented (a bit per [`Create`]).
     oom_after_present: u16,
+    /// Creates and allocations that always fail (a bit per [`Create`]).
+    oom_always: u16,
     /// Every `vkCreateQueryPool` fails.
     pub oom_query_pool: bool,
 }
@@ -80,6 +105,11 @@ impl Config {
     /// Whether `c` fails once the device has presented.
     pub fn oom_after_present(&self, c: Create) -> bool {
         self.oom_after_present & c.bit() != 0
+    }
+
+    /// Whether `c` always fails.
+    pub fn oom_always(&self, c: Create) -> bool {
+        self.oom_always & c.bit() != 0
     }
 
     /// Whether anything is injected at all.
@@ -108,19 +138,8 @@ impl Config {
                 "out_of_date_every" => c.out_of_date_every = Some(count()?),
                 "suboptimal_every" => c.suboptimal_every = Some(count()?),
                 "surface_lost_at" => c.surface_lost_at = Some(count()?),
-                "oom_after_present" => {
-                    let v = value.ok_or("`oom_after_present` needs a list (`oom_after_present=image+buffer`)")?;
-                    for name in v.split('+').map(str::trim) {
-                        let Some(k) = Create::ALL.iter().find(|k| k.name() == name) else {
-                            let known: Vec<&str> = Create::ALL.iter().map(|k| k.name()).collect();
-                            return Err(format!(
-                                "`oom_after_present`: unknown `{name}` (known: {})",
-                                known.join(", ")
-                            ));
-                        };
-                        c.oom_after_present |= k.bit();
-                    }
-                }
+                "oom_after_present" => c.oom_after_present |= creates(key, value)?,
+                "oom_always" => c.oom_always |= creates(key, value)?,
                 "oom_query_pool" => {
                     if value.is_some() {
                         return Err("`oom_query_pool` takes no value".into());
@@ -147,7 +166,7 @@ mod tests {
     #[test]
     fn every_item() {
         let c = Config::parse(
-            "lost_at_submit=20, out_of_date_every=7,suboptimal_every=5,surface_lost_at=3,oom_after_present=image+fence,oom_query_pool",
+            "lost_at_submit=20, out_of_date_every=7,suboptimal_every=5,surface_lost_at=3,oom_after_present=image+fence,oom_query_pool,oom_always=device+swapchain",
         )
         .unwrap();
         assert_eq!(c.lost_at_submit, Some(20));
@@ -157,6 +176,8 @@ mod tests {
         assert!(c.oom_query_pool);
         let failing: Vec<Create> = Create::ALL.into_iter().filter(|&k| c.oom_after_present(k)).collect();
         assert_eq!(failing, [Create::Image, Create::Fence]);
+        let always: Vec<Create> = Create::ALL.into_iter().filter(|&k| c.oom_always(k)).collect();
+        assert_eq!(always, [Create::Device, Create::Swapchain]);
     }
 
     #[test]
@@ -169,6 +190,8 @@ mod tests {
             "oom_after_present",
             "oom_after_present=image+sampler",
             "oom_query_pool=1",
+            "oom_always",
+            "oom_always=surface",
             "bogus",
         ] {
             assert!(Config::parse(bad).is_err(), "{bad}");

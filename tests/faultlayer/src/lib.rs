@@ -29,6 +29,10 @@
 //!   after its first present are framescope's own (the HUD's images, buffers and memory, its
 //!   timing pools), except `vkAllocateCommandBuffers`: the app allocates the command buffer of
 //!   its second frame in flight when it records that frame, after the first present.
+//! * `oom_always=LIST` (the names above, and `device`, `swapchain`): those creates and
+//!   allocations fail from the start (`vkCreateDevice`, `vkCreateSwapchainKHR`: host memory),
+//!   framescope's own and the app's alike. Refused `vkCreateDevice` calls are counted in a
+//!   line printed at `vkDestroyInstance`, there being no device to destroy.
 //! * `oom_query_pool`: every `vkCreateQueryPool` fails with `VK_ERROR_OUT_OF_DEVICE_MEMORY`
 //!   (the test app creates none; framescope's GPU timing does).
 //!
@@ -120,6 +124,7 @@ struct Next {
     allocate_command_buffers: Option<vk::PFN_vkAllocateCommandBuffers>,
     create_semaphore: Option<vk::PFN_vkCreateSemaphore>,
     create_fence: Option<vk::PFN_vkCreateFence>,
+    create_swapchain: Option<vk::PFN_vkCreateSwapchainKHR>,
 }
 
 impl Next {
@@ -159,6 +164,7 @@ impl Next {
             allocate_command_buffers: next!(c"vkAllocateCommandBuffers"),
             create_semaphore: next!(c"vkCreateSemaphore"),
             create_fence: next!(c"vkCreateFence"),
+            create_swapchain: next!(c"vkCreateSwapchainKHR"),
         }
     }
 }
@@ -232,7 +238,8 @@ impl State {
 
     /// A create or allocate call of kind `k`: `Err` when it fails.
     fn create(&mut self, c: &Config, k: Create) -> Result<(), vk::Result> {
-        if (k == Create::QueryPool && c.oom_query_pool) || (self.presented && c.oom_after_present(k)) {
+        if (k == Create::QueryPool && c.oom_query_pool) || c.oom_always(k) || (self.presented && c.oom_after_present(k))
+        {
             Err(self.inject(k.error()))
         } else {
             Ok(())
@@ -262,6 +269,9 @@ struct Dev {
 type Registry<T> = Mutex<Vec<(usize, T)>>;
 
 static INSTANCES: Registry<Inst> = Mutex::new(Vec::new());
+/// `vkCreateDevice` calls refused (`oom_always=device`), counted in the line printed at
+/// `vkDestroyInstance`, there being no device to destroy.
+static REFUSED_DEVICES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 static DEVICES: Registry<Dev> = Mutex::new(Vec::new());
 
 fn with<T, R>(m: &Registry<T>, k: usize, f: impl FnOnce(&mut T) -> R) -> Option<R> {
@@ -346,6 +356,7 @@ fn device_hook(name: &CStr) -> vk::PFN_vkVoidFunction {
         b"vkAllocateCommandBuffers" => allocate_command_buffers,
         b"vkCreateSemaphore" => create_semaphore,
         b"vkCreateFence" => create_fence,
+        b"vkCreateSwapchainKHR" => create_swapchain,
     )
 }
 
@@ -440,6 +451,14 @@ unsafe extern "system" fn destroy_instance(instance: vk::Instance, alloc: *const
         if instance == vk::Instance::null() {
             return;
         }
+        let refused = REFUSED_DEVICES.swap(0, std::sync::atomic::Ordering::Relaxed);
+        if refused > 0 {
+            let mut s = State::default();
+            for _ in 0..refused {
+                let _ = s.inject(Create::Device.error());
+            }
+            eprintln!("{}", s.line());
+        }
         // SAFETY: a live instance of ours; forwarding the app's call.
         unsafe {
             if let Some(Inst {
@@ -477,6 +496,10 @@ unsafe extern "system" fn create_device(
                 return vk::Result::ERROR_INITIALIZATION_FAILED;
             };
             let create: vk::PFN_vkCreateDevice = std::mem::transmute(create);
+            if config().oom_always(Create::Device) {
+                REFUSED_DEVICES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                return Create::Device.error();
+            }
             let r = create(pd, info, alloc, out);
             if r != vk::Result::SUCCESS {
                 return r;
@@ -824,6 +847,15 @@ unsafe extern "system" fn create_fence(
     out: *mut vk::Fence,
 ) -> vk::Result {
     create_or_fail!(device, Create::Fence, create_fence, device, info, alloc, out)
+}
+
+unsafe extern "system" fn create_swapchain(
+    device: vk::Device,
+    info: *const vk::SwapchainCreateInfoKHR,
+    alloc: *const vk::AllocationCallbacks,
+    out: *mut vk::SwapchainKHR,
+) -> vk::Result {
+    create_or_fail!(device, Create::Swapchain, create_swapchain, device, info, alloc, out)
 }
 
 #[cfg(test)]

@@ -143,12 +143,13 @@ pub unsafe extern "system" fn create_device(
         return vk::Result::ERROR_INITIALIZATION_FAILED;
     };
     // SAFETY: as for the instance link: read our link, then advance the chain.
-    let (next_gipa, next_gdpa) = unsafe {
+    let (next_gipa, next_gdpa, next_link) = unsafe {
         let link = (*link_info).u as *mut VkLayerDeviceLink;
         (*link_info).u = (*link).p_next as *mut c_void;
         (
             (*link).pfn_next_get_instance_proc_addr,
             (*link).pfn_next_get_device_proc_addr,
+            (*link_info).u,
         )
     };
     let set_loader_data = if loader_data.is_null() {
@@ -218,8 +219,14 @@ pub unsafe extern "system" fn create_device(
             perf_features.p_next = copy.p_next as *mut c_void;
             copy.p_next = std::ptr::addr_of!(perf_features).cast();
         }
-        // SAFETY: forwarding a valid create info.
-        let r = unsafe { create(phys, &copy, alloc, out) };
+        // SAFETY: the layers below advance the chain's link as they pass it on, so a retry
+        // hands them the link as the first call did (else the layer below ours finds its
+        // successor's entry and fails with VK_ERROR_INITIALIZATION_FAILED, not the driver's
+        // result); then forwarding a valid create info.
+        let r = unsafe {
+            (*link_info).u = next_link;
+            create(phys, &copy, alloc, out)
+        };
         if let Some(restore) = patched {
             restore();
         }
