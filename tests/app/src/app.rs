@@ -320,6 +320,10 @@ impl App {
             .zip(&indices)
             .map(|(s, &i)| s.render_finished[i as usize])
             .collect();
+        if self.args.submit_threads {
+            crate::submit::submit_tail(&self.gpu.device, self.gpu.queue, fence, &self.args, frame)?;
+            return Ok(true);
+        }
         submit_frame(
             &self.gpu.device,
             self.gpu.queue,
@@ -451,8 +455,16 @@ impl App {
         };
         let pools = &mut self.pools[fif];
         let plan = &self.plan;
+        let submit_lock = std::sync::Mutex::new(());
+        let (device, queue, args) = (&self.gpu.device, self.gpu.queue, &self.args);
         let cbs = if self.render_pass.is_none() {
-            record_parallel(pools, plan, |pool, chunk| recorder.record(pool, chunk, targets))?
+            record_parallel(pools, plan, |pool, chunk| {
+                let cb = recorder.record(pool, chunk, targets)?;
+                if args.submit_threads {
+                    crate::submit::submit_from_thread(device, queue, &submit_lock, &[cb], args)?;
+                }
+                Ok(cb)
+            })?
         } else if self.args.secondary {
             // One primary; the secondaries are recorded on the threads first.
             let secondaries = record_parallel(pools, plan, |pool, chunk| {

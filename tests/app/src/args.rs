@@ -41,6 +41,11 @@ OPTIONS:
   --submits S           split each frame's work into S vkQueueSubmit calls
                         [default: 1]
   --submit2             use vkQueueSubmit2 instead of vkQueueSubmit
+  --submit-threads      each recording thread (--threads) submits its own command
+                        buffers to the one queue as soon as they are recorded,
+                        under the app's queue lock; the frame's fence (and frame
+                        boundary) goes in one empty submit after them. Needs
+                        --headless; not with --reuse or --render-pass
   --headless            no window or swapchain: render into an offscreen image;
                         a frame is one loop iteration, nothing is presented
   --srgb                swapchains in B8G8R8A8_SRGB (default: B8G8R8A8_UNORM)
@@ -137,6 +142,7 @@ pub struct Args {
     pub resubmit_twice: bool,
     pub submits: u32,
     pub submit2: bool,
+    pub submit_threads: bool,
     pub frame_boundary: bool,
     pub headless: bool,
     /// Swapchains in B8G8R8A8_SRGB (else B8G8R8A8_UNORM where offered).
@@ -177,6 +183,7 @@ impl Default for Args {
             resubmit_twice: false,
             submits: 1,
             submit2: false,
+            submit_threads: false,
             frame_boundary: false,
             headless: false,
             srgb: false,
@@ -266,6 +273,7 @@ pub fn parse<I: IntoIterator<Item = String>>(argv: I) -> Result<ParseOutcome, Ar
             "--simultaneous" => args.simultaneous = true,
             "--resubmit-twice" => args.resubmit_twice = true,
             "--submit2" => args.submit2 = true,
+            "--submit-threads" => args.submit_threads = true,
             "--headless" => args.headless = true,
             "--srgb" => args.srgb = true,
             "--frame-boundary" => args.frame_boundary = true,
@@ -303,6 +311,12 @@ pub fn parse<I: IntoIterator<Item = String>>(argv: I) -> Result<ParseOutcome, Ar
     // have several devices at once.
     if args.parallel > 1 && (args.lifecycle == 0 || !args.headless) {
         return Err(ArgError("--parallel needs --lifecycle and --headless".into()));
+    }
+    // The frame's submits carry no semaphores then: nothing orders them against an acquire.
+    if args.submit_threads && (!args.headless || args.reuse || args.render_pass) {
+        return Err(ArgError(
+            "--submit-threads needs --headless and cannot be combined with --reuse or --render-pass".into(),
+        ));
     }
     if args.headless && args.windows != 1 {
         return Err(ArgError("--windows cannot be combined with --headless".into()));

@@ -50,6 +50,43 @@ pub fn submit_frame(
     Ok(())
 }
 
+/// One thread's command buffers, submitted as soon as recorded (`--submit-threads`): no
+/// semaphores, no fence; `lock` is the app's queue lock (Vulkan: queue access externally
+/// synchronised).
+pub fn submit_from_thread(
+    device: &ash::Device,
+    queue: vk::Queue,
+    lock: &std::sync::Mutex<()>,
+    cbs: &[vk::CommandBuffer],
+    args: &Args,
+) -> Result<(), vk::Result> {
+    let _held = lock.lock().unwrap_or_else(|e| e.into_inner());
+    if args.submit2 {
+        submit2(device, queue, cbs, &[], &[], vk::Fence::null(), None)
+    } else {
+        submit1(device, queue, cbs, &[], &[], vk::Fence::null(), None)
+    }
+}
+
+/// After the threads' submits (`--submit-threads`): an empty submit with the frame's fence
+/// (and frame boundary), which signals once everything submitted before it is done.
+pub fn submit_tail(
+    device: &ash::Device,
+    queue: vk::Queue,
+    fence: vk::Fence,
+    args: &Args,
+    frame_id: u64,
+) -> Result<(), vk::Result> {
+    // SAFETY: the caller waited on `fence` for this frame slot.
+    unsafe { device.reset_fences(&[fence])? };
+    let boundary = args.frame_boundary.then_some(frame_id);
+    if args.submit2 {
+        submit2(device, queue, &[], &[], &[], fence, boundary)
+    } else {
+        submit1(device, queue, &[], &[], &[], fence, boundary)
+    }
+}
+
 fn submit1(
     device: &ash::Device,
     queue: vk::Queue,
