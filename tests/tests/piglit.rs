@@ -37,25 +37,7 @@ const TESTS: [&str; 9] = [
     "glsl-1.50/execution/geometry-basic",
 ];
 
-const SWAP_PRELOAD: &str = r#"
-#define _GNU_SOURCE
-#include <dlfcn.h>
-#include <stdbool.h>
-extern void piglit_swap_buffers(void);
-#define WRAP(ret, name, params, args)                                  \
-    ret name params {                                                   \
-        static ret(*real) params;                                       \
-        if (!real) real = (ret(*) params)dlsym(RTLD_NEXT, #name);       \
-        piglit_swap_buffers();                                          \
-        return real args;                                               \
-    }
-WRAP(bool, piglit_probe_pixel_rgb, (int x, int y, const float *e), (x, y, e))
-WRAP(bool, piglit_probe_pixel_rgba, (int x, int y, const float *e), (x, y, e))
-WRAP(bool, piglit_probe_pixel_depth, (int x, int y, float e), (x, y, e))
-WRAP(bool, piglit_probe_rect_rgb, (int x, int y, int w, int h, const float *e), (x, y, w, h, e))
-WRAP(bool, piglit_probe_rect_rgba, (int x, int y, int w, int h, const float *e), (x, y, w, h, e))
-WRAP(bool, piglit_probe_rect_rgba_int, (int x, int y, int w, int h, const int *e), (x, y, w, h, e))
-"#;
+const SWAP_PRELOAD: &str = include_str!("../fixtures/swap_before_probe.c");
 
 /// Builds the swap-before-probe preload into `dir`.
 fn build_preload(dir: &Path) -> PathBuf {

@@ -3,7 +3,10 @@
 //! threads and open descriptors and the dump's size are sampled; at the end the table goes to
 //! docs/reliability.md (between the soak markers) and to stdout.
 //!
-//! Options: `--minutes N` per app (default 30); `--app vkcube|glxgears` (default both);
+//! Options: `--minutes N` per app (default 30); `--app vkcube|glxgears|piglit` (default
+//! vkcube and glxgears); `piglit` runs, again and again for the whole time, the piglit test
+//! that once aborted at exit under the GL shim's defaults (heap corruption), with a swap
+//! before each probe so the shim measures frames, and counts the runs that did not exit 0;
 //! `--bare` runs the apps without framescope (does the driver crash on its own?);
 //! `--asan` loads a Vulkan layer built with AddressSanitizer (nightly) with the sanitizer's
 //! runtime preloaded; `--malloc-check` preloads glibc's malloc debugging with checks on every
@@ -50,7 +53,8 @@ fn parse(args: &[String]) -> Result<Options, String> {
             "--app" => match it.next().map(String::as_str) {
                 Some("vkcube") => o.apps.push("vkcube"),
                 Some("glxgears") => o.apps.push("glxgears"),
-                _ => return Err("--app is vkcube or glxgears".into()),
+                Some("piglit") => o.apps.push("piglit"),
+                _ => return Err("--app is vkcube, glxgears or piglit".into()),
             },
             "--bare" => o.bare = true,
             "--asan" => o.asan = true,
@@ -136,6 +140,10 @@ impl Outcome {
     }
 
     fn passed(&self) -> bool {
+        if self.app == "piglit" {
+            // Many short processes: no samples; every run must have exited 0.
+            return self.died.is_none() && self.frames.is_some_and(|n| n > 0);
+        }
         let flat_rss = self
             .growth(|s| s.rss_kib)
             // Allocator noise, not a leak: within 8 MiB or 5 % of the first sample.
@@ -247,6 +255,65 @@ fn run_one(
     })
 }
 
+/// The piglit test that once aborted with `free(): corrupted unsorted chunks` at exit.
+const PIGLIT_TEST: &str = "/usr/lib/x86_64-linux-gnu/piglit/generated_tests/spec/glsl-1.10/execution/variable-indexing/vs-temp-array-mat4-index-row-rd.shader_test";
+const SHADER_RUNNER: &str = "/usr/lib/x86_64-linux-gnu/piglit/bin/shader_runner";
+
+/// Runs [`PIGLIT_TEST`] under `framescope run` (the shim's defaults: HUD, statistics) again
+/// and again for the soak's time; `frames` counts the runs, `died` names the first that did
+/// not exit 0 with its output's last line.
+fn run_piglit(o: &Options, framescope: &Path, dir: &Path) -> Result<Outcome, String> {
+    let so = dir.join("swap_before_probe.so");
+    let src = dir.join("swap_before_probe.c");
+    std::fs::write(&src, include_str!("../../tests/fixtures/swap_before_probe.c")).map_err(|e| e.to_string())?;
+    let cc = Command::new("cc")
+        .args(["-shared", "-fPIC", "-O2", "-o"])
+        .arg(&so)
+        .arg(&src)
+        .arg("-ldl")
+        .status()
+        .map_err(|e| format!("cc: {e}"))?;
+    if !cc.success() {
+        return Err("cc: the swap preload did not build".into());
+    }
+    eprintln!("xtask: soak: piglit (one test, again and again) for {} min", o.minutes);
+    let mut preload = so.display().to_string();
+    if o.malloc_check {
+        preload = format!("/usr/lib/x86_64-linux-gnu/libc_malloc_debug.so.0:{preload}");
+    }
+    let start = Instant::now();
+    let (mut runs, mut failed) = (0u64, Vec::new());
+    while start.elapsed() < Duration::from_secs_f64(o.minutes * 60.0) {
+        let mut c = if o.bare {
+            Command::new(SHADER_RUNNER)
+        } else {
+            let mut c = Command::new(framescope);
+            c.args(["run", "--"]).arg(SHADER_RUNNER);
+            c
+        };
+        c.args([PIGLIT_TEST, "-auto"]).env("LD_PRELOAD", &preload);
+        if o.malloc_check {
+            c.env("GLIBC_TUNABLES", "glibc.malloc.check=3:glibc.malloc.perturb=165");
+        }
+        let out = c.stdin(Stdio::null()).output().map_err(|e| format!("{SHADER_RUNNER}: {e}"))?;
+        runs += 1;
+        if !out.status.success() {
+            let text = String::from_utf8_lossy(&out.stderr);
+            let last = text.lines().last().unwrap_or("").to_string();
+            failed.push(format!("run {runs}: {} ({last})", out.status));
+        }
+    }
+    std::fs::write(dir.join("soak-piglit.log"), failed.join("\n")).map_err(|e| e.to_string())?;
+    Ok(Outcome {
+        app: "piglit",
+        minutes: o.minutes,
+        died: (!failed.is_empty()).then(|| format!("{} of {runs} runs failed; first: {}", failed.len(), failed[0])),
+        frames: Some(runs),
+        ended_by: Some(format!("{runs} runs")),
+        samples: Vec::new(),
+    })
+}
+
 fn table(o: &Options, outcomes: &[Outcome]) -> String {
     let mut t = String::new();
     let mode = match (o.bare, o.asan, o.malloc_check) {
@@ -283,11 +350,15 @@ fn table(o: &Options, outcomes: &[Outcome]) -> String {
             "| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
             r.app,
             r.minutes,
-            r.died.as_deref().map_or_else(
-                || format!("alive; dump {}", r.ended_by.as_deref().unwrap_or("without summary")),
-                |d| format!("**died: {d}**")
-            ),
-            r.frames.map_or("-".into(), |f| f.to_string()),
+            match (r.died.as_deref(), r.app) {
+                (Some(d), _) => format!("**died: {d}**"),
+                (None, "piglit") => "every run exited 0".into(),
+                (None, _) => format!("alive; dump {}", r.ended_by.as_deref().unwrap_or("without summary")),
+            },
+            match (r.frames, r.app) {
+                (Some(n), "piglit") => format!("{n} runs"),
+                (f, _) => f.map_or("-".into(), |f| f.to_string()),
+            },
             per_frame,
             rss,
             span(|s| s.threads),
@@ -356,7 +427,11 @@ pub fn soak(args: &[String]) -> Result<(), String> {
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let mut outcomes = Vec::new();
     for app in &o.apps {
-        outcomes.push(run_one(&o, app, &framescope, lib_dir.as_deref(), &dir)?);
+        outcomes.push(if *app == "piglit" {
+            run_piglit(&o, &framescope, &dir)?
+        } else {
+            run_one(&o, app, &framescope, lib_dir.as_deref(), &dir)?
+        });
     }
     drop(x);
     let section = table(&o, &outcomes);
