@@ -295,7 +295,10 @@ fn run_piglit(o: &Options, framescope: &Path, dir: &Path) -> Result<Outcome, Str
         if o.malloc_check {
             c.env("GLIBC_TUNABLES", "glibc.malloc.check=3:glibc.malloc.perturb=165");
         }
-        let out = c.stdin(Stdio::null()).output().map_err(|e| format!("{SHADER_RUNNER}: {e}"))?;
+        let out = c
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| format!("{SHADER_RUNNER}: {e}"))?;
         runs += 1;
         if !out.status.success() {
             let text = String::from_utf8_lossy(&out.stderr);
