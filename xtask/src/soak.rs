@@ -355,7 +355,7 @@ fn table(o: &Options, outcomes: &[Outcome]) -> String {
             r.minutes,
             match (r.died.as_deref(), r.app) {
                 (Some(d), _) => format!("**died: {d}**"),
-                (None, "piglit") => "every run exited 0".into(),
+                (None, "piglit") => "every run exited 0 (the GL shim's defaults, not the config above)".into(),
                 (None, _) => format!("alive; dump {}", r.ended_by.as_deref().unwrap_or("without summary")),
             },
             match (r.frames, r.app) {
