@@ -448,7 +448,14 @@ fn refused(name: &str, fault: Fault, expect: &str) {
     let mut sb = Sandbox::new(name);
     let sampler = FakeSampler::start(&sb, fault);
     let path = sb.path("pm.jsonl");
-    let d = run_app(&mut sb, &a, &path, &["--frames", "20", "--draws", "1"]);
+    // 1 s of frames: the header waits for the collector's first round only while the app runs
+    // (a loaded CI machine once needed more than the 0.1 s that 20 bare frames take).
+    let d = run_app(
+        &mut sb,
+        &a,
+        &path,
+        &["--frames", "20", "--draws", "1", "--sleep-ms", "50"],
+    );
     drop(sampler);
     let u = d.header["unavailable"].to_string();
     assert!(u.contains(expect), "{u}");
@@ -500,6 +507,9 @@ fn a_missing_cupti_library_is_named_in_the_header_and_every_frame() {
             "--frame-boundary",
             "--frames",
             "20",
+            // As in `refused`: the app outlives the collector's first round.
+            "--sleep-ms",
+            "50",
         ],
         LIMIT,
     );
