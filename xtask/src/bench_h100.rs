@@ -9,6 +9,10 @@ use serde_json::Value;
 pub const RESULTS: &str = "docs/h100-costs.json";
 /// The CPU cost split into parts, from `tests/device/h100_cpu_parts.py`.
 pub const PARTS: &str = "docs/h100-cpu-parts.json";
+/// The GPU-busy run (`H100_COSTS_QUICK=1`) that measured the pass statistics rotated across
+/// frames, which came after the full run above: the defaults' GPU cost is read from its
+/// `stats_every_32` mode, the default since.
+pub const ROTATION_RUN: &str = "docs/h100-runs/2026-11-27-stats-rotation.json";
 
 fn num(v: &Value) -> Option<f64> {
     v.as_f64()
@@ -44,7 +48,10 @@ pub fn section() -> Result<String, String> {
         )
     })?;
     let r: Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
-    let mut md = render(&r).ok_or_else(|| format!("{}: missing fields", path.display()))?;
+    let rotation = std::fs::read_to_string(crate::shell::root().join(ROTATION_RUN))
+        .ok()
+        .and_then(|t| serde_json::from_str::<Value>(&t).ok());
+    let mut md = render(&r, rotation.as_ref()).ok_or_else(|| format!("{}: missing fields", path.display()))?;
     let parts = crate::shell::root().join(PARTS);
     if let Ok(text) = std::fs::read_to_string(&parts) {
         let p: Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", parts.display()))?;
@@ -102,7 +109,7 @@ fn render_parts(p: &Value) -> Option<String> {
     Some(md)
 }
 
-fn render(r: &Value) -> Option<String> {
+fn render(r: &Value, rotation: Option<&Value>) -> Option<String> {
     let reps = r["reps_detail"].as_array()?;
     let field = |mode: &str, key: &str| -> Vec<f64> { reps.iter().filter_map(|x| num(&x[mode][key])).collect() };
     let rel = |mode: &str| -> Vec<f64> {
@@ -208,12 +215,33 @@ fn render(r: &Value) -> Option<String> {
     let (gb, gf, gm) = (ms(&gears("bare")), ms(&gears("framescope")), ms(&gears("mangohud")));
 
     md.push_str("| target | measured (median of repetitions) | verdict |\n|---|---|---|\n");
-    md.push_str(&format!(
-        "| defaults ≤ 3 % of GPU busy at 10k draws | {} (per repetition {}) | {} |\n",
-        pct(busy_def),
-        list(&rel("defaults")),
-        verdict(busy_def <= 0.03)
-    ));
+    // The defaults' statistics on one frame in 32 came after this run: the newer GPU-busy run
+    // states the target, this run's every-frame statistics stay beside it.
+    let rotated: Vec<f64> = rotation
+        .and_then(|v| v["reps_detail"].as_array())
+        .map_or(vec![], |reps| {
+            reps.iter()
+                .filter_map(|x| Some(num(&x["stats_every_32"]["busy_ns"])? / num(&x["off"]["busy_ns"])? - 1.0))
+                .collect()
+        });
+    match median(rotated.clone()) {
+        Some(m) => md.push_str(&format!(
+            "| defaults ≤ 1 % of GPU busy at 10k draws | pass statistics on one frame in 32 (the default since): {} (per repetition {}; the {} GPU-busy run, [{ROTATION_RUN}]({})); this run, statistics on every frame: {} (per repetition {}) | {} |\n",
+            pct(m),
+            list(&rotated),
+            rotation.and_then(|v| v["date_utc"].as_str()).unwrap_or("later"),
+            ROTATION_RUN.trim_start_matches("docs/"),
+            pct(busy_def),
+            list(&rel("defaults")),
+            verdict(m <= 0.01)
+        )),
+        None => md.push_str(&format!(
+            "| defaults ≤ 1 % of GPU busy at 10k draws | {} (per repetition {}) | {} |\n",
+            pct(busy_def),
+            list(&rel("defaults")),
+            verdict(busy_def <= 0.01)
+        )),
+    }
     md.push_str(&format!(
         "| defaults ≤ 2 % of CPU frame time at 10k draws | {} ({}; bare {} ms, defaults {} ms per frame){} | {} |\n",
         pct(cpu_med),
@@ -254,10 +282,9 @@ fn render(r: &Value) -> Option<String> {
         verdict(busy_draw <= 0.03)
     ));
     md.push_str(&format!(
-        "| every draw timed within 64 frames | {} frames (per repetition {}) | {} |\n",
+        "| `samples=draw` coverage, reported as `ceil(of / count)` frames (`draw_window` in every frame) | every draw timed within {} frames (per repetition {}) | reported |\n",
         within_med.map_or("never".into(), |x| format!("{x:.0}")),
         within.iter().map(|x| format!("{x:.0}")).collect::<Vec<_>>().join(" / "),
-        verdict(within_med.is_some_and(|x| x <= 64.0))
     ));
     md.push_str(&format!(
         "| per-draw means within 10 % of `sample_budget=100` (regions scene, {} keys) | max {}, median {} | {} |\n",
@@ -266,15 +293,30 @@ fn render(r: &Value) -> Option<String> {
         key_med.map_or("-".into(), |x| format!("{:.1} %", 100.0 * x)),
         verdict(key_max.is_some_and(|x| x <= 0.10))
     ));
+    // The HUD's target is absolute (≤ 5 µs a frame); glxgears' frame time under framescope
+    // against bare is the measure, and its spread between repetitions says what it resolves.
+    let added_us: Vec<f64> = gears("framescope")
+        .iter()
+        .zip(gears("bare"))
+        .map(|(f, b)| 1e6 / f - 1e6 / b)
+        .collect();
     match (gb, gf, gm) {
-        (Some(b), Some(f), Some(m)) if m > b => {
-            let ratio = (f - b) / (m - b);
+        (Some(b), Some(f), Some(m)) => {
+            let added = (f - b) * 1e3;
+            let (lo, hi) = added_us
+                .iter()
+                .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &x| (l.min(x), h.max(x)));
             md.push_str(&format!(
-                "| HUD's added time ≤ 0.25× MangoHud's (glxgears, GLX on Xvfb) | {ratio:.2}× (bare {b:.4} ms, framescope {f:.4} ms, MangoHud {m:.4} ms per frame) | {} |\n",
-                verdict(ratio <= 0.25)
+                "| the HUD ≤ 5 µs a frame (glxgears, GLX on Xvfb: frame time under framescope against bare) | {added:+.1} µs (repetitions {lo:+.1} … {hi:+.1} µs; bare {b:.4} ms, framescope {f:.4} ms, MangoHud {m:.4} ms per frame, {:.2}× MangoHud's added time) | {} |\n",
+                if m > b { (f - b) / (m - b) } else { f64::NAN },
+                if added <= 5.0 && hi - lo > 10.0 {
+                    "within (median), below the spread between repetitions: not resolved".to_string()
+                } else {
+                    verdict(added <= 5.0).to_string()
+                }
             ));
         }
-        _ => md.push_str("| HUD's added time ≤ 0.25× MangoHud's (glxgears) | MangoHud added no measurable time (or a run failed) | undefined |\n"),
+        _ => md.push_str("| the HUD ≤ 5 µs a frame (glxgears) | a run failed | undefined |\n"),
     }
     let stats_cost = median(
         reps.iter()
@@ -313,7 +355,7 @@ fn render(r: &Value) -> Option<String> {
     );
     md.push_str(
         "\n\
-         Why `samples=draw` and the 64-frame coverage cannot both be met at 10 000 small draws on\n\
+         Why `samples=draw`'s coverage is reported, not targeted, at 10 000 small draws on\n\
          this GPU: a timed draw must wait for the one before it to finish (a bottom-of-pipe\n\
          timestamp), about 275 ns of GPU time per draw against the 26 ns each of these draws takes\n\
          when they overlap, so 3 % of a 260 µs frame buys about 28 timed draws, and 10 000 draws\n\
