@@ -28,6 +28,7 @@ pub mod frame;
 pub mod gpu_time;
 pub mod guard;
 pub mod history;
+pub mod hud_time;
 pub mod labels;
 pub mod loaded;
 pub mod log;

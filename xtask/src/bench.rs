@@ -86,12 +86,9 @@ fn install_packages() -> Result<(), String> {
     let missing: Vec<&str> = PACKAGES
         .iter()
         .copied()
-        .filter(|p| {
-            let out = Command::new("dpkg-query")
-                .args(["-W", "-f=${db:Status-Status}", p])
-                .output();
-            !matches!(out, Ok(o) if o.status.success() && o.stdout == b"installed")
-        })
+        // Multi-arch aware: `cargo xtask test` installs i386 Mesa too, and dpkg-query then
+        // lists both architectures under the bare name.
+        .filter(|p| !crate::shell::is_installed(p))
         .collect();
     if missing.is_empty() {
         return Ok(());
@@ -261,7 +258,7 @@ const SAMPLES_BEGIN: &str = "<!-- samples:begin -->\n";
 const SAMPLES_END: &str = "<!-- samples:end -->\n";
 
 fn build_release() -> Result<(), String> {
-    crate::shell::build_release(&["framescope-testapp"])
+    crate::shell::build_release(&["framescope-testapp", "framescope-glapp"])
 }
 
 /// Replaces the section between `begin` and `end` in docs/performance.md (appends it if absent).
@@ -571,6 +568,15 @@ pub fn bench_fps_only() -> Result<(), String> {
     replace_section(FPS_BEGIN, FPS_END, &section)
 }
 
+const HUD_BEGIN: &str = "<!-- hud-time:begin -->\n";
+const HUD_END: &str = "<!-- hud-time:end -->\n";
+
+/// `cargo xtask bench hud`: only the HUD's time on the app's thread, replaced in docs/performance.md.
+pub fn bench_hud_only() -> Result<(), String> {
+    let section = with_setup(super::bench_hud::section)?;
+    replace_section(HUD_BEGIN, HUD_END, &section)
+}
+
 const VKCUBE_BEGIN: &str = "<!-- vkcube:begin -->\n";
 const VKCUBE_END: &str = "<!-- vkcube:end -->\n";
 
@@ -614,18 +620,19 @@ fn callgrind_per_frame(framescope: &Path, runtime: &Path) -> Result<Vec<f64>, St
 }
 
 pub fn bench() -> Result<(), String> {
-    let (vkcube, verdict, gl, glmark, fps) = with_setup(|framescope, runtime| {
+    let (vkcube, verdict, gl, glmark, fps, hud) = with_setup(|framescope, runtime| {
         let (vkcube, verdict) = vkcube_section(framescope, runtime)?;
         let gl = super::bench_gl::section(framescope, runtime)?;
         let glmark = super::bench_glmark::section(framescope, runtime)?;
         let fps = super::bench_fps::section(framescope, runtime)?;
-        Ok((vkcube, verdict, gl, glmark, fps))
+        let hud = super::bench_hud::section(framescope, runtime)?;
+        Ok((vkcube, verdict, gl, glmark, fps, hud))
     })?;
     let mut md = String::new();
     md.push_str("# Performance\n\n");
     md.push_str("Written by `cargo xtask bench` (xtask/src/bench.rs); rerun it to refresh, or one section\n");
     md.push_str(
-        "alone with `cargo xtask bench vkcube|samples|gl|glmark|fps-limit|counters|h100`. Numbers are from one machine on\n",
+        "alone with `cargo xtask bench vkcube|samples|gl|glmark|fps-limit|hud|counters|h100`. Numbers are from one machine on\n",
     );
     md.push_str("one day: compare rows of the same run only.\n\n");
     md.push_str("## Machine\n\n| | |\n|---|---|\n");
@@ -648,6 +655,9 @@ pub fn bench() -> Result<(), String> {
     md.push_str(FPS_BEGIN);
     md.push_str(&fps);
     md.push_str(FPS_END);
+    md.push_str(HUD_BEGIN);
+    md.push_str(&hud);
+    md.push_str(HUD_END);
     md.push_str(COUNTERS_BEGIN);
     md.push_str(&counters_section()?);
     md.push_str(COUNTERS_END);

@@ -6,6 +6,7 @@ mod bench_fps;
 mod bench_gl;
 mod bench_glmark;
 mod bench_h100;
+mod bench_hud;
 mod bench_samples;
 mod deps;
 mod deps32;
@@ -32,7 +33,8 @@ const USAGE: &str = "usage: cargo xtask <demo|test|package|bench|soak|deps|fuzz|
                 `bench counters`: only the counters' cost on the app's thread; `bench h100`: only
                 the H100 section, from the committed run of tests/device/h100-costs.sh;
                 `bench callgrind`: only vkcube's instructions per frame, printed (before/after);
-                `bench fps-limit`: only the frame limiter's pacing of vkcube at 60 and 144
+                `bench fps-limit`: only the frame limiter's pacing of vkcube at 60 and 144;
+                `bench hud`: only the HUD's time on the app's thread (vkcube, the GL test app)
   soak          long runs of vkcube and glxgears with the HUD and samples=draw (not in `test`):
                 RSS, threads, fds and dump size sampled, results into docs/reliability.md;
                 --minutes N (30), --app vkcube|glxgears, --bare, --asan, --malloc-check
@@ -64,6 +66,7 @@ fn main() -> ExitCode {
         Some("bench") if args.get(1).map(String::as_str) == Some("h100") => bench::bench_h100_only(),
         Some("bench") if args.get(1).map(String::as_str) == Some("callgrind") => bench::bench_callgrind_only(),
         Some("bench") if args.get(1).map(String::as_str) == Some("fps-limit") => bench::bench_fps_only(),
+        Some("bench") if args.get(1).map(String::as_str) == Some("hud") => bench::bench_hud_only(),
         Some("bench") => bench(),
         _ => {
             eprintln!("{USAGE}");

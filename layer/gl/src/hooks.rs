@@ -150,6 +150,7 @@ fn around_swap<R>(ws: WinSys, target: Target, real: impl FnOnce() -> R) -> R {
     let closed = guarded(&SWAP, || frames::before_swap(ws)).flatten();
     if let Some(c) = &closed {
         // Outside the frame lock: the HUD takes it itself when it refreshes.
+        let hud_time = framescope_core::hud_time::start();
         guarded(&HUD, || {
             hud::before_swap(&hud::SwapInfo {
                 ws,
@@ -159,6 +160,7 @@ fn around_swap<R>(ws: WinSys, target: Target, real: impl FnOnce() -> R) -> R {
                 gl: &c.gl,
             })
         });
+        hud_time.stop();
     }
     let r = real();
     if let Some(c) = closed {

@@ -92,6 +92,7 @@ impl FrameState {
     /// At device destruction: emit what is pending and write the summary.
     pub fn finish(&mut self) {
         framescope_core::alloc_count::report();
+        framescope_core::hud_time::report();
         self.session.finish();
     }
 }

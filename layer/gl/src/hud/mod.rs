@@ -100,11 +100,15 @@ struct ContextHud {
     pending_shot: Option<PendingShot>,
 }
 
-/// Whether an opaque HUD is composited with a copy on this context: it has `glBlitFramebuffer`,
-/// and its back buffer does not encode sRGB on every write (a blit would encode the cached,
-/// already encoded values again; the quad decodes them first).
-fn copy_path(o: &HudOptions, c: &Caps) -> bool {
-    o.alpha >= 1.0 && c.blit && !c.srgb_target
+/// Whether an opaque HUD is composited with a copy on this context: on llvmpipe (`renderer`),
+/// where the copy is one `memcpy` per row (see `renderer`), when the context has
+/// `glBlitFramebuffer` and its back buffer does not encode sRGB on every write (a blit would
+/// encode the cached, already encoded values again; the quad decodes them first). Elsewhere
+/// the quad: on NVIDIA's GL driver (580.159.04) the blit and the state restored after it cost
+/// the app's thread 53–69 µs a frame against 31–34 µs for the quad (median of 20 000 frames,
+/// three runs each, docs/hardware-verification.md).
+fn copy_path(o: &HudOptions, c: &Caps, renderer: &str) -> bool {
+    o.alpha >= 1.0 && c.blit && !c.srgb_target && renderer.starts_with("llvmpipe")
 }
 
 /// A screenshot: read back (RGBA8 rows, bottom-up), or being read into a buffer of ours.
@@ -282,6 +286,7 @@ impl Slot {
         let mut surface = SurfaceHud::new(opts());
         surface.data.device = fns.string(fns::RENDERER);
         surface.data.driver = fns.string(fns::VERSION);
+        let copy = copy_path(opts(), &caps, &surface.data.device);
         Slot::Ready(Box::new(ContextHud {
             ws,
             key,
@@ -292,7 +297,7 @@ impl Slot {
             size: [0, 0],
             last_viewport: [0.0; 4],
             last_drawable: 0,
-            copy: copy_path(opts(), &caps),
+            copy,
             copy_refused: false,
             pending_shot: None,
             caps,
@@ -614,5 +619,35 @@ fn write_png(path: &str, size: [u32; 2], px: &[u8]) {
     ) {
         Ok(written) => log::info(format_args!("screenshot written to {}", written.display())),
         Err(e) => log::error(format_args!("screenshot {path}: {e}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{copy_path, Caps};
+    use framescope_core::config::Config;
+    use framescope_overlay::model::HudOptions;
+
+    #[test]
+    fn an_opaque_hud_is_copied_on_llvmpipe_only() {
+        let opaque = HudOptions::from_config(&Config::default());
+        assert_eq!(opaque.alpha, 1.0);
+        let caps = Caps {
+            blit: true,
+            ..Caps::default()
+        };
+        assert!(copy_path(&opaque, &caps, "llvmpipe (LLVM 15.0.6, 256 bits)"));
+        assert!(!copy_path(&opaque, &caps, "NVIDIA H100 80GB HBM3/PCIe/SSE2"));
+        assert!(!copy_path(&opaque, &caps, "zink (llvmpipe (LLVM 15.0.6, 256 bits))"));
+        let translucent = HudOptions {
+            alpha: 0.6,
+            ..opaque.clone()
+        };
+        assert!(!copy_path(&translucent, &caps, "llvmpipe (LLVM 15.0.6, 256 bits)"));
+        let srgb = Caps {
+            srgb_target: true,
+            ..caps
+        };
+        assert!(!copy_path(&opaque, &srgb, "llvmpipe (LLVM 15.0.6, 256 bits)"));
     }
 }

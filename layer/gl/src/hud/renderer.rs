@@ -1,8 +1,8 @@
 //! The GL objects of one context's HUD and its passes, as in the Vulkan HUD: ImGui's lists
 //! are drawn into a cached texture (through a framebuffer object) only when the content is
 //! refreshed, and every swap composites that texture onto the back buffer: with a copy
-//! ([`Renderer::composite_copy`], `glBlitFramebuffer`) when the HUD is opaque, else with one
-//! blended quad ([`Renderer::composite`]).
+//! ([`Renderer::composite_copy`], `glBlitFramebuffer`) when the HUD is opaque on llvmpipe, else
+//! with one blended quad ([`Renderer::composite`]; the choice is `copy_path` in the parent).
 //!
 //! Blending matches the Vulkan pipelines: the content pass blends ImGui's straight-alpha
 //! colours over a transparent clear (`SRC_ALPHA, ONE_MINUS_SRC_ALPHA` for colour, `ONE,

@@ -56,6 +56,7 @@ pub unsafe extern "system" fn queue_present(queue: vk::Queue, info: *const vk::P
     // --- HUD: draw over the presented images; on success present with our
     // semaphores instead of the app's (which our submit waited).
     let mut hud = crate::hud::PresentScratch::default();
+    let hud_time = framescope_core::hud_time::start();
     framescope_overlay::keys::poll_config(framescope_core::settings::get());
     if !info.is_null() {
         guarded(&HUD_PRESENT, || {
@@ -67,6 +68,7 @@ pub unsafe extern "system" fn queue_present(queue: vk::Queue, info: *const vk::P
             }
         });
     }
+    hud_time.stop();
     let info = if hud.submitted {
         &hud.info as *const vk::PresentInfoKHR<'_>
     } else {
