@@ -3,8 +3,8 @@
 //! and a log of what reached the driver. A test builds a device on it with [`FakeDevice::new`]
 //! and calls the hooks as the loader would; [`FakeDevice::calls`] tells what went down.
 //!
-//! Query results are always available (value = query index), so submissions retire at the next
-//! frame end.
+//! Query results are available (value = query index), so submissions retire at the next frame
+//! end, except in pools a test marks with [`report_not_ready`].
 
 use crate::device::{Device, DeviceAugment};
 use crate::device_state::{self, DeviceState};
@@ -33,6 +33,19 @@ static CALLS: Mutex<Vec<Call>> = Mutex::new(Vec::new());
 static NEXT_HANDLE: AtomicU64 = AtomicU64::new(0x1000);
 /// Result the next submit or present of a queue returns instead of SUCCESS: (queue, result).
 static FAIL_NEXT: Mutex<Vec<(u64, vk::Result)>> = Mutex::new(Vec::new());
+
+/// Query pools whose queries read as not ready, written the way lavapipe 22.3 writes them.
+static NOT_READY_POOLS: Mutex<Vec<u64>> = Mutex::new(Vec::new());
+
+/// From now on every query of `pool` reads as not ready, written as lavapipe 22.3's
+/// `lvp_GetQueryPoolResults` writes a query that is not ready with `64_BIT |
+/// WITH_AVAILABILITY`: the first value is skipped and the availability (0) lands in the
+/// second word, the query's other words (its remaining values and its real availability word,
+/// for pipeline statistics) are left as the caller's buffer had them; the call answers
+/// `VK_NOT_READY`.
+pub fn report_not_ready(pool: vk::QueryPool) {
+    NOT_READY_POOLS.lock().push(pool.as_raw());
+}
 
 /// A dispatchable object: its first word is the dispatch key, as the loader's are.
 #[repr(C)]
@@ -297,10 +310,11 @@ unsafe extern "system" fn cmd_begin_render_pass(_: vk::CommandBuffer, _: *const 
 unsafe extern "system" fn cmd_end_render_pass(_: vk::CommandBuffer) {}
 unsafe extern "system" fn cmd_draw(_: vk::CommandBuffer, _: u32, _: u32, _: u32, _: u32) {}
 
-/// Every query available, its value its index: (value, availability) pairs or bare values.
+/// Every query available, its value its index: (value, availability) pairs or bare values;
+/// in the pools of [`report_not_ready`], none.
 unsafe extern "system" fn get_query_pool_results(
     _: vk::Device,
-    _: u64,
+    pool: u64,
     first: u32,
     count: u32,
     size: usize,
@@ -311,9 +325,17 @@ unsafe extern "system" fn get_query_pool_results(
     let words = (stride / 8) as usize;
     let with_availability = flags.contains(vk::QueryResultFlags::WITH_AVAILABILITY);
     let out = data.cast::<u64>();
+    let not_ready = NOT_READY_POOLS.lock().contains(&pool);
     for q in 0..count as usize {
         if (q + 1) * words * 8 > size {
             break;
+        }
+        if not_ready {
+            if with_availability && words > 1 {
+                // SAFETY: as below.
+                unsafe { *out.add(q * words + 1) = 0 };
+            }
+            continue;
         }
         for w in 0..words {
             let v = if with_availability && w + 1 == words {
@@ -325,7 +347,11 @@ unsafe extern "system" fn get_query_pool_results(
             unsafe { *out.add(q * words + w) = v };
         }
     }
-    vk::Result::SUCCESS
+    if not_ready {
+        vk::Result::NOT_READY
+    } else {
+        vk::Result::SUCCESS
+    }
 }
 
 /// `n` items at `p`, empty for a null pointer or none (Vulkan allows null with a count of 0).

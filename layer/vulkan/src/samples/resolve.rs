@@ -562,6 +562,9 @@ impl Pending {
 
 /// Reads a whole block: `width` u64 per query (values then availability), without waiting.
 fn read_block(d: &Device, b: &Block, out: &mut [u64], width: usize) {
+    // Zeroed first: a driver may leave a not-ready query's availability word unwritten (see
+    // `span_reads`).
+    out.fill(0);
     // SAFETY: BLOCK queries of our pool into a buffer of BLOCK * width u64, with availability,
     // no WAIT: unavailable queries report availability 0.
     let _ = unsafe {

@@ -55,7 +55,11 @@ impl Span {
             return;
         }
         let count = self.hi - self.lo;
-        // Within the capacity reserved at creation: no allocation.
+        // Zeroed, within the capacity reserved at creation (no allocation): a driver may leave
+        // a not-ready query's availability word as it was (lavapipe 22.3 writes a not-ready
+        // pipeline statistics query's 0 after its first value, not after its last), and
+        // the last poll's values must not read as this one's.
+        self.values.clear();
         self.values.resize(count as usize * self.width, 0);
         // SAFETY: `count` queries of our pool into a buffer of `count * width` u64, with
         // availability, no WAIT: unavailable queries report availability 0.
@@ -117,5 +121,53 @@ impl SpanReads {
     pub fn read(&mut self, d: &Device) {
         self.ts.read(d);
         self.stats.read(d);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::blocks::{BlockPool, Kind, STATS_COUNT};
+    use super::*;
+    use crate::fake_driver::{self, FakeDevice};
+
+    /// A poll that finds a block not ready must not see the previous poll's values as its
+    /// own, whatever the driver leaves in the not-ready queries' words.
+    #[test]
+    fn a_not_ready_query_never_reads_as_the_last_polls_values() {
+        let fake = FakeDevice::new();
+        let d = &fake.state.dev;
+        for kind in [Kind::Timestamp, Kind::Stats] {
+            let pool = BlockPool::new(&d.fns, kind, 2).expect("pool");
+            let block = pool.take().expect("block");
+            let width = if kind == Kind::Stats { STATS_COUNT + 1 } else { 2 };
+            let mut reads = SpanReads::default();
+            fn span(r: &mut SpanReads, kind: Kind) -> &mut Span {
+                if kind == Kind::Stats {
+                    &mut r.stats
+                } else {
+                    &mut r.ts
+                }
+            }
+            let mut out = vec![0u64; BLOCK as usize * width];
+            reads.begin();
+            span(&mut reads, kind).include(&block);
+            reads.read(d);
+            assert!(span(&mut reads, kind).copy_block(&block, &mut out));
+            assert!(
+                out.chunks(width).all(|q| q[width - 1] == 1),
+                "{kind:?}: available at first"
+            );
+
+            fake_driver::report_not_ready(block.pool);
+            reads.begin();
+            span(&mut reads, kind).include(&block);
+            reads.read(d);
+            assert!(span(&mut reads, kind).copy_block(&block, &mut out));
+            assert!(
+                out.chunks(width).all(|q| q[width - 1] == 0),
+                "{kind:?}: a not-ready query read as available"
+            );
+            pool.destroy(d);
+        }
     }
 }
