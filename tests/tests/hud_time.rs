@@ -1,7 +1,9 @@
 //! `FRAMESCOPE_REPORT_HUD_TIME=N`: both layers time their HUD path on the app's thread after
 //! frame N and log it at exit (`framescope_core::hud_time`), which `cargo xtask bench hud` and
 //! the device script read. Checked here: every frame after the warm-up is timed, on both APIs,
-//! and the HUD's path takes longer with the HUD drawn than without it.
+//! the HUD's path takes longer with the HUD drawn than without it, and the Vulkan HUD records
+//! its command buffer only when the HUD's content changes, submitting a lone composite's
+//! recording again otherwise.
 
 use framescope_tests::artifacts::require_program;
 use framescope_tests::{Artifacts, Sandbox, Xvfb};
@@ -32,7 +34,23 @@ fn report(stderr: &str, tag: &str) -> (u64, f64, f64) {
     (frames, num(after(" frames, mean ")), num(after("CPU time: mean ")))
 }
 
-fn run(x: &Xvfb, tag: &str, app: &str, args: &[&str], config: &str) -> (u64, f64, f64) {
+/// (images drawn into, of them recorded anew) from the Vulkan HUD's line at device destruction.
+fn recordings(stderr: &str, tag: &str) -> (u64, u64) {
+    let line = stderr
+        .lines()
+        .find(|l| l.contains("HUD: drawn into "))
+        .unwrap_or_else(|| panic!("{tag}: no HUD recording line:\n{stderr}"));
+    let nums: Vec<u64> = line
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|n| n.parse().ok())
+        .collect();
+    match nums[..] {
+        [drawn, recorded] => (drawn, recorded),
+        _ => panic!("{tag}: unreadable {line}"),
+    }
+}
+
+fn run(x: &Xvfb, tag: &str, app: &str, args: &[&str], config: &str) -> ((u64, f64, f64), String) {
     let a = Artifacts::get();
     let mut sb = Sandbox::new(tag);
     sb.display(x)
@@ -42,7 +60,7 @@ fn run(x: &Xvfb, tag: &str, app: &str, args: &[&str], config: &str) -> (u64, f64
     assert_eq!(out.code(), Some(0), "{tag}: {}", out.describe());
     let r = report(&out.stderr, tag);
     println!("{tag}: {} frames timed, wall mean {} µs, CPU mean {} µs", r.0, r.1, r.2);
-    r
+    (r, out.stderr)
 }
 
 #[test]
@@ -55,8 +73,19 @@ fn every_frame_after_the_warmup_is_timed_and_drawing_the_hud_takes_longer() {
     let vk: (&str, &[&str]) = ("vkcube", &["--c", &n]);
     let gl: (&str, &[&str]) = (&glapp, &["--frames", &n]);
     for (api, (app, args)) in [("vk", vk), ("gl", gl)] {
-        let on = run(&x, &format!("hudtime-{api}-on"), app, args, "hud=1");
-        let off = run(&x, &format!("hudtime-{api}-off"), app, args, "hud=0");
+        let (on, log) = run(&x, &format!("hudtime-{api}-on"), app, args, "hud=1");
+        let (off, _) = run(&x, &format!("hudtime-{api}-off"), app, args, "hud=0");
+        if api == "vk" {
+            // The content is re-rendered every hud_refresh_ms (250): a few dozen recordings in
+            // a run of 400 frames, however slow the machine, unless recordings are not reused.
+            let (drawn, recorded) = recordings(&log, "vk");
+            println!("vk: the HUD went into {drawn} images, {recorded} of them recorded anew");
+            assert!(drawn >= FRAMES / 2, "vk: the HUD went into {drawn} of {FRAMES} images");
+            assert!(
+                recorded >= 1 && recorded * 4 <= drawn,
+                "vk: {recorded} of {drawn} HUD command buffers recorded anew"
+            );
+        }
         for (what, r) in [("on", on), ("off", off)] {
             assert_eq!(r.0, FRAMES - WARMUP, "{api} HUD {what}: frames timed");
         }

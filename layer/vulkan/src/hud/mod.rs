@@ -26,7 +26,7 @@ use framescope_overlay::controller::{self, FramePlan};
 use framescope_overlay::HudOptions;
 use gpu::Gpu;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 use swapchain::{Desc, FrameCtx, Recorded, SwapchainHud};
@@ -60,6 +60,10 @@ pub struct DeviceHud {
     logged_queue: AtomicBool,
     logged_submit: AtomicBool,
     logged_fallback: AtomicBool,
+    /// Swapchain images the HUD went into, and how many of those had their command buffer
+    /// recorded (the others submitted a lone composite's recording again): logged at the end.
+    drawn: AtomicU64,
+    recorded: AtomicU64,
 }
 
 impl DeviceHud {
@@ -75,6 +79,8 @@ impl DeviceHud {
             logged_queue: AtomicBool::new(false),
             logged_submit: AtomicBool::new(false),
             logged_fallback: AtomicBool::new(false),
+            drawn: AtomicU64::new(0),
+            recorded: AtomicU64::new(0),
         }
     }
 
@@ -226,6 +232,11 @@ pub fn device_destroyed(d: &Device, hud: &DeviceHud) {
     fences.destroy(d);
     if let Some(Some(g)) = hud.gpu.get() {
         g.destroy(d);
+        framescope_core::log::info(format_args!(
+            "HUD: drawn into {} presented images, {} of them recorded anew",
+            hud.drawn.load(Ordering::Relaxed),
+            hud.recorded.load(Ordering::Relaxed)
+        ));
     }
     drop(fences);
     framescope_overlay::screenshot::join_all();
@@ -466,6 +477,10 @@ pub fn present<'a>(
     for (r, arc) in recs.iter().zip(&arcs) {
         if let (Some(r), Some(arc)) = (r, arc) {
             arc.lock().commit(r, ticket);
+            hud.drawn.fetch_add(1, Ordering::Relaxed);
+            if r.recorded {
+                hud.recorded.fetch_add(1, Ordering::Relaxed);
+            }
         }
     }
     if shot_frame {

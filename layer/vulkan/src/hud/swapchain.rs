@@ -4,7 +4,10 @@
 //! waits. Per swapchain: the cached HUD image (re-rendered only every `hud_refresh_ms`), its
 //! vertex/index buffers and the font texture. A command buffer is reused only when the ticket
 //! of its last submission is done (checked, never waited); otherwise that frame goes without
-//! HUD.
+//! HUD. A frame that only composites the cached HUD where the image's command buffer already
+//! composites it submits that recording again instead of recording it anew (most frames: the
+//! content changes every `hud_refresh_ms`): the recording is what the app's thread paid for
+//! most on a driver that records in software.
 
 use super::fences::{FencePool, Ticket};
 use super::gpu::{self, Buffer, CompositePush, Gpu, Image};
@@ -42,7 +45,13 @@ struct ImageSlot {
     cb: vk::CommandBuffer,
     semaphore: vk::Semaphore,
     ticket: Option<Ticket>,
+    /// The command buffer holds exactly one composite, at this place, and can be submitted
+    /// again for another.
+    composites: Option<Place>,
 }
+
+/// Where the cached HUD goes on the image: origin and size in pixels.
+type Place = ([i32; 2], [u32; 2]);
 
 struct Shot {
     buffer: Buffer,
@@ -62,6 +71,11 @@ pub struct Recorded {
     refreshed: bool,
     font: bool,
     shot: bool,
+    /// The command buffer was recorded this frame (else its last recording is submitted
+    /// again).
+    pub recorded: bool,
+    /// What a recording of this frame holds, when it is one composite alone.
+    composites: Option<Place>,
 }
 
 struct Setup {
@@ -193,6 +207,7 @@ impl SwapchainHud {
                 cb,
                 semaphore: vk::Semaphore::null(),
                 ticket: None,
+                composites: None,
             };
             // SAFETY: valid create info.
             slot.semaphore = unsafe { f.create_semaphore(&vk::SemaphoreCreateInfo::default(), None) }?;
@@ -315,16 +330,21 @@ impl SwapchainHud {
             return Ok(None);
         }
         let f = &d.fns;
-        let bi = vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
-        // SAFETY: our command buffer, not pending (its ticket is done); the pool allows reset.
-        unsafe { f.begin_command_buffer(cb, &bi) }?;
         let mut rec = Recorded {
             cb,
             semaphore,
             image,
             ..Recorded::default()
         };
+        // A screenshot's copy goes after the composite, and the font's upload before it: those
+        // frames record.
+        let reusable = if shot || (drawing && !s.font_uploaded) {
+            None
+        } else {
+            slot.composites
+        };
         if drawing && !s.font_uploaded {
+            begin(d, s, &mut rec)?;
             record_font_upload(d, s, cb);
             rec.font = true;
         }
@@ -347,11 +367,19 @@ impl SwapchainHud {
             shots: &mut self.shots,
             rec: &mut rec,
             target,
+            reusable,
+            reused: false,
         };
         let done = self.surface.frame(&mut recorder, &input, &source)?;
+        let reused = recorder.reused;
         rec.refreshed = done.refreshed;
-        // SAFETY: recording state, begun above.
-        unsafe { f.end_command_buffer(cb) }?;
+        if rec.recorded {
+            // SAFETY: recording state, begun in this frame.
+            unsafe { f.end_command_buffer(cb) }?;
+        } else if !reused {
+            // Nothing to draw (an empty HUD): the present goes as the app made it.
+            return Ok(None);
+        }
         Ok(Some(rec))
     }
 
@@ -360,6 +388,9 @@ impl SwapchainHud {
         let Some(s) = self.setup.as_mut() else { return };
         if let Some(slot) = s.slots.get_mut(rec.image as usize) {
             slot.ticket = Some(ticket);
+            if rec.recorded {
+                slot.composites = rec.composites;
+            }
         }
         if rec.font {
             s.font_uploaded = true;
@@ -584,6 +615,23 @@ impl HudSource for FrameSource<'_> {
     }
 }
 
+/// Begins this frame's recording of `rec`'s command buffer, once. What the buffer held before
+/// is gone from then on, even if the submission fails.
+fn begin(d: &Device, s: &mut Setup, rec: &mut Recorded) -> Result<(), vk::Result> {
+    if rec.recorded {
+        return Ok(());
+    }
+    if let Some(slot) = s.slots.get_mut(rec.image as usize) {
+        slot.composites = None;
+    }
+    // Not ONE_TIME_SUBMIT: a lone composite is submitted again at later presents of the image.
+    let bi = vk::CommandBufferBeginInfo::default();
+    // SAFETY: our command buffer, not pending (its ticket is done); the pool allows reset.
+    unsafe { d.fns.begin_command_buffer(rec.cb, &bi) }?;
+    rec.recorded = true;
+    Ok(())
+}
+
 /// One frame of the HUD on one swapchain image, recorded into that image's command buffer.
 struct FrameRecorder<'a> {
     d: &'a Device,
@@ -595,6 +643,11 @@ struct FrameRecorder<'a> {
     rec: &'a mut Recorded,
     /// The presented image.
     target: vk::Image,
+    /// Where the image's command buffer composites, when that is all it holds and this frame
+    /// may submit it again.
+    reusable: Option<Place>,
+    /// This frame submits the last recording again.
+    reused: bool,
 }
 
 impl HudRenderer for FrameRecorder<'_> {
@@ -605,10 +658,19 @@ impl HudRenderer for FrameRecorder<'_> {
     }
 
     fn upload(&mut self, draw: &DrawOutput, size: [u32; 2]) -> Result<(), vk::Result> {
+        begin(self.d, self.s, self.rec)?;
         upload(self.d, self.ctx, self.s, self.rec.cb, draw, size)
     }
 
     fn composite(&mut self, origin: [i32; 2], size: [u32; 2]) -> Result<(), vk::Result> {
+        let place = (origin, size);
+        if !self.rec.recorded && self.reusable == Some(place) {
+            self.reused = true;
+            return Ok(());
+        }
+        let alone = !self.rec.recorded;
+        begin(self.d, self.s, self.rec)?;
+        self.rec.composites = alone.then_some(place);
         if self.desc.copy_target && self.ctx.opts.alpha >= 1.0 {
             composite_copy(self, origin, size);
         } else {
@@ -618,6 +680,10 @@ impl HudRenderer for FrameRecorder<'_> {
     }
 
     fn read_back(&mut self, path: &str) -> Result<(), vk::Result> {
+        // Screenshot frames never reuse a recording (`record`).
+        debug_assert!(!self.reused);
+        begin(self.d, self.s, self.rec)?;
+        self.rec.composites = None;
         match record_shot(self.d, self.ctx.gpu, self.desc, self.rec.cb, self.target, path) {
             Ok(sh) => {
                 self.shots.push(sh);
