@@ -9,8 +9,13 @@
 //! median, 99th percentile and maximum of both. Unset, a frame costs one read of a flag cached
 //! at the first frame. Timing from outside the process cannot resolve a few microseconds (the
 //! frame time of identical runs varies by tens of microseconds), hence the measurement inside.
+//!
+//! The layers also mark where the parts of their HUD path end ([`lap`]: the app's GL state read,
+//! the drawing, the state put back; the Vulkan recording and submit), and the report gives each
+//! part's mean wall time a timed frame, to tell on a driver where the time goes.
 
 use crate::sync::Mutex;
+use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 use std::time::Instant;
@@ -40,10 +45,11 @@ impl HudTimes {
     }
 
     /// One frame's HUD time; frames up to `warmup` are only counted.
-    pub fn add(&mut self, ns: u64, warmup: u64) {
+    /// Adds a frame's time; `false` while in the warm-up (not timed).
+    pub fn add(&mut self, ns: u64, warmup: u64) -> bool {
         self.seen += 1;
         if self.seen <= warmup {
-            return;
+            return false;
         }
         if let Some(slot) = usize::try_from(self.timed).ok().and_then(|i| self.kept.get_mut(i)) {
             *slot = u32::try_from(ns).unwrap_or(u32::MAX);
@@ -51,6 +57,7 @@ impl HudTimes {
         self.timed += 1;
         self.sum_ns = self.sum_ns.saturating_add(ns);
         self.max_ns = self.max_ns.max(ns);
+        true
     }
 
     pub fn timed(&self) -> u64 {
@@ -94,6 +101,82 @@ impl Default for HudTimes {
 /// Wall time and the thread's CPU time of each timed frame.
 static TIMES: Mutex<(HudTimes, HudTimes)> = Mutex::new((HudTimes::new(), HudTimes::new()));
 
+/// Named parts a HUD path is cut into (more are folded into the last).
+const PARTS: usize = 6;
+
+/// Wall time by part: names in the order first seen, and their time.
+#[derive(Clone, Copy)]
+pub struct Parts {
+    names: [&'static str; PARTS],
+    ns: [u64; PARTS],
+    n: usize,
+}
+
+impl Parts {
+    pub const EMPTY: Parts = Parts {
+        names: [""; PARTS],
+        ns: [0; PARTS],
+        n: 0,
+    };
+
+    pub fn add(&mut self, name: &'static str, ns: u64) {
+        let i = match self.names[..self.n].iter().position(|n| *n == name) {
+            Some(i) => i,
+            None if self.n < PARTS => {
+                self.names[self.n] = name;
+                self.n += 1;
+                self.n - 1
+            }
+            None => PARTS - 1,
+        };
+        self.ns[i] = self.ns[i].saturating_add(ns);
+    }
+
+    fn merge(&mut self, other: &Parts) {
+        for (name, ns) in other.names[..other.n].iter().zip(other.ns) {
+            self.add(name, ns);
+        }
+    }
+
+    /// `name X µs` per part, each its sum over `frames`.
+    pub fn describe(&self, frames: u64) -> String {
+        let per = |ns: u64| ns as f64 / 1e3 / frames.max(1) as f64;
+        let list: Vec<String> = self.names[..self.n]
+            .iter()
+            .zip(self.ns)
+            .map(|(name, ns)| format!("{name} {:.2} µs", per(ns)))
+            .collect();
+        list.join(", ")
+    }
+}
+
+/// The timed frames' parts, summed.
+static PARTS_SUM: Mutex<Parts> = Mutex::new(Parts::EMPTY);
+
+thread_local! {
+    /// The frame being timed on this thread: when its last part ended, and its parts so far.
+    static FRAME: Cell<(Option<Instant>, Parts)> = const { Cell::new((None, Parts::EMPTY)) };
+}
+
+/// Ends part `name` of the HUD path being timed on this thread (it began where the previous
+/// part, or the timing, began). Nothing unless reporting was asked for.
+pub fn lap(name: &'static str) {
+    if reporting().is_none() {
+        return;
+    }
+    let now = Instant::now();
+    let _ = FRAME.try_with(|f| {
+        let (last, mut parts) = f.get();
+        if let Some(last) = last {
+            parts.add(
+                name,
+                u64::try_from(now.duration_since(last).as_nanos()).unwrap_or(u64::MAX),
+            );
+            f.set((Some(now), parts));
+        }
+    });
+}
+
 /// The warm-up from `FRAMESCOPE_REPORT_HUD_TIME`, or `None` when not reporting. The first call
 /// registers the report at process exit.
 fn reporting() -> Option<u64> {
@@ -129,7 +212,11 @@ pub struct Timing(Option<(u64, Instant)>);
 /// what the app waits; CPU time leaves out the time the thread was not running (on a machine
 /// whose cores the CPU rasterizer keeps busy, preemption dominates the wall time's tail).
 pub fn start() -> Timing {
-    Timing(reporting().map(|_| (thread_cpu_ns(), Instant::now())))
+    Timing(reporting().map(|_| {
+        let now = Instant::now();
+        let _ = FRAME.try_with(|f| f.set((Some(now), Parts::EMPTY)));
+        (thread_cpu_ns(), now)
+    }))
 }
 
 impl Timing {
@@ -137,8 +224,13 @@ impl Timing {
         if let (Some((cpu0, t0)), Some(w)) = (self.0, reporting()) {
             let wall = u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX);
             let cpu = thread_cpu_ns().saturating_sub(cpu0);
+            let parts = FRAME
+                .try_with(|f| f.replace((None, Parts::EMPTY)).1)
+                .unwrap_or(Parts::EMPTY);
             let mut t = TIMES.lock();
-            t.0.add(wall, w);
+            if t.0.add(wall, w) {
+                PARTS_SUM.lock().merge(&parts);
+            }
             t.1.add(cpu, w);
         }
     }
@@ -165,18 +257,45 @@ pub fn report() {
     if DONE.swap(true, Ordering::AcqRel) {
         return;
     }
-    let (frames, wall, cpu) = {
+    let (frames, wall, cpu, mean) = {
         let t = TIMES.lock();
-        (t.0.timed(), describe(&t.0), describe(&t.1))
+        (t.0.timed(), describe(&t.0), describe(&t.1), t.0.mean_ns())
     };
     crate::log::error(format_args!(
         "HUD time on the app's thread after frame {w}: {frames} frames, {wall}; CPU time: {cpu}"
     ));
+    let parts = *PARTS_SUM.lock();
+    if parts.n > 0 && frames > 0 {
+        let marked: u64 = parts.ns[..parts.n].iter().sum();
+        let rest = mean.unwrap_or(0.0) - marked as f64 / frames as f64;
+        crate::log::error(format_args!(
+            "HUD time by part after frame {w} (wall time, mean a frame): {}, the rest {:.2} µs",
+            parts.describe(frames),
+            rest / 1e3
+        ));
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::HudTimes;
+
+    #[test]
+    fn parts_keep_their_first_order_and_fold_extra_names_into_the_last() {
+        let mut p = super::Parts::EMPTY;
+        for (name, ns) in [("read", 1_000), ("draw", 4_000), ("read", 1_000), ("restore", 2_000)] {
+            p.add(name, ns);
+        }
+        assert_eq!(p.describe(2), "read 1.00 µs, draw 2.00 µs, restore 1.00 µs");
+        for (i, name) in ["a", "b", "c", "d"].into_iter().enumerate() {
+            p.add(name, 1_000 * (i as u64 + 1));
+        }
+        // Six parts at most: "d" goes into the sixth, "c".
+        assert_eq!(
+            p.describe(1),
+            "read 2.00 µs, draw 4.00 µs, restore 2.00 µs, a 1.00 µs, b 2.00 µs, c 7.00 µs"
+        );
+    }
 
     #[test]
     fn warmup_frames_are_left_out_and_quantiles_are_nearest_rank() {

@@ -1,7 +1,8 @@
 //! `FRAMESCOPE_REPORT_HUD_TIME=N`: both layers time their HUD path on the app's thread after
 //! frame N and log it at exit (`framescope_core::hud_time`), which `cargo xtask bench hud` and
 //! the device script read. Checked here: every frame after the warm-up is timed, on both APIs,
-//! the HUD's path takes longer with the HUD drawn than without it, and the Vulkan HUD records
+//! the HUD's path takes longer with the HUD drawn than without it, its parts are reported by
+//! name, and the Vulkan HUD records
 //! its command buffer only when the HUD's content changes, submitting a lone composite's
 //! recording again otherwise.
 
@@ -75,6 +76,19 @@ fn every_frame_after_the_warmup_is_timed_and_drawing_the_hud_takes_longer() {
     for (api, (app, args)) in [("vk", vk), ("gl", gl)] {
         let (on, log) = run(&x, &format!("hudtime-{api}-on"), app, args, "hud=1");
         let (off, _) = run(&x, &format!("hudtime-{api}-off"), app, args, "hud=0");
+        let parts = log
+            .lines()
+            .find(|l| l.contains(&format!("HUD time by part after frame {WARMUP}")))
+            .unwrap_or_else(|| panic!("{api}: no HUD time by part:\n{log}"));
+        println!("{api}: {parts}");
+        let names: &[&str] = if api == "vk" {
+            &["lookup ", "recorded ", "submitted ", "the rest "]
+        } else {
+            &["lookup ", "state saved ", "drawn ", "state restored ", "the rest "]
+        };
+        for name in names {
+            assert!(parts.contains(name), "{api}: no part '{name}' in {parts}");
+        }
         if api == "vk" {
             // The content is re-rendered every hud_refresh_ms (250): a few dozen recordings in
             // a run of 400 frames, however slow the machine, unless recordings are not reused.

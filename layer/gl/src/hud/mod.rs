@@ -42,6 +42,7 @@ use crate::winsys::{self, Target, WinSys};
 use caps::Caps;
 use fns::Fns;
 use framescope_core::guard::{self, guarded, Site};
+use framescope_core::hud_time;
 use framescope_core::sync::Mutex;
 use framescope_core::{log, settings};
 use framescope_overlay::controller::{self, FrameInput, FramePlan, HudRenderer, HudSource, SurfaceHud};
@@ -178,6 +179,7 @@ pub fn before_swap(info: &SwapInfo<'_>) {
     let slot = slot_of(info.ws, info.context, info.gl);
     let mut slot = slot.lock();
     let Slot::Ready(h) = &mut *slot else { return };
+    hud_time::lap("lookup");
     match h.frame(info, plan) {
         Some(Shot::Pixels { pixels, size, path }) => write_later(path, size, pixels),
         Some(Shot::Pending(p)) => h.pending_shot = Some(p),
@@ -338,8 +340,11 @@ impl ContextHud {
             return None;
         }
         state::prepare(&self.fns, &self.caps, &saved);
+        hud_time::lap("state saved");
         let out = guarded(&DRAW, || self.draw(info, &mut saved, draw, shot));
+        hud_time::lap("drawn");
         state::restore(&self.fns, &self.caps, &saved);
+        hud_time::lap("state restored");
         if let Some(before) = before {
             self.check(&before);
         }

@@ -21,6 +21,7 @@ use crate::frames::SharedFrameState;
 use ash::vk::{self, Handle};
 use fences::FencePool;
 use framescope_core::dump::Header;
+use framescope_core::hud_time;
 use framescope_core::sync::{Mutex, RwLock};
 use framescope_overlay::controller::{self, FramePlan};
 use framescope_overlay::HudOptions;
@@ -373,6 +374,7 @@ pub fn present<'a>(
         }
     }
     let now = Instant::now();
+    hud_time::lap("lookup");
     let mut recs: [Option<Recorded>; MAX_SWAPCHAINS] = [None; MAX_SWAPCHAINS];
     let mut fences = hud.fences.lock();
     for (i, arc) in arcs.iter().enumerate() {
@@ -414,6 +416,7 @@ pub fn present<'a>(
             Err(e) => log_once(&hud.logged_submit, format_args!("HUD skipped: recording failed: {e:?}")),
         }
     }
+    hud_time::lap("recorded");
     let mut cbs = [vk::CommandBuffer::null(); MAX_SWAPCHAINS];
     let mut k = 0;
     for r in recs.iter().flatten() {
@@ -459,6 +462,7 @@ pub fn present<'a>(
     } else {
         submit_now();
     }
+    hud_time::lap("submitted");
     if r != vk::Result::SUCCESS {
         log_once(
             &hud.logged_submit,
