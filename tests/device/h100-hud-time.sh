@@ -19,6 +19,6 @@ for cfg in hud=1 hud=1,hud_alpha=0.6 hud=0; do
     LD_PRELOAD=$B/libframescope_gl.so FRAMESCOPE_CONFIG=$cfg FRAMESCOPE_REPORT_HUD_TIME=300 \
       timeout 120 $B/framescope-glapp --frames 3000 --width 1280 --height 720 > /tmp/o.txt 2>&1
     rc=$?
-    echo "$cfg run $run: rc=$rc $(grep -m1 -o 'HUD time.*' /tmp/o.txt) renderer=$(grep -m1 -o '"renderer":"[^"]*"' /tmp/o.txt)" | tee -a $R
+    echo "$cfg run $run: rc=$rc $(grep -m1 -o 'HUD time on.*' /tmp/o.txt) parts: $(grep -m1 -o 'by part.*' /tmp/o.txt) renderer=$(grep -m1 -o '"renderer":"[^"]*"' /tmp/o.txt)" | tee -a $R
   done
 done

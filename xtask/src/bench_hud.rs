@@ -60,7 +60,14 @@ pub fn parse(log: &str) -> Option<HudTime> {
     })
 }
 
-fn run_once(framescope: &Path, runtime: &Path, config: &str, app: &[&str]) -> Result<HudTime, String> {
+/// The parts' means from the second report line ("HUD time by part after frame W (wall time,
+/// mean a frame): lookup X µs, ..., the rest Y µs"), as logged.
+pub fn parts(log: &str) -> Option<&str> {
+    let line = log.lines().find(|l| l.contains("HUD time by part after frame"))?;
+    Some(line.split_once("mean a frame): ")?.1.trim())
+}
+
+fn run_once(framescope: &Path, runtime: &Path, config: &str, app: &[&str]) -> Result<(HudTime, String), String> {
     let mut cmd = Command::new(framescope);
     cmd.args(["run", "--config", config, "--"]).args(app);
     super::bench_gl::clean_env(&mut cmd, runtime);
@@ -80,7 +87,7 @@ fn run_once(framescope: &Path, runtime: &Path, config: &str, app: &[&str]) -> Re
     if t.frames + u64::from(WARMUP) < u64::from(FRAMES) * 9 / 10 {
         return Err(format!("{}: only {} frames timed of {FRAMES}", app.join(" "), t.frames));
     }
-    Ok(t)
+    Ok((t, parts(&log).unwrap_or("-").to_string()))
 }
 
 /// The markdown section (the X server is the caller's).
@@ -114,21 +121,22 @@ pub fn section(framescope: &Path, runtime: &Path) -> Result<String, String> {
          GL row is no measure of the HUD's own work; the quad row (`hud_alpha=0.99`) is.\n\n\
          Wall time is what the app waits; the thread's CPU time leaves out the time it was not\n\
          running, which on 2 cores shared with the CPU rasterizer's threads is most of the wall\n\
-         time's tail. The verdict is on the CPU time's mean, the HUD's cost.\n\n\
-         | app | run | frames timed | wall mean µs | wall median µs | wall p99 µs | CPU mean µs | CPU median µs | CPU p99 µs |\n\
-         |---|---|---|---|---|---|---|---|---|\n"
+         time's tail. The verdict is on the CPU time's mean, the HUD's cost. The parts are the\n\
+         wall time's mean a frame between the marks the layers set (`hud_time::lap`).\n\n\
+         | app | run | frames timed | wall mean µs | wall median µs | wall p99 µs | CPU mean µs | CPU median µs | CPU p99 µs | parts (wall mean) |\n\
+         |---|---|---|---|---|---|---|---|---|---|\n"
     );
     let mut verdicts = Vec::new();
     for (name, config, app) in &apps {
         let mut means = Vec::new();
         for run in 1..=RUNS {
-            let t = run_once(framescope, runtime, config, app)?;
+            let (t, parts) = run_once(framescope, runtime, config, app)?;
             eprintln!(
                 "xtask: HUD time {name} run {run}: wall mean {:.2} µs, CPU mean {:.2} µs",
                 t.wall.mean_us, t.cpu.mean_us
             );
             md.push_str(&format!(
-                "| {name} | {run} | {} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} |\n",
+                "| {name} | {run} | {} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {parts} |\n",
                 t.frames, t.wall.mean_us, t.wall.median_us, t.wall.p99_us, t.cpu.mean_us, t.cpu.median_us, t.cpu.p99_us
             ));
             means.push(t.cpu.mean_us);
@@ -150,7 +158,7 @@ pub fn section(framescope: &Path, runtime: &Path) -> Result<String, String> {
 
 #[cfg(test)]
 mod tests {
-    use super::parse;
+    use super::{parse, parts};
 
     #[test]
     fn the_report_line_is_read_and_anything_else_is_not() {
@@ -168,5 +176,16 @@ mod tests {
         );
         assert_eq!(parse("framescope: HUD time on the app's thread after frame 300: 0 frames, mean - µs, median - µs, p99 - µs, max 0.00 µs; CPU time: mean - µs, median - µs, p99 - µs, max 0.00 µs"), None);
         assert_eq!(parse("no report"), None);
+    }
+
+    #[test]
+    fn the_parts_line_is_read_as_logged() {
+        let log = "framescope: HUD time on the app's thread after frame 300: ...\n\
+                   framescope: HUD time by part after frame 300 (wall time, mean a frame): lookup 0.50 µs, recorded 1.20 µs, the rest 0.10 µs\n";
+        assert_eq!(parts(log), Some("lookup 0.50 µs, recorded 1.20 µs, the rest 0.10 µs"));
+        assert_eq!(
+            parts("framescope: HUD time on the app's thread after frame 300: ..."),
+            None
+        );
     }
 }
