@@ -206,7 +206,7 @@ fn run_once(c: &Config, framescope: &Path, frames: u32, runtime: &Path) -> Resul
     })
 }
 
-fn cmd_line(program: &str, args: &[&str]) -> String {
+pub(crate) fn cmd_line(program: &str, args: &[&str]) -> String {
     Command::new(program)
         .args(args)
         .output()

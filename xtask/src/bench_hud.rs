@@ -110,6 +110,7 @@ pub fn section(framescope: &Path, runtime: &Path) -> Result<String, String> {
     ];
     let mut md = format!(
         "## The HUD's time on the app's thread\n\n\
+         Run on {} UTC.\n\n\
          `cargo xtask bench hud`: the layers time their own HUD path on the app's thread\n\
          (`FRAMESCOPE_REPORT_HUD_TIME`): in Vulkan the HUD's part of `vkQueuePresentKHR` (the\n\
          refresh when due, recording the composite and submitting it), in GL the HUD's part of the\n\
@@ -124,7 +125,8 @@ pub fn section(framescope: &Path, runtime: &Path) -> Result<String, String> {
          time's tail. The verdict is on the CPU time's mean, the HUD's cost. The parts are the\n\
          wall time's mean a frame between the marks the layers set (`hud_time::lap`).\n\n\
          | app | run | frames timed | wall mean µs | wall median µs | wall p99 µs | CPU mean µs | CPU median µs | CPU p99 µs | parts (wall mean) |\n\
-         |---|---|---|---|---|---|---|---|---|---|\n"
+         |---|---|---|---|---|---|---|---|---|---|\n",
+        super::bench::cmd_line("date", &["-u", "+%Y-%m-%d %H:%M"])
     );
     let mut verdicts = Vec::new();
     for (name, config, app) in &apps {
