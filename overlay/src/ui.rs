@@ -45,6 +45,8 @@ pub struct DrawOutput {
     pub cmds: Vec<DrawCmd>,
     /// Size in pixels of the HUD (its window), from the top-left corner of the canvas.
     pub size: [u32; 2],
+    /// Where the last render's fit search ended (each HUD renders into its own output).
+    fit_memo: Option<FitMemo>,
 }
 
 /// The font atlas, RGBA8, as the renderer uploads it.
@@ -69,6 +71,8 @@ struct Shared {
     faces: Vec<Face>,
     last: Instant,
     text: String,
+    /// A graph's points, reused from graph to graph.
+    points: Vec<imgui::sys::ImVec2>,
 }
 
 // SAFETY: a Dear ImGui context is plain heap data with no thread affinity; it is only ever
@@ -175,6 +179,7 @@ fn init(opts: &HudOptions) -> Box<Shared> {
         faces,
         last: Instant::now(),
         text: String::with_capacity(256),
+        points: Vec::new(),
     })
 }
 
@@ -246,18 +251,28 @@ fn fit(
 ) -> Fit {
     let limit = [window[0].min(canvas[0] * 2) / 2, window[1].min(canvas[1] * 2) / 2];
     let padding = s.ctx.style().window_padding[0];
-    let mut fit = Fit {
+    let fresh = Fit {
         face: 0,
         graphs: true,
         rows: usize::MAX,
         width: (limit[0] as f32 - 2.0 * padding).max(1.0),
     };
+    // Where the last search for this HUD and window ended, unless it is due again.
+    let key = (std::ptr::from_ref(opts) as usize, window, canvas);
+    let memo = out.fit_memo.filter(|m| m.key == key && m.uses < RESEARCH);
+    let mut fit = memo.map_or(fresh, |m| m.fit);
+    let mut check_memo = memo.is_some();
+    let mut laid = Laid::default();
     for _ in 0..32 {
         // ImGui sizes an auto-resizing window from the previous frame's content, and the
         // context is shared by HUDs with different content: lay out twice, keep the second.
-        let mut laid = Laid::default();
         for _ in 0..2 {
             laid = frame(s, data, opts, canvas, fit, out);
+        }
+        if std::mem::take(&mut check_memo) && memo.is_some_and(|m| m.rows != laid.rows || m.graphs != laid.graphs) {
+            // The content has other rows or graphs than when that search ended: search anew.
+            fit = fresh;
+            continue;
         }
         let smallest = fit.face + 1 >= s.faces.len();
         let fits = out.size[0] <= limit[0] && out.size[1] <= limit[1] && (!laid.cut || smallest);
@@ -275,11 +290,41 @@ fn fit(
             fit.rows = ((shown as f32 * share.min(1.0)) as usize).min(shown.saturating_sub(1));
         }
     }
+    let uses = match memo {
+        Some(m) if m.fit.face == fit.face && m.fit.graphs == fit.graphs && m.fit.rows == fit.rows => m.uses + 1,
+        _ => 0,
+    };
+    out.fit_memo = Some(FitMemo {
+        key,
+        fit,
+        rows: laid.rows,
+        graphs: laid.graphs,
+        uses,
+    });
     fit
 }
 
-/// How the HUD is cut down to fit its window.
+/// Refreshes that may start where the last search ended before one searches from the largest
+/// face again (the content may have narrowed enough for a larger one).
+const RESEARCH: u32 = 16;
+
+/// Where the last fit search ended, for the next refresh of the same HUD and window to start
+/// there: a search lays the HUD out twice per stage tried, and in a small window (vkcube's 500
+/// x 500) it tried three faces at every refresh, most of a refresh's instructions.
 #[derive(Clone, Copy, Debug)]
+pub(crate) struct FitMemo {
+    /// The options' address (one per device or GL process), the window, the canvas.
+    key: (usize, [u32; 2], [u32; 2]),
+    fit: Fit,
+    /// What the layout at `fit` showed: a different count means other content.
+    rows: usize,
+    graphs: bool,
+    /// Refreshes that started here since the last full search.
+    uses: u32,
+}
+
+/// How the HUD is cut down to fit its window.
+#[derive(Clone, Copy, Debug, PartialEq)]
 struct Fit {
     /// The face, in `Shared::faces`: 0 is the configured one, then smaller ones.
     face: usize,
@@ -301,14 +346,23 @@ struct Laid {
     cut: bool,
 }
 
+#[cfg(test)]
+thread_local! {
+    /// Tests: layouts this thread made.
+    static LAYOUTS: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
 /// Lays the HUD out once with `fit`'s face, graphs, rows and width.
 fn frame(s: &mut Shared, data: &HudData, opts: &HudOptions, canvas: [u32; 2], fit: Fit, out: &mut DrawOutput) -> Laid {
+    #[cfg(test)]
+    LAYOUTS.set(LAYOUTS.get() + 1);
     let now = Instant::now();
     let io = s.ctx.io_mut();
     io.display_size = [canvas[0].max(1) as f32, canvas[1].max(1) as f32];
     io.delta_time = now.duration_since(s.last).as_secs_f32().clamp(1e-4, 1.0);
     s.last = now;
     let text = &mut s.text;
+    let points = &mut s.points;
     let face = s.faces[fit.face.min(s.faces.len() - 1)];
     let ui = s.ctx.new_frame();
     let mut size = [0.0f32; 2];
@@ -386,12 +440,15 @@ fn frame(s: &mut Shared, data: &HudData, opts: &HudOptions, canvas: [u32; 2], fi
             }
             if fit.graphs && opts.frame_graph && !data.frame_graph.is_empty() {
                 let (top, scale) = graph_scale(&data.frame_graph, 1.0);
-                ui.plot_lines("##frame", &data.frame_graph)
-                    .scale_min(0.0)
-                    .scale_max(top)
-                    .overlay_text(&scale)
-                    .graph_size([graph_w, graph_h])
-                    .build();
+                draw_graph(
+                    ui,
+                    "##frame",
+                    &data.frame_graph,
+                    top,
+                    &scale,
+                    [graph_w, graph_h],
+                    points,
+                );
                 graphs = true;
             }
             if opts.gpu {
@@ -407,12 +464,7 @@ fn frame(s: &mut Shared, data: &HudData, opts: &HudOptions, canvas: [u32; 2], fi
             }
             if fit.graphs && opts.gpu_graph && !data.gpu_graph.is_empty() {
                 let (top, scale) = graph_scale(&data.gpu_graph, 0.1);
-                ui.plot_lines("##gpu", &data.gpu_graph)
-                    .scale_min(0.0)
-                    .scale_max(top)
-                    .overlay_text(&scale)
-                    .graph_size([graph_w, graph_h])
-                    .build();
+                draw_graph(ui, "##gpu", &data.gpu_graph, top, &scale, [graph_w, graph_h], points);
                 graphs = true;
             }
             if opts.counts {
@@ -520,6 +572,111 @@ pub fn atlas_font_pixels() -> Option<f32> {
     }
 }
 
+#[cfg(test)]
+thread_local! {
+    /// Tests: this thread's renders draw graphs with ImGui's `PlotLines`, the reference.
+    static PLOT_LINES: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// [`graph`], or in tests that ask for it ImGui's `PlotLines` (labelled `id`), which it
+/// replaces pixel for pixel.
+fn draw_graph(
+    ui: &imgui::Ui,
+    id: &str,
+    values: &[f32],
+    top: f32,
+    label: &str,
+    size: [f32; 2],
+    points: &mut Vec<imgui::sys::ImVec2>,
+) {
+    #[cfg(test)]
+    if PLOT_LINES.get() {
+        ui.plot_lines(id, values)
+            .scale_min(0.0)
+            .scale_max(top)
+            .overlay_text(label)
+            .graph_size(size)
+            .build();
+        return;
+    }
+    let _ = id;
+    graph(ui, values, top, label, size, points);
+}
+
+/// A line graph of `values` from 0 (its bottom) to `top`, `size` pixels, labelled `label` at
+/// its top: the pixels of ImGui's `PlotLines` (its frame padding, its point spacing of at most
+/// one point a pixel, half-pixel offset and centred label), drawn as one polyline where
+/// `PlotLines` adds a line a segment, which took two thirds of a refresh's instructions
+/// (callgrind, vkcube on lavapipe: 45 % of `render` in `PlotEx`). Without anti-aliased lines
+/// (the style's) both give each segment the same quad.
+fn graph(ui: &imgui::Ui, values: &[f32], top: f32, label: &str, size: [f32; 2], points: &mut Vec<imgui::sys::ImVec2>) {
+    let min = ui.cursor_screen_pos();
+    // Reserves the frame as `PlotLines` does (no label beside it).
+    ui.dummy(size);
+    if !ui.is_item_visible() {
+        return;
+    }
+    let max = [min[0] + size[0], min[1] + size[1]];
+    let style = ui.clone_style();
+    let pad = style.frame_padding;
+    let (inner_min, inner_max) = ([min[0] + pad[0], min[1] + pad[1]], [max[0] - pad[0], max[1] - pad[1]]);
+    let lerp = |t: [f32; 2]| imgui::sys::ImVec2 {
+        x: inner_min[0] + (inner_max[0] - inner_min[0]) * t[0] + 0.5,
+        y: inner_min[1] + (inner_max[1] - inner_min[1]) * t[1] + 0.5,
+    };
+    let count = values.len();
+    // SAFETY: called between the window's begin and end (the window's `build` closure), so
+    // ImGui has a current window and draw list; `points` holds `points.len()` points and the
+    // label's bytes stay alive for the calls, which copy what they read.
+    unsafe {
+        let list = imgui::sys::igGetWindowDrawList();
+        if count >= 2 {
+            let res_w = (size[0] as usize).min(count) - 1;
+            let item_count = (count - 1) as f32;
+            let inv_scale = if top == 0.0 { 0.0 } else { 1.0 / top };
+            let y = |v: f32| 1.0 - (v * inv_scale).clamp(0.0, 1.0);
+            let t_step = 1.0 / res_w as f32;
+            points.clear();
+            let mut t0 = 0.0f32;
+            points.push(lerp([t0, y(values[0])]));
+            for _ in 0..res_w {
+                let t1 = t0 + t_step;
+                let v1 = values[((t0 * item_count + 0.5) as usize + 1) % count];
+                points.push(lerp([t1, y(v1)]));
+                t0 = t1;
+            }
+            let col = imgui::sys::igGetColorU32_Col(imgui::sys::ImGuiCol_PlotLines as i32, 1.0);
+            imgui::sys::ImDrawList_AddPolyline(list, points.as_ptr(), points.len() as i32, col, 0, 1.0);
+        }
+        // The label centred at the top, inside the frame (clipped to it when it does not fit).
+        let text_size = ui.calc_text_size(label);
+        let pos = [min[0], min[1] + pad[1]];
+        let clip = imgui::sys::ImVec4 {
+            x: pos[0],
+            y: pos[1],
+            z: max[0],
+            w: max[1],
+        };
+        let clipped = pos[0] + text_size[0] >= max[0] || pos[1] + text_size[1] >= max[1];
+        let at = imgui::sys::ImVec2 {
+            x: pos[0].max(pos[0] + (max[0] - pos[0] - text_size[0]) * 0.5),
+            y: pos[1],
+        };
+        let range = label.as_bytes().as_ptr_range();
+        imgui::sys::ImDrawList_AddText_FontPtr(
+            list,
+            imgui::sys::igGetFont(),
+            imgui::sys::igGetFontSize(),
+            at,
+            imgui::sys::igGetColorU32_Col(imgui::sys::ImGuiCol_Text as i32, 1.0),
+            range.start.cast(),
+            range.end.cast(),
+            0.0,
+            if clipped { &clip } else { std::ptr::null() },
+        );
+    }
+}
+
 /// A graph's top (its largest value and a fifth more, at least `floor` ms) and its scale
 /// label, drawn over the graph as `plot` labels its axes: the smallest and largest value
 /// shown, in ms. Allocates only when the HUD re-renders.
@@ -578,6 +735,111 @@ mod tests {
                 value: Some(f64::from(i)),
             })
             .collect()
+    }
+
+    /// What a render produced, every float by its bits.
+    fn render_bits(data: &HudData, canvas: u32, plot_lines: bool) -> String {
+        let mut out = DrawOutput::default();
+        PLOT_LINES.set(plot_lines);
+        let r = render(
+            data,
+            &HudOptions::default(),
+            [canvas, canvas],
+            [canvas, canvas],
+            &mut out,
+        );
+        PLOT_LINES.set(false);
+        r.unwrap();
+        let mut text = String::new();
+        for v in &out.vertices {
+            let _ = writeln!(
+                text,
+                "{:?} {:?} {:?}",
+                v.pos.map(f32::to_bits),
+                v.uv.map(f32::to_bits),
+                v.col
+            );
+        }
+        let _ = writeln!(text, "{:?} {:?}", out.indices, out.size);
+        for c in &out.cmds {
+            let _ = writeln!(
+                text,
+                "{:?} {} {} {}",
+                c.clip.map(f32::to_bits),
+                c.first_index,
+                c.vertex_offset,
+                c.count
+            );
+        }
+        text
+    }
+
+    #[test]
+    fn graphs_draw_the_vertices_of_imguis_plot_lines() {
+        // More points than the graph has pixels and fewer, a spike above the top, two points.
+        for (n, canvas) in [(300usize, 1024u32), (37, 1024), (500, 400), (2, 1024)] {
+            let data = HudData {
+                fps: Some(60.0),
+                frame_ms: Some(16.7),
+                gpu_ms: Some(3.0),
+                frame_graph: (0..n)
+                    .map(|i| (i % 17) as f32 * 1.3 + if i == n / 2 { 40.0 } else { 0.0 })
+                    .collect(),
+                gpu_graph: (0..n).map(|i| ((i * 7) % 11) as f32 * 0.37).collect(),
+                ..HudData::default()
+            };
+            let ours = render_bits(&data, canvas, false);
+            assert!(ours.lines().count() > 4 * n.min(100), "{n} points: the graphs drew");
+            assert_eq!(ours, render_bits(&data, canvas, true), "{n} points on {canvas}");
+        }
+    }
+
+    #[test]
+    fn a_refresh_starts_where_the_last_fit_search_of_its_hud_ended() {
+        let opts = HudOptions::default();
+        let mut data = graphs_and(12);
+        // A small window: the search tries several faces.
+        let window = [500, 500];
+        let render_counting = |data: &HudData, window: [u32; 2], out: &mut DrawOutput| -> (Fit, u32) {
+            let before = LAYOUTS.get();
+            let fit = render_fit(data, &opts, [1024, 1024], window, out).unwrap();
+            (fit, LAYOUTS.get() - before)
+        };
+        let mut out = DrawOutput::default();
+        let (first, searched) = render_counting(&data, window, &mut out);
+        assert!(first.face > 0 && searched >= 4, "{first:?} after {searched} layouts");
+        let (vertices, size) = (out.vertices.clone(), out.size);
+        let (again, layouts) = render_counting(&data, window, &mut out);
+        assert_eq!(
+            (again, layouts),
+            (first, 2),
+            "the next refresh lays out once, twice over"
+        );
+        assert_eq!((&out.vertices, out.size), (&vertices, size), "and draws the same");
+        // Another HUD (its own output) searches for itself.
+        let (other, layouts) = render_counting(&data, window, &mut DrawOutput::default());
+        assert_eq!((other, layouts), (first, searched));
+        // Another window, or other rows, and the search starts from the largest face again.
+        let (_, layouts) = render_counting(&data, [2000, 2000], &mut out);
+        assert!(layouts == 2, "a large window fits at once: {layouts}");
+        let (back, layouts) = render_counting(&data, window, &mut out);
+        assert_eq!((back, layouts), (first, searched));
+        // Every RESEARCH-th refresh searches in full.
+        let mut fulls = 0;
+        for _ in 0..2 * RESEARCH {
+            let (_, layouts) = render_counting(&data, window, &mut out);
+            fulls += u32::from(layouts > 2);
+        }
+        assert!(
+            (1..=2).contains(&fulls),
+            "{fulls} full searches in {} refreshes",
+            2 * RESEARCH
+        );
+        data.counters = counters(4);
+        let (fewer, layouts) = render_counting(&data, window, &mut out);
+        let (fresh, full) = render_counting(&data, window, &mut DrawOutput::default());
+        assert_eq!(fewer, fresh, "fewer rows: the fit a full search finds");
+        assert_eq!(layouts, 2 + full, "the memo's try, then a full search");
     }
 
     fn graphs_and(n: u32) -> HudData {
