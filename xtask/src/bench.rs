@@ -8,7 +8,7 @@
 //! added time of a configuration is its per-frame time minus the bare run's of the same
 //! repetition; the table shows the median over repetitions and the spread of those pairs.
 
-use crate::measure::{median, Config};
+use crate::measure::{cmd_line, median, Config};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -204,15 +204,6 @@ fn run_once(c: &Config, framescope: &Path, frames: u32, runtime: &Path) -> Resul
         cpu_s: cpu1 - cpu0,
         switches: cs1 - cs0,
     })
-}
-
-pub(crate) fn cmd_line(program: &str, args: &[&str]) -> String {
-    Command::new(program)
-        .args(args)
-        .output()
-        .ok()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-        .unwrap_or_default()
 }
 
 fn machine_facts() -> Vec<(String, String)> {

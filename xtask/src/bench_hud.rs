@@ -126,7 +126,7 @@ pub fn section(framescope: &Path, runtime: &Path) -> Result<String, String> {
          wall time's mean a frame between the marks the layers set (`hud_time::lap`).\n\n\
          | app | run | frames timed | wall mean µs | wall median µs | wall p99 µs | CPU mean µs | CPU median µs | CPU p99 µs | parts (wall mean) |\n\
          |---|---|---|---|---|---|---|---|---|---|\n",
-        super::bench::cmd_line("date", &["-u", "+%Y-%m-%d %H:%M"])
+        crate::measure::cmd_line("date", &["-u", "+%Y-%m-%d %H:%M"])
     );
     let mut verdicts = Vec::new();
     for (name, config, app) in &apps {

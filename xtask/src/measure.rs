@@ -19,3 +19,13 @@ pub(crate) fn median(v: &mut [f64]) -> f64 {
         (v[n / 2 - 1] + v[n / 2]) / 2.0
     }
 }
+
+/// What `program args` printed, trimmed; empty when it could not run.
+pub(crate) fn cmd_line(program: &str, args: &[&str]) -> String {
+    std::process::Command::new(program)
+        .args(args)
+        .output()
+        .ok()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default()
+}

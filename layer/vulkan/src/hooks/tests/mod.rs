@@ -5,3 +5,4 @@
 mod cmdbuf;
 mod present;
 mod queue;
+mod span_reads;
