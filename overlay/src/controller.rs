@@ -8,11 +8,21 @@
 //! more as soon as the history has a frame rate: the first content is made before any frame
 //! has come out of the assembler ("FPS -"), and at thousands of frames per second a whole
 //! refresh period would pass like that.
+//!
+//! Once the content shows a frame rate, a refresh fills the data on the app's thread and hands
+//! the layout to `layout_thread`; the laid-out lists are uploaded at the first frame that finds
+//! them done (and the cached image free), so the content shown trails the data by a frame or
+//! two and the app's thread no longer runs ImGui every `hud_refresh_ms`. The first contents
+//! (before and with the first frame rate) are laid out inline, as is everything without that
+//! thread.
 
+use crate::layout_thread::{self, Job, SharedJob, Stage};
 use crate::model::{HudData, HudOptions};
-use crate::ui::{self, DrawOutput};
+use crate::ui::DrawOutput;
 use crate::{keys, layout};
 use framescope_core::config::{Config, HudPosition};
+use framescope_core::sync::Mutex;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// What one frame of one surface gets.
@@ -131,8 +141,16 @@ pub struct FrameDone {
 /// The HUD of one surface (a swapchain, a GL context's window): its data, its content as laid
 /// out, and when that was last refreshed.
 pub struct SurfaceHud {
-    pub data: HudData,
-    draw: DrawOutput,
+    /// The data to show, the options, and the draw lists laid out from them.
+    job: SharedJob,
+    /// Lay out on the app's thread (no layout thread, or tests that want it).
+    inline: bool,
+    /// When the layout in the job was asked for, until its lists are uploaded.
+    pending: Option<Instant>,
+    /// Resized while a layout was pending: lay out again once it is in.
+    stale: bool,
+    /// The content shown (or pending) has a frame rate.
+    has_fps: bool,
     /// Size of the cached content (pixels); 0 until the first refresh.
     size: [u32; 2],
     last_refresh: Option<Instant>,
@@ -140,23 +158,42 @@ pub struct SurfaceHud {
 
 impl SurfaceHud {
     pub fn new(opts: &HudOptions) -> SurfaceHud {
+        Self::with_layout(opts, false)
+    }
+
+    /// A HUD laid out on the calling thread (tests of the policy).
+    #[cfg(test)]
+    fn inline(opts: &HudOptions) -> SurfaceHud {
+        Self::with_layout(opts, true)
+    }
+
+    fn with_layout(opts: &HudOptions, inline: bool) -> SurfaceHud {
         let mut data = HudData::default();
         // Room for the graphs, so refreshes do not grow them on the app's thread.
         data.frame_graph.reserve(opts.history);
         data.gpu_graph.reserve(opts.history);
         SurfaceHud {
-            data,
-            draw: DrawOutput::default(),
+            job: Arc::new(Mutex::new(Job::new(data, opts))),
+            inline,
+            pending: None,
+            stale: false,
+            has_fps: false,
             size: [0, 0],
             last_refresh: None,
         }
+    }
+
+    /// Sets what the layer knows of the surface (device and driver names, swapchain), at set-up:
+    /// it waits for the job, which a later layout may hold.
+    pub fn with_data(&self, f: impl FnOnce(&mut HudData)) {
+        f(&mut self.job.lock().data);
     }
 
     /// Whether the content should be re-rendered now.
     pub fn refresh_due(&self, now: Instant, opts: &HudOptions, source: &dyn HudSource) -> bool {
         self.last_refresh
             .is_none_or(|t| now.duration_since(t) >= Duration::from_millis(opts.refresh_ms))
-            || (self.data.fps.is_none() && source.has_fps())
+            || (!self.has_fps && source.has_fps())
     }
 
     /// The content's size, `None` before the first refresh or when it is empty.
@@ -180,6 +217,57 @@ impl SurfaceHud {
         self.size = [0, 0];
     }
 
+    /// Fills the job with this frame's data and queues its layout (or, without the layout
+    /// thread, lays it out here). Never waits: a job the layout thread still holds is left for
+    /// a later frame.
+    fn ask_layout(&mut self, input: &FrameInput<'_>, source: &dyn HudSource, inline: bool) {
+        let Some(mut job) = self.job.try_lock() else { return };
+        source.fill(&mut job.data, input.opts);
+        if job.opts != *input.opts {
+            job.opts = input.opts.clone();
+        }
+        job.canvas = input.canvas;
+        job.target = input.target;
+        job.stage = Stage::Queued;
+        self.has_fps = job.data.fps.is_some();
+        self.pending = Some(input.now);
+        self.stale = false;
+        drop(job);
+        if inline || !layout_thread::send(&self.job) {
+            self.job.lock().lay_out();
+        }
+    }
+
+    /// Uploads the layout asked for, once it is done and the cached image is free; never waits.
+    fn take_layout<R: HudRenderer>(&mut self, r: &mut R, done: &mut FrameDone) -> Result<(), R::Error> {
+        let Some(asked) = self.pending else { return Ok(()) };
+        let Some(mut job) = self.job.try_lock() else {
+            return Ok(());
+        };
+        match job.stage {
+            Stage::Done(true) => {
+                if !r.content_free() {
+                    return Ok(());
+                }
+                job.stage = Stage::Idle;
+                self.pending = None;
+                self.last_refresh = Some(asked);
+                self.size = job.draw.size;
+                done.refreshed = true;
+                if self.size[0] > 0 && self.size[1] > 0 {
+                    r.upload(&job.draw, self.size)?;
+                }
+            }
+            Stage::Done(false) => {
+                job.stage = Stage::Idle;
+                self.pending = None;
+                done.ui_failed = true;
+            }
+            Stage::Idle | Stage::Queued => {}
+        }
+        Ok(())
+    }
+
     /// Runs one frame: refresh when due, composite, screenshot.
     pub fn frame<R: HudRenderer>(
         &mut self,
@@ -189,18 +277,18 @@ impl SurfaceHud {
     ) -> Result<FrameDone, R::Error> {
         let mut done = FrameDone::default();
         if input.plan.draw {
-            let due = input.resized || self.refresh_due(input.now, input.opts, source);
-            if due && r.content_free() {
-                source.fill(&mut self.data, input.opts);
-                if ui::render(&self.data, input.opts, input.canvas, input.target, &mut self.draw).is_ok() {
-                    self.last_refresh = Some(input.now);
-                    self.size = self.draw.size;
-                    if self.size[0] > 0 && self.size[1] > 0 {
-                        r.upload(&self.draw, self.size)?;
-                    }
-                    done.refreshed = true;
-                } else {
-                    done.ui_failed = true;
+            self.stale |= input.resized;
+            // A layout asked for earlier goes in first.
+            self.take_layout(r, &mut done)?;
+            let due = self.stale || self.refresh_due(input.now, input.opts, source);
+            // Until the content shows a frame rate (the first content, and the first with
+            // numbers), and after it was forgotten, the layout runs here: those are the frames
+            // a screenshot or a look at the HUD right after start would otherwise miss it in.
+            let inline = self.inline || !self.has_fps || self.last_refresh.is_none();
+            if due && self.pending.is_none() && (!inline || r.content_free()) {
+                self.ask_layout(input, source, inline);
+                if inline {
+                    self.take_layout(r, &mut done)?;
                 }
             }
             if let (Some(origin), Some(size)) = (self.origin(input.opts, input.target), self.content_size()) {
@@ -291,7 +379,7 @@ mod tests {
     #[test]
     fn content_is_refreshed_on_the_first_frame_then_every_period_and_composited_every_frame() {
         let o = opts();
-        let (mut hud, mut r) = (SurfaceHud::new(&o), Log::default());
+        let (mut hud, mut r) = (SurfaceHud::inline(&o), Log::default());
         let src = Source {
             fps: Cell::new(Some(60.0)),
             fills: Cell::new(0),
@@ -313,9 +401,42 @@ mod tests {
     }
 
     #[test]
-    fn content_made_before_the_first_fps_is_replaced_as_soon_as_there_is_one() {
+    fn once_there_is_a_frame_rate_the_layout_thread_lays_out_and_a_later_frame_uploads() {
         let o = opts();
         let (mut hud, mut r) = (SurfaceHud::new(&o), Log::default());
+        let src = Source {
+            fps: Cell::new(Some(60.0)),
+            fills: Cell::new(0),
+        };
+        let t0 = Instant::now();
+        // The first content is laid out here and uploaded at once.
+        assert!(hud.frame(&mut r, &input(&o, t0, DRAW), &src).unwrap().refreshed);
+        let here = crate::ui::LAYOUTS.get();
+        // A period later: one layout asked for; every frame until it is in only looks whether
+        // it is done (the same instant every frame: no further period passes).
+        let t1 = t0 + Duration::from_millis(600);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let mut frames = 0;
+        while r.uploads.len() < 2 {
+            assert!(Instant::now() < deadline, "no layout in 20 s");
+            let done = hud.frame(&mut r, &input(&o, t1, DRAW), &src).unwrap();
+            assert_eq!(done.refreshed, r.uploads.len() == 2);
+            assert!(done.composited, "the last content stays on meanwhile");
+            frames += 1;
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert_eq!(src.fills.get(), 2, "one fill for {frames} frames");
+        assert_eq!(crate::ui::LAYOUTS.get(), here, "laid out on another thread");
+        let later = hud
+            .frame(&mut r, &input(&o, t1 + Duration::from_millis(10), DRAW), &src)
+            .unwrap();
+        assert!(later.composited && !later.refreshed);
+    }
+
+    #[test]
+    fn content_made_before_the_first_fps_is_replaced_as_soon_as_there_is_one() {
+        let o = opts();
+        let (mut hud, mut r) = (SurfaceHud::inline(&o), Log::default());
         let src = Source {
             fps: Cell::new(None),
             fills: Cell::new(0),
@@ -337,7 +458,7 @@ mod tests {
     #[test]
     fn busy_content_waits_a_resize_forces_and_a_failed_submit_forgets() {
         let o = opts();
-        let (mut hud, mut r) = (SurfaceHud::new(&o), Log::default());
+        let (mut hud, mut r) = (SurfaceHud::inline(&o), Log::default());
         let src = Source {
             fps: Cell::new(Some(60.0)),
             fills: Cell::new(0),
@@ -366,7 +487,7 @@ mod tests {
     #[test]
     fn a_screenshot_frame_reads_back_with_or_without_the_hud() {
         let o = opts();
-        let (mut hud, mut r) = (SurfaceHud::new(&o), Log::default());
+        let (mut hud, mut r) = (SurfaceHud::inline(&o), Log::default());
         let src = Source {
             fps: Cell::new(None),
             fills: Cell::new(0),
@@ -385,7 +506,7 @@ mod tests {
     fn a_hud_off_the_target_is_not_composited() {
         let mut o = opts();
         o.position = HudPosition::At(5000, 5000);
-        let (mut hud, mut r) = (SurfaceHud::new(&o), Log::default());
+        let (mut hud, mut r) = (SurfaceHud::inline(&o), Log::default());
         let src = Source {
             fps: Cell::new(None),
             fills: Cell::new(0),

@@ -116,7 +116,7 @@ fn start(hud: &str, dump: &str, fps: &str) -> Result<(), String> {
 /// The Vulkan loader unloads a layer at `vkDestroyInstance`; our thread runs this library's
 /// code, possibly blocked in a call to a stalled X server, so the library must stay mapped
 /// for the life of the process (`RTLD_NODELETE`, dlopen(3)).
-fn pin_this_library() -> Result<(), String> {
+pub(crate) fn pin_this_library() -> Result<(), String> {
     // SAFETY: dladdr only reads the loader's tables; `info` is a valid out-pointer and its
     // `dli_fname` is a NUL-terminated string owned by the loader. dlopen with RTLD_NOLOAD
     // only takes a reference to an object already loaded.

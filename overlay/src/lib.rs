@@ -10,6 +10,7 @@
 pub mod controller;
 pub mod keys;
 pub mod layout;
+pub mod layout_thread;
 pub mod mangohud;
 pub mod model;
 pub mod rows;

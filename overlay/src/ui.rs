@@ -349,7 +349,7 @@ struct Laid {
 #[cfg(test)]
 thread_local! {
     /// Tests: layouts this thread made.
-    static LAYOUTS: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+    pub(crate) static LAYOUTS: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
 }
 
 /// Lays the HUD out once with `fit`'s face, graphs, rows and width.

@@ -285,10 +285,13 @@ impl Slot {
         }
         let fns = gl.clone();
         let caps = Caps::read(&fns);
-        let mut surface = SurfaceHud::new(opts());
-        surface.data.device = fns.string(fns::RENDERER);
-        surface.data.driver = fns.string(fns::VERSION);
-        let copy = copy_path(opts(), &caps, &surface.data.device);
+        let surface = SurfaceHud::new(opts());
+        let renderer = fns.string(fns::RENDERER);
+        let copy = copy_path(opts(), &caps, &renderer);
+        surface.with_data(|d| {
+            d.device = renderer;
+            d.driver = fns.string(fns::VERSION);
+        });
         Slot::Ready(Box::new(ContextHud {
             ws,
             key,

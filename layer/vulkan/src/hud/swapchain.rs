@@ -123,8 +123,8 @@ pub struct FrameCtx<'a> {
 
 impl SwapchainHud {
     pub fn new(desc: Desc, opts: &HudOptions) -> Self {
-        let mut surface = SurfaceHud::new(opts);
-        surface.data.swapchain = Some(info_of(&desc));
+        let surface = SurfaceHud::new(opts);
+        surface.with_data(|d| d.swapchain = Some(info_of(&desc)));
         SwapchainHud {
             desc,
             setup: None,
