@@ -83,38 +83,7 @@ const CONFIGS: &[Config] = &[
 ];
 
 fn install_packages() -> Result<(), String> {
-    let missing: Vec<&str> = PACKAGES
-        .iter()
-        .copied()
-        // Multi-arch aware: `cargo xtask test` installs i386 Mesa too, and dpkg-query then
-        // lists both architectures under the bare name.
-        .filter(|p| !crate::shell::is_installed(p))
-        .collect();
-    if missing.is_empty() {
-        return Ok(());
-    }
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
-        return Err(format!(
-            "missing Debian packages; run as root:\n  sudo apt-get update && sudo apt-get install -y --no-install-recommends {}",
-            missing.join(" ")
-        ));
-    }
-    eprintln!("xtask: installing {}", missing.join(" "));
-    for args in [
-        vec!["update", "-q"],
-        [vec!["install", "-y", "-q", "--no-install-recommends"], missing.clone()].concat(),
-    ] {
-        let status = Command::new("apt-get")
-            .args(&args)
-            .env("DEBIAN_FRONTEND", "noninteractive")
-            .status()
-            .map_err(|e| format!("apt-get: {e}"))?;
-        if !status.success() {
-            return Err(format!("apt-get {} failed ({status})", args.join(" ")));
-        }
-    }
-    Ok(())
+    crate::apt::ensure("the benchmarks", PACKAGES)
 }
 
 fn target_dir() -> PathBuf {

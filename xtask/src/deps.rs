@@ -1,17 +1,19 @@
-//! The Debian packages the demo and tests need; installed when root, else the exact command
-//! is printed and the task fails (a missing dependency is never a silent skip). Also the PyPI
-//! packages of the `framescope export` test (Perfetto and Parquet readers), installed with
-//! `python3 -m pip`.
+//! What each task installs: the demo only what the demo runs (the Vulkan loader, lavapipe,
+//! vkcube, Xvfb); the tests that and the test set (third-party apps, the validation layer,
+//! tools), the PyPI packages of the `framescope export` tests (Perfetto and Parquet readers,
+//! with `python3 -m pip`) and the 32-bit set (`deps32`). Debian packages go through `apt`.
 
 use std::process::Command;
 
-pub const PACKAGES: &[&str] = &[
-    "mesa-vulkan-drivers",
-    "vulkan-tools",
+/// The Debian packages `cargo xtask demo` runs: vkcube (vulkan-tools) on lavapipe
+/// (mesa-vulkan-drivers) through the loader, under Xvfb when there is no display. The HUD's
+/// font ships in the binary (the `dejavu` crate), so no font package.
+pub const DEMO: &[&str] = &["libvulkan1", "mesa-vulkan-drivers", "vulkan-tools", "xvfb"];
+
+/// What the tests need beyond the demo's packages.
+pub const TEST_ONLY: &[&str] = &[
     "vulkan-validationlayers",
     "libvulkan-dev",
-    "libvulkan1",
-    "xvfb",
     "xauth",
     "mesa-utils",
     "mesa-utils-bin",
@@ -74,46 +76,92 @@ fn install_pypi() -> Result<(), String> {
     }
 }
 
-fn missing() -> Vec<&'static str> {
-    PACKAGES
-        .iter()
-        .copied()
-        .filter(|p| !crate::shell::is_installed(p))
-        .collect()
+/// Which task installs.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Task {
+    Demo,
+    Test,
 }
 
+/// What a task installs.
+#[derive(Debug)]
+pub struct Plan {
+    pub debian: Vec<&'static str>,
+    pub pypi: &'static [&'static str],
+    /// The Rust target, i386 packages and 32-bit vkcube of the 32-bit builds (`deps32`).
+    pub bits32: bool,
+}
+
+pub fn plan(task: Task) -> Plan {
+    match task {
+        Task::Demo => Plan {
+            debian: DEMO.to_vec(),
+            pypi: &[],
+            bits32: false,
+        },
+        Task::Test => Plan {
+            debian: DEMO.iter().chain(TEST_ONLY).copied().collect(),
+            pypi: PYPI,
+            bits32: true,
+        },
+    }
+}
+
+fn why(task: Task) -> &'static str {
+    match task {
+        Task::Demo => "the demo",
+        Task::Test => "the tests",
+    }
+}
+
+/// Installs what `task` needs and is missing.
+pub fn install_for(task: Task) -> Result<(), String> {
+    let p = plan(task);
+    crate::apt::ensure(why(task), &p.debian)?;
+    if !p.pypi.is_empty() {
+        install_pypi()?;
+    }
+    if p.bits32 {
+        crate::deps32::install()?;
+    }
+    Ok(())
+}
+
+/// Everything the tests need (the demo's packages among them).
 pub fn install() -> Result<(), String> {
-    install_debian()?;
-    install_pypi()?;
-    crate::deps32::install()
+    install_for(Task::Test)
 }
 
-fn install_debian() -> Result<(), String> {
-    let missing = missing();
-    if missing.is_empty() {
-        return Ok(());
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A new user's `cargo xtask demo` waits for nothing it does not run: none of the test
+    /// set, no PyPI, no 32-bit set; and the tests install all the demo does.
+    #[test]
+    fn the_demo_installs_no_test_only_package() {
+        let demo = plan(Task::Demo);
+        let test = plan(Task::Test);
+        for p in &demo.debian {
+            assert!(!TEST_ONLY.contains(p), "the demo installs the test-only package {p}");
+            assert!(
+                !p.contains(':'),
+                "the demo installs the foreign-architecture package {p}"
+            );
+            assert!(test.debian.contains(p), "the tests do not install the demo's {p}");
+        }
+        assert!(demo.pypi.is_empty() && !demo.bits32);
+        assert!(test.bits32 && !test.pypi.is_empty());
+        for p in crate::deps32::PACKAGES {
+            assert!(!demo.debian.contains(p), "the demo installs the 32-bit package {p}");
+        }
     }
-    let line = format!("apt-get install -y --no-install-recommends {}", missing.join(" "));
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
-        return Err(format!(
-            "missing Debian packages; run as root:\n  sudo apt-get update && sudo {line}"
-        ));
-    }
-    eprintln!("xtask: installing {}", missing.join(" "));
-    let run = |args: &[&str]| crate::shell::run_noninteractive("apt-get", args);
-    // A mirror caught mid-sync fails one index; the install below says whether what we need
-    // was found anyway.
-    if let Err(e) = run(&["update", "-q"]) {
-        eprintln!("xtask: {e}; installing from the indexes there are");
-    }
-    let mut args = vec!["install", "-y", "-q", "--no-install-recommends"];
-    args.extend(missing.iter().copied());
-    run(&args)?;
-    let still = self::missing();
-    if still.is_empty() {
-        Ok(())
-    } else {
-        Err(format!("still missing after apt-get: {}", still.join(" ")))
+
+    #[test]
+    fn no_package_is_listed_twice() {
+        let all = plan(Task::Test).debian;
+        for (i, p) in all.iter().enumerate() {
+            assert!(!all[i + 1..].contains(p), "{p} is listed twice");
+        }
     }
 }

@@ -2,8 +2,8 @@
 //! Debian's i386 multiarch packages (a C and C++ compiler for 32-bit code, the 32-bit Vulkan
 //! loader, lavapipe, llvmpipe, GL, the validation layer and glxgears), and a 32-bit vkcube,
 //! whose package cannot be installed beside the 64-bit one (`vulkan-tools` is not multi-arch),
-//! unpacked with `dpkg -x` under `target/i386`. Installed when root, else the exact commands
-//! are printed and the task fails.
+//! unpacked with `dpkg -x` under `target/i386`. The packages go through `apt`, which pairs
+//! each with its native twin's version (`multiarch`).
 
 use crate::shell::{root, run_noninteractive as run};
 use std::path::PathBuf;
@@ -46,11 +46,6 @@ fn output(program: &str, args: &[&str]) -> String {
         .unwrap_or_default()
 }
 
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() == 0 }
-}
-
 fn rust_target() -> Result<(), String> {
     if output("rustup", &["target", "list", "--installed"])
         .lines()
@@ -60,48 +55,6 @@ fn rust_target() -> Result<(), String> {
     }
     eprintln!("xtask: adding the Rust target {TARGET}");
     run("rustup", &["target", "add", TARGET]).map_err(|e| format!("{e}; run:\n  rustup target add {TARGET}"))
-}
-
-fn missing() -> Vec<&'static str> {
-    PACKAGES
-        .iter()
-        .copied()
-        .filter(|p| !crate::shell::is_installed(p))
-        .collect()
-}
-
-fn packages() -> Result<(), String> {
-    let absent = missing();
-    if absent.is_empty() {
-        return Ok(());
-    }
-    let line = format!("apt-get install -y --no-install-recommends {}", absent.join(" "));
-    if !is_root() {
-        return Err(format!(
-            "missing Debian packages for the 32-bit tests; run as root:\n  sudo dpkg --add-architecture i386 && sudo apt-get update && sudo {line}"
-        ));
-    }
-    eprintln!("xtask: installing {}", absent.join(" "));
-    if !output("dpkg", &["--print-foreign-architectures"])
-        .lines()
-        .any(|a| a == "i386")
-    {
-        run("dpkg", &["--add-architecture", "i386"])?;
-    }
-    // A mirror caught mid-sync fails one index (seen here: bookworm-security's i386 list);
-    // the install below says whether what we need was found anyway.
-    if let Err(e) = run("apt-get", &["update", "-q"]) {
-        eprintln!("xtask: {e}; installing from the indexes there are");
-    }
-    let mut args = vec!["install", "-y", "-q", "--no-install-recommends"];
-    args.extend(absent.iter().copied());
-    run("apt-get", &args)?;
-    let still = missing();
-    if still.is_empty() {
-        Ok(())
-    } else {
-        Err(format!("still missing after apt-get: {}", still.join(" ")))
-    }
 }
 
 /// The 32-bit vkcube, unpacked from Debian's `vulkan-tools:i386`.
@@ -150,6 +103,6 @@ fn vkcube() -> Result<(), String> {
 /// Everything the 32-bit build and tests need.
 pub fn install() -> Result<(), String> {
     rust_target()?;
-    packages()?;
+    crate::apt::ensure("the 32-bit tests", PACKAGES)?;
     vkcube()
 }

@@ -1,5 +1,6 @@
 //! `cargo xtask <demo|test|bench|soak|install-deps>`: the project's only set-up and test entry points.
 
+mod apt;
 mod bench;
 mod bench_cg;
 mod bench_fps;
@@ -13,6 +14,7 @@ mod deps32;
 mod fuzz;
 mod measure;
 mod modgraph;
+mod multiarch;
 mod package;
 mod shell;
 mod soak;
@@ -41,7 +43,8 @@ const USAGE: &str = "usage: cargo xtask <demo|test|package|bench|soak|deps|fuzz|
   readme-keys   rewrite README's config key table from the code (core's KEYS)
   deps          import cycles between the modules (files) of each crate, printed as chains
   fuzz [SECS]   build the fuzz targets (nightly) and run each SECS seconds (60); `test` runs it
-  install-deps  install the Debian packages the tests and demo need (root), else print the apt-get line";
+  install-deps  install the Debian, PyPI and 32-bit packages the tests need (root), else print the
+                commands (`demo` installs only the demo's)";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -190,7 +193,12 @@ fn readme_keys() -> Result<(), String> {
 }
 
 fn demo() -> Result<(), String> {
-    deps::install()?;
+    eprintln!(
+        "xtask: demo: installs the Debian packages it runs if missing ({}), builds framescope in \
+         release (about 2 minutes on 2 cores), runs vkcube for 1500 frames under it",
+        deps::DEMO.join(" ")
+    );
+    deps::install_for(deps::Task::Demo)?;
     shell::build_release(&[])?;
     let bin = root().join("target/release");
     let _xvfb = match std::env::var_os("DISPLAY") {
@@ -248,6 +256,10 @@ fn demo() -> Result<(), String> {
             std::env::temp_dir().join("framescope-demo-frame1000.png").display()
         );
     }
+    println!(
+        "the HUD over any other app: {} run -- APP [ARGS]",
+        bin.join("framescope").display()
+    );
     Ok(())
 }
 
