@@ -226,11 +226,14 @@ pub fn install_summary(out: &[String]) -> Option<String> {
     match (count, disk) {
         (None, None) => None,
         (c, d) => Some(
-            [c.map(|s| s.trim().to_string()), d.map(str::to_string)]
-                .into_iter()
-                .flatten()
-                .collect::<Vec<_>>()
-                .join("; "),
+            [
+                c.map(|s| s.trim().trim_end_matches('.').to_string()),
+                d.map(str::to_string),
+            ]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>()
+            .join("; "),
         ),
     }
 }
