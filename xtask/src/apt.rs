@@ -61,7 +61,7 @@ pub fn ensure(why: &str, wanted: &[&str]) -> Result<(), String> {
         UPDATED.store(false, Ordering::SeqCst);
     }
     update_once();
-    let mut args: Vec<String> = ["install", "-y", "-q", "--no-install-recommends"]
+    let mut args: Vec<String> = ["install", "-y", "-q", "--no-install-recommends", "--no-remove"]
         .iter()
         .map(|s| s.to_string())
         .collect();
@@ -108,20 +108,41 @@ fn update_once() {
     if UPDATED.swap(true, Ordering::SeqCst) {
         return;
     }
-    eprintln!("xtask: apt-get update");
-    match run_captured("apt-get", &["update", "-q"]) {
-        Ok((ok, out)) => {
-            let failed = failed_indexes(&out);
-            for (index, reason) in &failed {
-                eprintln!("xtask: apt index not fetched, the old one or none is used: {index}: {reason}");
+    // A mirror mid-sync ("File has unexpected size … Mirror sync in progress?") is fixed
+    // minutes later: a few tries before going on with the indexes there are.
+    for attempt in 1..=UPDATE_TRIES {
+        eprintln!("xtask: apt-get update");
+        let failed = match run_captured("apt-get", &["update", "-q"]) {
+            Ok((ok, out)) => {
+                let failed = failed_indexes(&out);
+                if !ok && failed.is_empty() {
+                    eprintln!("xtask: apt-get update failed; installing from the indexes there are");
+                }
+                failed
             }
-            if !ok && failed.is_empty() {
-                eprintln!("xtask: apt-get update failed; installing from the indexes there are");
+            Err(e) => {
+                eprintln!("xtask: {e}; installing from the indexes there are");
+                return;
             }
+        };
+        if failed.is_empty() {
+            return;
         }
-        Err(e) => eprintln!("xtask: {e}; installing from the indexes there are"),
+        for (index, reason) in &failed {
+            eprintln!("xtask: apt index not fetched (try {attempt} of {UPDATE_TRIES}): {index}: {reason}");
+        }
+        if attempt < UPDATE_TRIES {
+            let wait = std::time::Duration::from_secs(20 * attempt as u64);
+            eprintln!("xtask: trying again in {} s", wait.as_secs());
+            std::thread::sleep(wait);
+        } else {
+            eprintln!("xtask: installing with the old index or none for those");
+        }
     }
 }
+
+/// How often `apt-get update` is tried while an index fails.
+const UPDATE_TRIES: u32 = 3;
 
 /// Each index `apt-get update` could not fetch, once, with apt's reason.
 pub fn failed_indexes(out: &[String]) -> Vec<(String, String)> {

@@ -4,11 +4,13 @@
 //! lags (a mirror caught mid-sync fails bookworm-security's i386 list while its amd64 list
 //! arrived), the native twin's installed or candidate version may not exist for i386, and apt
 //! refuses the whole i386 set with "Depends: libexpat1:i386 … but it is not going to be
-//! installed". So before installing, every `Multi-Arch: same` package in the i386 set's
-//! dependency closure whose native twin is installed is checked: when the foreign candidate
-//! equals neither the twin's installed nor its candidate version, both are installed at the
-//! newest version both architectures have (apt's version tables list newest first, so no
-//! version arithmetic is needed). A twin installed at a newer version than every foreign one
+//! installed". So before installing, apt simulates the install, and each foreign package it
+//! names as unmet is checked against its native twin: when the twin is installed and the
+//! foreign candidate equals neither the twin's installed nor its candidate version, both are
+//! installed at the newest version both architectures have (apt's version tables list newest
+//! first, so no version arithmetic is needed); the simulation is repeated with those pins.
+//! Installed packages of the same source that the move would remove (libexpat1-dev with
+//! libexpat1) move with it; a removal that cannot be avoided that way stops the task. A twin installed at a newer version than every foreign one
 //! is never downgraded: the task stops with the command that would.
 
 use std::process::Command;
@@ -111,87 +113,125 @@ pub fn pair(native: &Policy, foreign: &Policy) -> Pairing {
     }
 }
 
-/// The foreign packages (`name:arch`) in `apt-cache depends --recurse` output, once each;
-/// virtual ones (`<name:arch>`) left out.
-pub fn closure_names(text: &str, arch: &str) -> Vec<String> {
+/// The foreign packages (`name:arch`) an `apt-get install` that failed names as unmet
+/// dependencies ("libgl1-mesa-dri:i386 : Depends: libexpat1:i386 (>= 2.0.1) but it is not going
+/// to be installed"), once each: exactly the packages apt could not pair, where a dependency
+/// closure would also hold alternatives apt never installs.
+pub fn unmet_foreign(out: &str, arch: &str) -> Vec<String> {
     let suffix = format!(":{arch}");
     let mut names: Vec<String> = Vec::new();
-    for line in text.lines() {
-        let t = line.trim();
-        // Top-level entries, and the targets of dependency lines ("  Depends: libexpat1:i386").
-        let name = if !line.starts_with(' ') {
-            t
-        } else {
-            t.split_once(": ").map(|(_, n)| n.trim()).unwrap_or("")
+    let mut in_unmet = false;
+    for line in out.lines() {
+        if line.starts_with("The following packages have unmet dependencies") {
+            in_unmet = true;
+            continue;
+        }
+        if !in_unmet || !line.starts_with(' ') {
+            in_unmet = in_unmet && line.starts_with(' ');
+            continue;
+        }
+        let Some((_, dep)) = line.split_once("Depends: ") else {
+            continue;
         };
-        if name.ends_with(&suffix) && !name.starts_with('<') && !names.iter().any(|n| n == name) {
+        let name = dep.split_whitespace().next().unwrap_or("");
+        if name.ends_with(&suffix) && !names.iter().any(|n| n == name) {
             names.push(name.to_string());
         }
     }
     names
 }
 
-/// The `name:arch` of each stanza of `apt-cache show` output that is `Multi-Arch: same`.
-pub fn multi_arch_same(text: &str) -> Vec<String> {
-    let mut same = Vec::new();
-    for stanza in text.split("\n\n") {
-        let field = |f: &str| {
-            stanza
-                .lines()
-                .find_map(|l| l.strip_prefix(f).map(|v| v.trim().to_string()))
-        };
-        if field("Multi-Arch:").as_deref() == Some("same") {
-            if let (Some(p), Some(a)) = (field("Package:"), field("Architecture:")) {
-                let n = format!("{p}:{a}");
-                if !same.contains(&n) {
-                    same.push(n);
-                }
-            }
-        }
-    }
-    same
-}
-
-fn apt_cache(args: &[&str]) -> Result<String, String> {
+fn apt_cache_policy(names: &[String]) -> Result<String, String> {
     let out = Command::new("apt-cache")
-        .args(args)
+        .arg("policy")
+        .args(names)
         .output()
         .map_err(|e| format!("apt-cache: {e}"))?;
-    // `show` exits non-zero when one name has no package; the others are still printed.
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-/// The `name=version` arguments that pair `absent`'s closure's `Multi-Arch: same` packages of
-/// `arch` with their native twins, or the lines saying why they cannot be paired.
+/// The most rounds of simulation: each round pairs what apt named, and pairing one package
+/// can expose the next (libxml2:i386 needs liblzma5:i386 once libexpat1 is paired).
+const ROUNDS: usize = 8;
+
+/// The `name=version` arguments that let apt install `absent` (foreign packages of `arch`
+/// among them) where a lagging index keeps foreign packages from their native twins'
+/// versions, or the lines saying why they cannot be paired. apt's own simulation names the
+/// packages; nothing is installed here.
 pub fn pins_for(absent: &[&str], arch: &str) -> Result<Vec<String>, String> {
-    let mut args = vec![
-        "depends",
-        "--recurse",
-        "--no-recommends",
-        "--no-suggests",
-        "--no-conflicts",
-        "--no-breaks",
-        "--no-replaces",
-        "--no-enhances",
-    ];
-    args.extend(absent.iter().copied());
-    let closure = closure_names(&apt_cache(&args)?, arch);
-    if closure.is_empty() {
-        return Ok(Vec::new());
-    }
-    let mut show = vec!["show", "--no-all-versions"];
-    show.extend(closure.iter().map(String::as_str));
-    let same = multi_arch_same(&apt_cache(&show)?);
-    let mut policy_args = vec!["policy".to_string()];
-    for n in &same {
-        if let Some((base, _)) = n.rsplit_once(':') {
-            policy_args.push(base.to_string());
-            policy_args.push(n.clone());
+    let mut pins: Vec<String> = Vec::new();
+    for _ in 0..ROUNDS {
+        let out = Command::new("apt-get")
+            .args(["install", "-s", "-q", "--no-install-recommends"])
+            .args(absent)
+            .args(&pins)
+            .output()
+            .map_err(|e| format!("apt-get: {e}"))?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        let pinned = |n: &str| pins.iter().any(|p| p.starts_with(&format!("{n}=")));
+        if out.status.success() {
+            // A native twin moved to the common version takes its installed siblings of the
+            // same source with it (libexpat1-dev with libexpat1), or apt would remove them.
+            let removed: Vec<String> = removals(&text).into_iter().filter(|n| !pinned(n)).collect();
+            if removed.is_empty() {
+                return Ok(pins);
+            }
+            let versions: Vec<String> = pins
+                .iter()
+                .filter_map(|p| p.split_once('=').map(|(_, v)| v.to_string()))
+                .collect();
+            let new = keep_installed(&parse_policy(&apt_cache_policy(&removed)?), &versions);
+            if new.is_empty() {
+                return Err(format!(
+                    "pairing the {arch} packages with {} would remove installed packages: {}; \
+                     rerun once `apt-get update` fetches every index",
+                    pins.join(" "),
+                    removed.join(" ")
+                ));
+            }
+            pins.extend(new);
+            continue;
         }
+        let named: Vec<String> = unmet_foreign(&text, arch).into_iter().filter(|n| !pinned(n)).collect();
+        let mut query = Vec::new();
+        for n in &named {
+            query.push(n[..n.len() - arch.len() - 1].to_string());
+            query.push(n.clone());
+        }
+        let new = if query.is_empty() {
+            Vec::new()
+        } else {
+            plan_pins(&parse_policy(&apt_cache_policy(&query)?), arch)?
+        };
+        if new.is_empty() {
+            // Not a pairing problem: the install itself says what it is.
+            return Ok(pins);
+        }
+        pins.extend(new);
     }
-    let refs: Vec<&str> = policy_args.iter().map(String::as_str).collect();
-    let policies = parse_policy(&apt_cache(&refs)?);
-    plan_pins(&policies, arch)
+    Ok(pins)
+}
+
+/// The packages an `apt-get install -s` would remove ("Remv libexpat1-dev [2.5.0-1+deb12u1]").
+pub fn removals(out: &str) -> Vec<String> {
+    out.lines()
+        .filter_map(|l| l.strip_prefix("Remv "))
+        .filter_map(|r| r.split_whitespace().next())
+        .map(str::to_string)
+        .collect()
+}
+
+/// `name=version` for each package of `policies` that is installed and has one of `versions`
+/// (its source's version, which its twin was pinned to), so it moves with the twin.
+pub fn keep_installed(policies: &[Policy], versions: &[String]) -> Vec<String> {
+    policies
+        .iter()
+        .filter(|p| p.installed.is_some())
+        .filter_map(|p| {
+            let v = versions.iter().find(|v| p.versions.contains(v))?;
+            Some(format!("{}={v}", p.name))
+        })
+        .collect()
 }
 
 /// The pins for every native/foreign pair in `policies`, or every blocked pair's line.
@@ -371,32 +411,61 @@ libfoo1:i386:
         );
     }
 
+    /// apt's words from a fresh Debian 12 machine with bookworm-security's i386 list missing.
     #[test]
-    fn the_closure_keeps_real_foreign_packages_and_multi_arch_same_is_read_per_stanza() {
-        let depends = "libgl1-mesa-dri:i386
-  Depends: libc6:i386
-  Depends: libexpat1:i386
- |Depends: <libfoo:i386>
-  Depends: dpkg
-libexpat1:i386
-  Depends: libc6:i386
-<libdrm-common:i386>
-dpkg:i386
+    fn the_unmet_foreign_dependencies_are_read_from_apt() {
+        let out = "Reading package lists...
+Some packages could not be installed. This may mean that you have
+The following information may help to resolve the situation:
+
+The following packages have unmet dependencies:
+ libegl-mesa0:i386 : Depends: libexpat1:i386 (>= 2.0.1) but it is not going to be installed
+ libgbm1:i386 : Depends: libexpat1:i386 (>= 2.0.1) but it is not going to be installed
+ libxml2:i386 : Depends: liblzma5:i386 (>= 5.1.1alpha+20120614) but it is not going to be installed
+ python3 : PreDepends: python3-minimal (= 3.11.2-1+b1) but it is not going to be installed
+           Depends: python3.11:i386 (>= 3.11.2-1~) but it is not going to be installed
+E: Unable to correct problems, you have held broken packages.
+ libfoo:i386 : Depends: libbar:i386 but it is not going to be installed
 ";
         assert_eq!(
-            closure_names(depends, "i386"),
-            ["libgl1-mesa-dri:i386", "libc6:i386", "libexpat1:i386", "dpkg:i386"]
+            unmet_foreign(out, "i386"),
+            ["libexpat1:i386", "liblzma5:i386", "python3.11:i386"]
         );
-        let show = "Package: libexpat1
-Version: 2.5.0-1+deb12u2
-Architecture: i386
-Multi-Arch: same
+    }
 
-Package: dpkg
-Version: 1.21.23
-Architecture: i386
-Multi-Arch: foreign
+    /// The same machine after the pairing: the image's -dev packages would be removed with
+    /// their twins' move; they move with them instead.
+    #[test]
+    fn installed_siblings_move_with_the_pinned_twin() {
+        let sim = "Remv libexpat1-dev [2.5.0-1+deb12u1]
+Remv liblzma-dev [5.4.1-1]
+Inst libexpat1 [2.5.0-1+deb12u1] (2.5.0-1+deb12u2 Debian:12.12/oldstable [amd64])";
+        assert_eq!(removals(sim), ["libexpat1-dev", "liblzma-dev"]);
+        let policy = "libexpat1-dev:
+  Installed: 2.5.0-1+deb12u1
+  Candidate: 2.5.0-1+deb12u5
+  Version table:
+     2.5.0-1+deb12u5 500
+        500 http://deb.debian.org/debian-security bookworm-security/main amd64 Packages
+     2.5.0-1+deb12u2 500
+        500 http://deb.debian.org/debian bookworm/main amd64 Packages
+ *** 2.5.0-1+deb12u1 100
+        100 /var/lib/dpkg/status
+liblzma-dev:
+  Installed: 5.4.1-1
+  Candidate: 5.4.1-1+deb12u2
+  Version table:
+     5.4.1-1+deb12u2 500
+        500 http://deb.debian.org/debian-security bookworm-security/main amd64 Packages
+ *** 5.4.1-1 100
+        100 /var/lib/dpkg/status
 ";
-        assert_eq!(multi_arch_same(show), ["libexpat1:i386"]);
+        let versions = ["2.5.0-1+deb12u2".to_string(), "5.4.1-1+deb12u1".to_string()];
+        // liblzma-dev has no version its twin was pinned to: it stays a removal, which stops
+        // the task.
+        assert_eq!(
+            keep_installed(&parse_policy(policy), &versions),
+            ["libexpat1-dev=2.5.0-1+deb12u2"]
+        );
     }
 }
