@@ -23,4 +23,5 @@ pub mod plot;
 pub mod report;
 pub mod run;
 pub mod text;
+pub mod timeline;
 pub mod usage;

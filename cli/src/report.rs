@@ -105,6 +105,15 @@ struct Fields {
     t_ns: Option<u64>,
     cpu_frame_ns: Option<u64>,
     gpu_busy_ns: Option<u64>,
+    // The frame timeline's CPU side (absent in dumps that predate it).
+    #[serde(default)]
+    cpu_busy_ns: Option<u64>,
+    #[serde(default)]
+    cpu_wait_ns: Option<u64>,
+    #[serde(default)]
+    present_call_ns: Option<u64>,
+    #[serde(default)]
+    cpu_wait_by_kind_ns: Option<std::collections::BTreeMap<String, Option<u64>>>,
     #[serde(default)]
     counters: Option<std::collections::BTreeMap<String, Option<f64>>>,
     #[serde(default)]
@@ -255,6 +264,7 @@ struct Dump {
     /// Counter names past [`MAX_COUNTERS`], or not in the header's catalogue, that were ignored.
     ignored_counters: u64,
     last_frame: Option<(u64, u64)>,
+    timeline: crate::timeline::Timeline,
 }
 
 impl Dump {
@@ -312,6 +322,12 @@ impl Dump {
             ok
         });
         self.builder.add(t_ns, cpu, gpu);
+        self.timeline.add(
+            f.cpu_busy_ns,
+            f.cpu_wait_ns,
+            f.present_call_ns,
+            f.cpu_wait_by_kind_ns.as_ref(),
+        );
         for s in f.samples {
             match s.scope.as_deref() {
                 Some("draw") => self.draw_sample(s),
@@ -590,6 +606,7 @@ fn render(path: &OsStr, d: &Dump, rec: &SummaryRecord, notes: &[String], all: bo
         gpu_name,
     ));
     out.push_str(&format!("  frames without gpu time: {}\n\n", s.gpu_missing_frames));
+    out.push_str(&d.timeline.render(s.duration_ns));
     if !s.counters.is_empty() {
         let describe = |name: &str| {
             let h = d.header.as_ref();
@@ -920,7 +937,8 @@ fn report_one(path: &OsStr, json: bool, several: bool, all: bool) -> i32 {
             eprintln!("framescope: {}: {n}", show(path));
         }
         let regions = d.regions_top();
-        if !several && regions.is_empty() {
+        let timeline = d.timeline.to_json();
+        if !several && regions.is_empty() && timeline.is_none() {
             println!("{}", rec.to_line());
         } else {
             let mut v: serde_json::Value = serde_json::from_str(&rec.to_line()).unwrap_or_default();
@@ -935,6 +953,9 @@ fn report_one(path: &OsStr, json: bool, several: bool, all: bool) -> i32 {
                     })
                     .collect();
                 o.insert("regions_top".into(), top.into());
+                if let Some(t) = timeline {
+                    o.insert("timeline".into(), t);
+                }
             }
             println!("{v}");
         }

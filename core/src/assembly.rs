@@ -7,11 +7,14 @@
 //! - [`FrameAssembler::on_submission_retired`] when that submission's results are read
 //!   (`Some((begin, end))` in GPU ns, or `None` when it carried no timestamps);
 //! - [`FrameAssembler::close_frame`] at present (or frame boundary) with the CPU part;
+//! - [`FrameAssembler::present_returned`] when that present (or swap) call returns: the
+//!   frame's time in it, and the next frame's CPU start;
 //! - [`FrameAssembler::poll`] after a batch of retirements, and
 //!   [`FrameAssembler::flush`] at device destruction.
 //!
-//! Frames come out strictly in frame order. A frame is complete when it is closed and all
-//! its submissions retired; one still waiting `timeout_frames` frames or `timeout_ns` after
+//! Frames come out strictly in frame order. A frame is complete when it is closed, its
+//! present returned (or a later frame closed, or it ended on a frame boundary) and all its
+//! submissions retired; one still waiting `timeout_frames` frames or `timeout_ns` after
 //! its close comes out anyway with `gpu_missing = Timeout` (later results for it are
 //! ignored). Not thread-safe by itself: the layer keeps it behind its own lock; every call is
 //! O(1) amortised and allocation-free after [`FrameAssembler::new`].
@@ -29,6 +32,10 @@ pub struct AssemblerOptions {
     pub timeout_ns: u64,
     /// When false, frames are emitted at close with `gpu_missing = Disabled`.
     pub gpu_timing: bool,
+    /// A frame ended by a present also waits for [`FrameAssembler::present_returned`] (or
+    /// the next close), so it carries its time in the present call. The layers set it; off,
+    /// a frame is emitted as soon as its GPU part is complete.
+    pub await_present_return: bool,
 }
 
 impl Default for AssemblerOptions {
@@ -37,6 +44,7 @@ impl Default for AssemblerOptions {
             timeout_frames: 32,
             timeout_ns: 2_000_000_000,
             gpu_timing: true,
+            await_present_return: false,
         }
     }
 }
@@ -61,6 +69,8 @@ struct Slot {
     /// Why submissions of this frame went untimed, when the layer knew (its timing could not
     /// be set up): the frame's reason when none of them was timed.
     untimed: Option<GpuMissing>,
+    /// The frame's present call returned (or it has none).
+    returned: bool,
 }
 
 impl Slot {
@@ -69,6 +79,7 @@ impl Slot {
         self.retired = 0;
         self.intervals.clear();
         self.untimed = None;
+        self.returned = false;
     }
 }
 
@@ -81,6 +92,8 @@ pub struct FrameAssembler {
     /// The frame currently accepting submissions.
     open: u64,
     last_t_ns: Option<u64>,
+    /// When the last closed frame's present returned: the open frame's CPU start.
+    last_return_ns: Option<u64>,
     calibration: Option<i64>,
     stats: AssemblerStats,
 }
@@ -96,6 +109,7 @@ impl FrameAssembler {
             intervals: IntervalSet::new(),
             record: FrameRecord::default(),
             untimed: None,
+            returned: false,
         };
         FrameAssembler {
             slots: vec![slot; cap].into_boxed_slice(),
@@ -103,6 +117,7 @@ impl FrameAssembler {
             next_emit: 0,
             open: 0,
             last_t_ns: None,
+            last_return_ns: None,
             calibration: None,
             stats: AssemblerStats::default(),
         }
@@ -203,9 +218,17 @@ impl FrameAssembler {
         let f = self.open;
         record.frame = f;
         record.cpu_frame_ns = self.last_t_ns.map(|last| record.t_ns.saturating_sub(last));
+        record.cpu.start_ns = self.last_return_ns.take();
+        record.cpu.present_ns = None;
         record.gpu = GpuFrameTime::default();
         self.last_t_ns = Some(record.t_ns);
+        // A frame boundary is no call that returns: the next frame starts at this one's end.
+        let returned = record.end != crate::frame::FrameEnd::Present || !self.opts.await_present_return;
+        if returned {
+            self.last_return_ns = Some(record.t_ns);
+        }
         self.slot(f).record = record;
+        self.slot(f).returned = returned;
         self.open += 1;
         if self.open - self.next_emit >= self.slots.len() as u64 {
             // The ring is full (cannot happen when timeouts run, kept for safety): the
@@ -218,6 +241,22 @@ impl FrameAssembler {
         f
     }
 
+    /// The present (or swap) call that ended `frame` returned at `t_ns`: the frame's time in
+    /// it, and the CPU start of the next frame; then emits what is complete. A frame emitted
+    /// already, or one older than the last closed (another present came between), keeps no
+    /// time in present, and the open frame no start.
+    pub fn present_returned<F: FnMut(FrameRecord)>(&mut self, frame: u64, t_ns: u64, emit: F) {
+        if frame + 1 == self.open {
+            self.last_return_ns = Some(t_ns);
+            if frame >= self.next_emit {
+                let s = self.slot(frame);
+                s.record.cpu.present_ns = Some(t_ns.saturating_sub(s.record.t_ns));
+                s.returned = true;
+            }
+        }
+        self.poll(t_ns, emit);
+    }
+
     /// Emits, in order, every closed frame that is complete or has timed out at `now_ns`
     /// (`CLOCK_MONOTONIC`).
     pub fn poll<F: FnMut(FrameRecord)>(&mut self, now_ns: u64, mut emit: F) {
@@ -228,12 +267,13 @@ impl FrameAssembler {
             let timeout_ns = self.opts.timeout_ns;
             let gpu_timing = self.opts.gpu_timing;
             let s = self.slot(f);
-            let complete = !gpu_timing || s.retired >= s.submitted;
+            let gpu_done = !gpu_timing || s.retired >= s.submitted;
+            let complete = gpu_done && (s.returned || later_closed > 0);
             let timed_out = later_closed >= timeout_frames || now_ns.saturating_sub(s.record.t_ns) >= timeout_ns;
             if complete {
                 self.emit_oldest(None, &mut emit);
             } else if timed_out {
-                self.emit_oldest(Some(GpuMissing::Timeout), &mut emit);
+                self.emit_oldest((!gpu_done).then_some(GpuMissing::Timeout), &mut emit);
             } else {
                 break;
             }
@@ -376,6 +416,7 @@ mod tests {
             timeout_frames: 3,
             timeout_ns: u64::MAX,
             gpu_timing: true,
+            await_present_return: false,
         };
         let mut a = FrameAssembler::new(opts);
         let mut out = Vec::new();
@@ -402,6 +443,7 @@ mod tests {
             timeout_frames: 1000,
             timeout_ns: 2_000 * MS,
             gpu_timing: true,
+            await_present_return: false,
         };
         let mut a = FrameAssembler::new(opts);
         let mut out = Vec::new();
@@ -522,5 +564,94 @@ mod tests {
         }
         assert_eq!(a.capacity(), cap);
         assert_eq!(a.stats(), AssemblerStats::default());
+    }
+
+    fn awaiting() -> AssemblerOptions {
+        AssemblerOptions {
+            await_present_return: true,
+            ..AssemblerOptions::default()
+        }
+    }
+
+    /// PresentMon's CPUStart is the previous present's return; the frame keeps its time in
+    /// present, and waits for it before it is emitted.
+    #[test]
+    fn a_frame_carries_its_time_in_present_and_the_next_starts_at_the_return() {
+        let mut a = FrameAssembler::new(awaiting());
+        let mut out = Vec::new();
+        let f0 = a.close_frame(cpu(100 * MS), collect(&mut out));
+        assert!(out.is_empty(), "waits for its present to return");
+        a.present_returned(f0, 103 * MS, collect(&mut out));
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].cpu.present_ns, Some(3 * MS));
+        assert_eq!(out[0].cpu.start_ns, None, "the first frame has no start");
+        let f1 = a.close_frame(cpu(116 * MS), collect(&mut out));
+        a.present_returned(f1, 117 * MS, collect(&mut out));
+        assert_eq!(out[1].cpu.start_ns, Some(103 * MS));
+        assert_eq!(out[1].cpu.present_ns, Some(MS));
+        assert_eq!(out[1].cpu.busy_ns(out[1].t_ns), Some(13 * MS));
+        assert_eq!(out[1].cpu.wait_ns(), Some(MS));
+    }
+
+    #[test]
+    fn waits_and_present_split_the_frame_and_gpu_time_still_gates_emission() {
+        let mut a = FrameAssembler::new(awaiting());
+        let mut out = Vec::new();
+        let f0 = a.close_frame(cpu(100 * MS), collect(&mut out));
+        a.present_returned(f0, 101 * MS, collect(&mut out));
+        a.on_submit();
+        let mut r = cpu(117 * MS);
+        r.cpu.waits.add(crate::waits::WaitKind::Fence, 4 * MS);
+        r.cpu.waits.add(crate::waits::WaitKind::FpsLimit, 2 * MS);
+        let f1 = a.close_frame(r, collect(&mut out));
+        a.present_returned(f1, 118 * MS, collect(&mut out));
+        assert_eq!(out.len(), 1, "frame 1 still waits for its GPU time");
+        a.on_submission_retired(f1, Some((10, 20)));
+        a.poll(119 * MS, collect(&mut out));
+        let f = &out[1];
+        assert_eq!(f.cpu.present_ns, Some(MS));
+        // 117 - 101 = 16 ms before the present, 6 of them waiting.
+        assert_eq!(f.cpu.busy_ns(f.t_ns), Some(10 * MS));
+        assert_eq!(f.cpu.wait_ns(), Some(7 * MS));
+    }
+
+    /// A present that never returned before the next frame closed (another thread presented)
+    /// holds nothing up: the frame goes out without its time in present, the next without a
+    /// start.
+    #[test]
+    fn a_present_that_does_not_return_first_holds_nothing_up() {
+        let mut a = FrameAssembler::new(awaiting());
+        let mut out = Vec::new();
+        let f0 = a.close_frame(cpu(100 * MS), collect(&mut out));
+        let f1 = a.close_frame(cpu(110 * MS), collect(&mut out));
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].cpu.present_ns, None);
+        a.present_returned(f0, 111 * MS, collect(&mut out));
+        a.present_returned(f1, 112 * MS, collect(&mut out));
+        assert_eq!(out.len(), 2);
+        assert_eq!(out[1].cpu.start_ns, None);
+        assert_eq!(out[1].cpu.present_ns, Some(2 * MS));
+        // A lone close times out like a GPU wait would, without a GPU reason.
+        let mut b = FrameAssembler::new(awaiting());
+        let mut out = Vec::new();
+        b.close_frame(cpu(100 * MS), collect(&mut out));
+        b.poll(100 * MS + 2_000_000_000, collect(&mut out));
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].gpu.missing, Some(GpuMissing::NoSubmissions));
+    }
+
+    #[test]
+    fn a_frame_boundary_needs_no_return_and_starts_the_next_frame() {
+        let mut a = FrameAssembler::new(awaiting());
+        let mut out = Vec::new();
+        let boundary = |t| FrameRecord {
+            end: crate::frame::FrameEnd::FrameBoundary,
+            ..cpu(t)
+        };
+        a.close_frame(boundary(100 * MS), collect(&mut out));
+        a.close_frame(boundary(120 * MS), collect(&mut out));
+        assert_eq!(out.len(), 2);
+        assert_eq!(out[1].cpu.start_ns, Some(100 * MS));
+        assert_eq!(out[1].cpu.present_ns, None);
     }
 }

@@ -130,6 +130,35 @@ pub struct GpuFrameTime {
     pub missing: Option<GpuMissing>,
 }
 
+/// The app's CPU side of a frame, on `CLOCK_MONOTONIC`: PresentMon's CPUStart, time in
+/// Present, and the presenting thread's waits (see [`crate::waits`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CpuFrameTime {
+    /// When the previous frame's present (or swap) call returned: the frame's CPU start.
+    /// `None` for the first frame, and after a present that did not return before this
+    /// frame ended (another thread presenting meanwhile).
+    pub start_ns: Option<u64>,
+    /// From the frame's end (`t_ns`, the present call entered, after `fps_limit`) to the
+    /// present call's return: framescope's HUD and the driver's present, as the app sees it.
+    pub present_ns: Option<u64>,
+    /// The presenting thread's waits from the previous present to this one.
+    pub waits: crate::waits::WaitTimes,
+}
+
+impl CpuFrameTime {
+    /// The frame's CPU time before its present call that was not spent waiting: `t_ns`
+    /// minus the start minus the waits.
+    pub fn busy_ns(&self, t_ns: u64) -> Option<u64> {
+        let start = self.start_ns?;
+        Some(t_ns.saturating_sub(start).saturating_sub(self.waits.total()))
+    }
+
+    /// The waits plus the time in the present call (unknown when that is).
+    pub fn wait_ns(&self) -> Option<u64> {
+        Some(self.present_ns?.saturating_add(self.waits.total()))
+    }
+}
+
 /// How the frame ended.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum FrameEnd {
@@ -174,6 +203,8 @@ pub struct FrameRecord {
     pub t_ns: u64,
     /// Present-to-present CPU time; `None` for the first frame.
     pub cpu_frame_ns: Option<u64>,
+    /// Where the frame's CPU time went: its start, its waits, its present call.
+    pub cpu: CpuFrameTime,
     pub gpu: GpuFrameTime,
     pub counts: FrameCounts,
     /// The newest counter values when the frame closed (see [`crate::counters`]).

@@ -40,6 +40,7 @@ pub mod settings;
 pub mod shown;
 pub mod stats;
 pub mod sync;
+pub mod waits;
 
 /// The dump schema id written in every header record.
 pub const SCHEMA_ID: &str = "framescope.v1";

@@ -57,18 +57,23 @@ impl Limiter {
         Some(next)
     }
 
-    /// Waits on this thread until the frame's deadline (see the module docs).
-    pub fn pace(&self) {
-        let Some(deadline) = self.deadline(crate::clock::monotonic_now_ns()) else {
-            return;
+    /// Waits on this thread until the frame's deadline (see the module docs); the time
+    /// waited (0 when nothing limits).
+    pub fn pace(&self) -> u64 {
+        let start = crate::clock::monotonic_now_ns();
+        let Some(deadline) = self.deadline(start) else {
+            return 0;
         };
         let now = crate::clock::monotonic_now_ns();
         if deadline > now + SPIN_NS {
             std::thread::sleep(Duration::from_nanos(deadline - now - SPIN_NS));
         }
-        while crate::clock::monotonic_now_ns() < deadline {
+        let mut end = crate::clock::monotonic_now_ns();
+        while end < deadline {
             std::hint::spin_loop();
+            end = crate::clock::monotonic_now_ns();
         }
+        end - start
     }
 }
 
@@ -97,10 +102,17 @@ pub fn rate_after(presses: u64) -> u32 {
 }
 
 /// Paces the calling thread's present or swap with the rate in force after `presses` presses
-/// of the rate key. Nothing to do (one atomic read) without a limit.
+/// of the rate key, and adds the time held to the thread's waits (the frame's `fps_limit`
+/// wait). Nothing to do (one atomic read) without a limit.
 pub fn pace(presses: u64) {
     LIMITER.set_fps(rate_after(presses));
-    LIMITER.pace();
+    if LIMITER.fps() == 0 {
+        return;
+    }
+    let waited = LIMITER.pace();
+    if waited > 0 {
+        crate::waits::add(crate::waits::WaitKind::FpsLimit, waited);
+    }
 }
 
 #[cfg(test)]
@@ -129,10 +141,11 @@ mod tests {
     fn pace_returns_at_the_deadline_not_before() {
         let l = Limiter::new();
         l.set_fps(200); // 5 ms
-        l.pace();
+        assert_eq!(l.pace(), 0, "the first frame sets the pace");
         let t0 = crate::clock::monotonic_now_ns();
-        l.pace();
+        let waited = l.pace();
         let t1 = crate::clock::monotonic_now_ns();
+        assert!(waited <= t1 - t0 && waited >= 4_000_000, "said it waited {waited} ns");
         // The second pace waited for the first frame's deadline, about 5 ms after the first.
         assert!(t1 >= t0, "{t0} {t1}");
         assert!(t1 - t0 >= 4_000_000, "waited only {} ns", t1 - t0);

@@ -155,6 +155,16 @@ impl FrameSession {
 
     /// A sample of a retired submission: to the regions table, and to the dump ahead of its
     /// frame.
+    /// The present (or swap) that ended `frame` returned at `t_ns`: see
+    /// [`FrameAssembler::present_returned`].
+    pub fn present_returned(&mut self, frame: u64, t_ns: u64) {
+        let mut sinks = Sinks {
+            dump: &self.dump,
+            history: &mut self.history,
+        };
+        self.assembler.present_returned(frame, t_ns, |r| sinks.emit(r));
+    }
+
     pub fn push_sample(&mut self, s: SampleRecord) {
         if let Some(r) = self.regions.as_mut() {
             r.add(&s);

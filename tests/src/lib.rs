@@ -5,6 +5,7 @@
 pub mod allocs;
 pub mod artifacts;
 pub mod dump;
+pub mod fault_layer;
 pub mod glmark;
 pub mod image;
 pub mod lane;

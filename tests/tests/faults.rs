@@ -11,14 +11,13 @@
 //! headless, framescope's frames need `--frame-boundary`, which lavapipe lacks bare, so the
 //! two runs could not share their arguments (one headless test compares them anyway).
 
-use framescope_tests::{dump, validation, Artifacts, Outcome, Sandbox, Xvfb};
+use framescope_tests::{dump, fault_layer, validation, Artifacts, Outcome, Sandbox, Xvfb};
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::time::Duration;
 
 const LIMIT: Duration = Duration::from_secs(180);
-const FAULT: &str = "VK_LAYER_FRAMESCOPE_fault";
 /// 200 frames in a small window.
 const WINDOWED: [&str; 6] = ["--frames", "200", "--width", "320", "--height", "240"];
 
@@ -37,44 +36,13 @@ struct Runs {
 /// message that only framescope's run has.
 fn runs(name: &str, fault: &str, x: Option<&Xvfb>, bare_args: &[&str], args: &[&str]) -> Runs {
     let a = Artifacts::get();
-    let lib = a.bin_dir.join("libframescope_fault_layer.so");
-    assert!(
-        lib.is_file(),
-        "{} is missing: run `cargo build --workspace`",
-        lib.display()
-    );
     let mut sb = Sandbox::new(name);
     let path = sb.path("dump.jsonl");
-    sb.with_validation()
-        .set("FRAMESCOPE_FAULT", fault)
-        .set("FRAMESCOPE_DUMP", path.display().to_string());
+    sb.with_validation().set("FRAMESCOPE_DUMP", path.display().to_string());
     if let Some(x) = x {
         sb.display(x);
     }
-    let dir = sb.path("layers");
-    std::fs::create_dir_all(&dir).unwrap();
-    let manifest = serde_json::json!({
-        "file_format_version": "1.2.0",
-        "layer": {
-            "name": FAULT,
-            "type": "GLOBAL",
-            "library_path": lib,
-            "api_version": "1.3.0",
-            "implementation_version": "1",
-            "description": "framescope test layer: injects faults",
-        }
-    });
-    std::fs::write(dir.join("fault.json"), manifest.to_string()).unwrap();
-    // Below the validation layer when it is there (the list's first is nearest the app), and
-    // below framescope, whose manifest is implicit.
-    let layers = match sb.env("VK_INSTANCE_LAYERS") {
-        Some(l) => format!("{l}:{FAULT}"),
-        None => FAULT.to_string(),
-    };
-    sb.set("VK_INSTANCE_LAYERS", layers).set(
-        "VK_LAYER_PATH",
-        format!("{}:/usr/share/vulkan/explicit_layer.d", dir.display()),
-    );
+    fault_layer::enable(&mut sb, fault);
     let bare = sb.run(&a.testapp, bare_args, LIMIT);
     let app = a.testapp.display().to_string();
     let under = sb.run_under_framescope(&a, &app, args, LIMIT);

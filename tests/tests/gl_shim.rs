@@ -47,6 +47,9 @@ const EXPECTED_EXPORTS: &[&str] = &[
     "glEndList",
     "glEndQuery",
     "glEndQueryIndexed",
+    // The app's waits, timed into its frame's `cpu_wait_by_kind_ns`.
+    "glClientWaitSync",
+    "glFinish",
     "glGetQueryIndexediv",
     "glGetQueryiv",
     "glNewList",

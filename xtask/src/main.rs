@@ -168,6 +168,7 @@ const DRIVER_LANE_TESTS: &[&str] = &[
     "perf_query",
     "apps32",
     "faults",
+    "frame_timeline",
 ];
 
 /// Replaces the README's config key table (between its `config-keys` markers) with the one the

@@ -703,6 +703,8 @@ mod tests {
             frame: 1,
             t_ns: 1000,
             cpu_frame_ns: Some(100),
+            cpu_start_ns: None,
+            present_call_ns: None,
             gpu_busy_ns: Some(10),
             gpu_span_ns: None,
             gpu_begin_ns: None,

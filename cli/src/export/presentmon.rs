@@ -2,9 +2,13 @@
 //! Names are PresentMon 2.x's (its default metrics, `Ms` prefix), with 1.x's and early
 //! 2.x's `TimeInSeconds` as the time column (seconds since the dump's start). Columns
 //! framescope has no value for are `NA`, PresentMon's own marker: `SyncInterval`,
-//! `PresentFlags`, `MsBetweenDisplayChange`, `MsInPresentAPI`, `MsUntilDisplayed`,
-//! `MsCPUBusy`, `MsCPUWait` always; `SwapChainAddress`, `AllowsTearing` and `PresentMode`
-//! for frames without a swapchain; the GPU columns for frames without GPU times.
+//! `PresentFlags`, `MsBetweenDisplayChange`, `MsUntilDisplayed` always; `SwapChainAddress`,
+//! `AllowsTearing` and `PresentMode` for frames without a swapchain; the CPU columns for
+//! frames without the frame timeline's CPU start or time in present (dumps that predate
+//! it, the first frame); the GPU columns for frames without GPU times.
+//! `MsCPUBusy` and `MsCPUWait` follow PresentMon's definitions (the CPU start to the present
+//! call, and the time in it), not the dump's `cpu_busy_ns`/`cpu_wait_ns`, which also count
+//! the app's other waits as waiting.
 //! `PresentMode` is the Vulkan present mode's name (`FIFO`, `MAILBOX`, ...), not one of
 //! Windows' presentation models.
 
@@ -66,8 +70,12 @@ impl<W: Write> Sink for PresentMon<W> {
         let mode = sc
             .and_then(|s| s.present_mode_name.as_deref())
             .map_or_else(|| NA.into(), cell);
-        // GPU latency: from the frame's CPU start (the previous present) to its first GPU work.
-        let cpu_start = f.cpu_frame_ns.map(|ft| f.t_ns.saturating_sub(ft));
+        // The frame's CPU start: the previous present's return; a dump before the frame
+        // timeline has only the previous present's start, which still serves GPU latency.
+        let cpu_busy = f.cpu_start_ns.map(|s| f.t_ns.saturating_sub(s));
+        let cpu_start = f
+            .cpu_start_ns
+            .or_else(|| f.cpu_frame_ns.map(|ft| f.t_ns.saturating_sub(ft)));
         let latency = match (cpu_start, f.gpu_begin_ns) {
             (Some(s), Some(g)) if g >= s => Some(g - s),
             _ => None,
@@ -88,10 +96,10 @@ impl<W: Write> Sink for PresentMon<W> {
             format!("{:.6}", f.t_ns.saturating_sub(start) as f64 / 1e9),
             ms(f.cpu_frame_ns),
             NA.into(),
+            ms(f.present_call_ns),
             NA.into(),
-            NA.into(),
-            NA.into(),
-            NA.into(),
+            ms(cpu_busy),
+            ms(f.present_call_ns),
             ms(latency),
             ms(f.gpu_span_ns),
             ms(f.gpu_busy_ns),
@@ -123,12 +131,23 @@ mod tests {
         )
         .unwrap();
         p.frame(&f).unwrap();
+        // With the frame timeline: the start 13 ms before the present, 0.5 ms in it.
+        let f: Frame = serde_json::from_str(
+            r#"{"frame":4,"t_ns":1516000000,"cpu_frame_ns":16000000,"cpu_start_ns":1503000000,"present_call_ns":500000,
+               "gpu_busy_ns":null,"gpu_span_ns":null,"swapchain":null}"#,
+        )
+        .unwrap();
+        p.frame(&f).unwrap();
         let text = String::from_utf8(p.out.clone()).unwrap();
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines[0], COLUMNS);
         assert_eq!(
             lines[1],
             "vk cube,42,0x1,Vulkan,NA,NA,0,FIFO,0.500000,16.0000,NA,NA,NA,NA,NA,1.0000,3.0000,2.0000,1.0000"
+        );
+        assert_eq!(
+            lines[2],
+            "vk cube,42,NA,Vulkan,NA,NA,NA,NA,0.516000,16.0000,NA,0.5000,NA,13.0000,0.5000,NA,NA,NA,NA"
         );
     }
 }

@@ -70,6 +70,11 @@ pub struct Frame {
     pub frame: u64,
     pub t_ns: u64,
     pub cpu_frame_ns: Option<u64>,
+    /// The previous present's return (dumps before the frame timeline have none).
+    #[serde(default)]
+    pub cpu_start_ns: Option<u64>,
+    #[serde(default)]
+    pub present_call_ns: Option<u64>,
     pub gpu_busy_ns: Option<u64>,
     pub gpu_span_ns: Option<u64>,
     pub gpu_begin_ns: Option<u64>,

@@ -8,6 +8,7 @@ use crate::driver_values::{DriverGroup, DriverValues};
 use crate::frame::{vk_format_name, vk_present_mode_name, DispatchKind, DrawKind, FrameRecord, GpuMissing};
 use crate::sample::{DrawParams, PipelineStats, SampleRecord};
 use crate::stats::Summary;
+use crate::waits::WaitKind;
 use serde::ser::{SerializeMap, SerializeSeq, Serializer};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value as Json};
@@ -505,9 +506,9 @@ impl Serialize for ParamsMap<'_> {
     }
 }
 
-struct ByKind<'a>(&'a [&'static str], &'a [u32]);
+struct ByKind<'a, T>(&'a [&'static str], &'a [T]);
 
-impl Serialize for ByKind<'_> {
+impl<T: Serialize> Serialize for ByKind<'_, T> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut m = s.serialize_map(Some(self.0.len()))?;
         for (name, v) in self.0.iter().zip(self.1) {
@@ -573,6 +574,16 @@ const DRAW_NAMES: [&str; DrawKind::COUNT] = {
     names
 };
 
+const WAIT_NAMES: [&str; WaitKind::COUNT] = {
+    let mut names = [""; WaitKind::COUNT];
+    let mut i = 0;
+    while i < WaitKind::COUNT {
+        names[i] = WaitKind::ALL[i].name();
+        i += 1;
+    }
+    names
+};
+
 const DISPATCH_NAMES: [&str; DispatchKind::COUNT] = [
     DispatchKind::ALL[0].name(),
     DispatchKind::ALL[1].name(),
@@ -598,6 +609,24 @@ impl Serialize for FrameLine<'_> {
             None => Some(r.gpu.missing.unwrap_or(GpuMissing::Unknown).name()),
         };
         m.serialize_entry("gpu_missing", &missing)?;
+        // The frame timeline's CPU side (PresentMon: CPUStartTime, MsCPUBusy, MsCPUWait,
+        // MsInPresentAPI; ours splits the waits by kind) and the GPU side on the CPU clock.
+        let cpu = &r.cpu;
+        m.serialize_entry("cpu_start_ns", &cpu.start_ns)?;
+        m.serialize_entry("cpu_busy_ns", &cpu.busy_ns(r.t_ns))?;
+        m.serialize_entry("cpu_wait_ns", &cpu.wait_ns())?;
+        m.serialize_entry("present_call_ns", &cpu.present_ns)?;
+        m.serialize_entry("cpu_wait_by_kind_ns", &ByKind(&WAIT_NAMES, &cpu.waits.0))?;
+        let gpu_latency = match (cpu.start_ns, r.gpu.begin_ns) {
+            (Some(s), Some(b)) => Some(b.saturating_sub(s)),
+            _ => None,
+        };
+        m.serialize_entry("gpu_latency_ns", &gpu_latency)?;
+        let gpu_wait = match (r.gpu.span_ns, r.gpu.busy_ns) {
+            (Some(s), Some(b)) => Some(s.saturating_sub(b)),
+            _ => None,
+        };
+        m.serialize_entry("gpu_wait_ns", &gpu_wait)?;
         m.serialize_entry("draws", &c.draws_total())?;
         m.serialize_entry("dispatches", &c.dispatches_total())?;
         m.serialize_entry("submits", &c.submits)?;

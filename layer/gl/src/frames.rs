@@ -113,6 +113,7 @@ fn session_of<'a>(slot: &'a mut Option<FrameSession>, first: &Ctx) -> &'a mut Fr
             assembler: AssemblerOptions {
                 timeout_frames: RING as u64,
                 gpu_timing: first.timing,
+                await_present_return: true,
                 ..AssemblerOptions::default()
             },
             history: settings::get().hud,
@@ -451,12 +452,13 @@ fn close_frame(ws: WinSys, key: usize, counts: FrameCounts) -> Option<(u64, Arc<
         m.lock().end_frame(|| a.on_submit());
     }
     c.frames += 1;
-    let record = FrameRecord {
+    let mut record = FrameRecord {
         end: FrameEnd::Present,
         t_ns: now,
         counts,
         ..FrameRecord::default()
     };
+    record.cpu.waits = framescope_core::waits::take();
     Some((session.close(record), gl))
 }
 
@@ -483,9 +485,9 @@ pub fn history_has_fps() -> bool {
     })
 }
 
-/// After the real swap: reads finished timestamps and starts the next frame. False when the
+/// After the real swap, which returned at `returned_ns`: the swap's frame gets its time in it, finished timestamps are read and the next frame starts. False when the
 /// context is not known (any more).
-pub fn after_swap(t: &SwapToken) -> bool {
+pub fn after_swap(t: &SwapToken, frame: u64, returned_ns: u64) -> bool {
     let mut guard = STATE.lock();
     let st = &mut *guard;
     let Some(i) = position(&st.contexts, t.ws, t.key) else {
@@ -494,6 +496,7 @@ pub fn after_swap(t: &SwapToken) -> bool {
     let c = &mut st.contexts[i];
     let now = monotonic_now_ns();
     let session = session_of(&mut st.session, c);
+    session.present_returned(frame, returned_ns);
     c.read_available(session.assembler());
     c.calibrate(now, session.assembler());
     c.begin_frame();

@@ -95,6 +95,7 @@ pub fn intercept(name: &[u8]) -> Option<(&'static Slot, usize)> {
             return draws::intercept(name)
                 .or_else(|| draws::intercept_legacy(name))
                 .or_else(|| sample_hooks::intercept(name))
+                .or_else(|| crate::waits::intercept(name))
         }
     };
     Some((real, ours as usize))
@@ -163,9 +164,10 @@ fn around_swap<R>(ws: WinSys, target: Target, real: impl FnOnce() -> R) -> R {
         hud_time.stop();
     }
     let r = real();
+    let returned = framescope_core::clock::monotonic_now_ns();
     if let Some(c) = closed {
         let t = c.token;
-        if guarded(&SWAP, || frames::after_swap(&t)) == Some(true) {
+        if guarded(&SWAP, || frames::after_swap(&t, c.frame, returned)) == Some(true) {
             // Outside the frame lock, like the HUD before the swap.
             guarded(&HUD, || hud::after_swap(t.ws, t.key));
         }

@@ -39,7 +39,7 @@ mod perf_fns;
 mod winsys;
 // One table of GL entry points per context, and what the context is.
 mod gl;
-// Features: statistics, samples, draw counting, the frame protocol, the HUD.
+// Features: statistics, samples, draw counting, waits, the frame protocol, the HUD.
 mod draws;
 mod frames;
 mod hud;
@@ -47,6 +47,7 @@ mod monitors;
 mod sample_hooks;
 mod samples;
 mod stats;
+mod waits;
 // The hooked entry points, wiring the features together (and the dlsym/dlvsym trampolines).
 mod hooks;
 
@@ -206,6 +207,21 @@ pub unsafe extern "C" fn glGetQueryiv(target: u32, pname: u32, params: *mut i32)
 pub unsafe extern "C" fn glGetQueryIndexediv(target: u32, index: u32, pname: u32, params: *mut i32) {
     // SAFETY: forwarded unchanged.
     unsafe { sample_hooks::get_query_indexediv(target, index, pname, params) }
+}
+
+// The app's GL waits, exported because most apps import them straight from libGL (see
+// `waits`).
+
+#[no_mangle]
+pub unsafe extern "C" fn glFinish() {
+    // SAFETY: forwarded unchanged.
+    unsafe { waits::finish() }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn glClientWaitSync(sync: *mut c_void, flags: u32, timeout: u64) -> u32 {
+    // SAFETY: forwarded unchanged.
+    unsafe { waits::client_wait_sync(sync, flags, timeout) }
 }
 
 // Legacy GL draws, exported because the apps that use them call them straight from libGL

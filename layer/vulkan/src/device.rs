@@ -52,6 +52,8 @@ pub struct Device {
     pub fns: ash::Device,
     pub swapchain_fns: ash::khr::swapchain::DeviceFn,
     pub sync2_fns: ash::khr::synchronization2::DeviceFn,
+    /// `vkWaitSemaphoresKHR`, hooked to time the app's waits (the core 1.2 command is in `fns`).
+    pub timeline_fns: ash::khr::timeline_semaphore::DeviceFn,
     pub calibrated_fns: Option<ash::ext::calibrated_timestamps::DeviceFn>,
     pub cmd_fns: CmdFns,
     pub sample_fns: SampleFns,
@@ -79,6 +81,7 @@ impl Device {
         let fns = unsafe { ash::Device::load_with(&mut load, handle) };
         let swapchain_fns = ash::khr::swapchain::DeviceFn::load(&mut load);
         let sync2_fns = ash::khr::synchronization2::DeviceFn::load(&mut load);
+        let timeline_fns = ash::khr::timeline_semaphore::DeviceFn::load(&mut load);
         let has = |ext: &CStr| {
             enabled_extensions.iter().any(|e| e.as_bytes() == ext.to_bytes()) || augment.added_extensions.contains(&ext)
         };
@@ -101,6 +104,7 @@ impl Device {
             fns,
             swapchain_fns,
             sync2_fns,
+            timeline_fns,
             calibrated_fns,
             cmd_fns,
             sample_fns,

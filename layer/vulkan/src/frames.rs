@@ -26,6 +26,7 @@ impl FrameState {
             session: FrameSession::new(SessionOptions {
                 assembler: AssemblerOptions {
                     gpu_timing: cfg.gpu_timing,
+                    await_present_return: true,
                     ..AssemblerOptions::default()
                 },
                 // The HUD's history and regions; kept without a HUD too (a screenshot may
@@ -41,14 +42,14 @@ impl FrameState {
     }
 
     /// Closes the open frame with `record` (CPU part; counts are taken from the state), ends
-    /// the draw window of the frame and sets the next one.
+    /// the draw window of the frame and sets the next one; the closed frame's index.
     /// `counted`: whether the device counts draws and the like (`Device::count_commands`).
     pub fn close(
         &mut self,
         mut record: FrameRecord,
         window: Option<&crate::samples::budget::DrawWindow>,
         counted: bool,
-    ) {
+    ) -> u64 {
         record.counts = std::mem::take(&mut self.counts);
         record.counts.commands_uncounted = !counted;
         if let Some(w) = window.filter(|_| self.budget.active()) {
@@ -64,7 +65,7 @@ impl FrameState {
             });
             self.budget.end_frame(w, frame);
         }
-        self.session.close(record);
+        let closed = self.session.close(record);
         // The frames emitted by this close and the polls before it teach the budget.
         if let Some(h) = self.session.history() {
             let total = h.total();
@@ -74,6 +75,12 @@ impl FrameState {
             }
             self.emitted_seen = total;
         }
+        closed
+    }
+
+    /// The present that ended `frame` returned at `t_ns` (see `FrameAssembler::present_returned`).
+    pub fn present_returned(&mut self, frame: u64, t_ns: u64) {
+        self.session.present_returned(frame, t_ns);
     }
 
     /// A sample of a retired submission; goes to the dump ahead of its frame.

@@ -4,7 +4,7 @@
 
 use crate::device_state;
 use crate::hooks::samples as sh;
-use crate::hooks::{cmdbuf, commands, create, frame_boundary, present, queue};
+use crate::hooks::{cmdbuf, commands, create, frame_boundary, present, queue, waits};
 use ash::vk::{self, Handle};
 use framescope_core::guard::{guarded, Site};
 use std::ffi::{c_char, CStr};
@@ -68,6 +68,13 @@ fn device_hook(name: &[u8]) -> vk::PFN_vkVoidFunction {
         b"vkCreateSwapchainKHR" => pfn!(present::create_swapchain, vk::PFN_vkCreateSwapchainKHR),
         b"vkDestroySwapchainKHR" => pfn!(present::destroy_swapchain, vk::PFN_vkDestroySwapchainKHR),
         b"vkDestroySemaphore" => pfn!(present::destroy_semaphore, vk::PFN_vkDestroySemaphore),
+        b"vkAcquireNextImageKHR" => pfn!(waits::acquire_next_image_khr, vk::PFN_vkAcquireNextImageKHR),
+        b"vkAcquireNextImage2KHR" => pfn!(waits::acquire_next_image2_khr, vk::PFN_vkAcquireNextImage2KHR),
+        b"vkWaitForFences" => pfn!(waits::wait_for_fences, vk::PFN_vkWaitForFences),
+        b"vkWaitSemaphores" => pfn!(waits::wait_semaphores, vk::PFN_vkWaitSemaphores),
+        b"vkWaitSemaphoresKHR" => pfn!(waits::wait_semaphores_khr, vk::PFN_vkWaitSemaphores),
+        b"vkQueueWaitIdle" => pfn!(waits::queue_wait_idle, vk::PFN_vkQueueWaitIdle),
+        b"vkDeviceWaitIdle" => pfn!(waits::device_wait_idle, vk::PFN_vkDeviceWaitIdle),
         b"vkAllocateCommandBuffers" => pfn!(cmdbuf::allocate_command_buffers, vk::PFN_vkAllocateCommandBuffers),
         b"vkFreeCommandBuffers" => pfn!(cmdbuf::free_command_buffers, vk::PFN_vkFreeCommandBuffers),
         b"vkBeginCommandBuffer" => pfn!(cmdbuf::begin_command_buffer, vk::PFN_vkBeginCommandBuffer),

@@ -99,6 +99,11 @@ pub struct Config {
     oom_always: u16,
     /// Every `vkCreateQueryPool` fails.
     pub oom_query_pool: bool,
+    /// Every `vkWaitForFences` sleeps this many milliseconds before it is forwarded.
+    pub slow_fence_ms: Option<u64>,
+    /// Every `vkAcquireNextImageKHR`/`vkAcquireNextImage2KHR` sleeps this many milliseconds
+    /// before it is forwarded.
+    pub slow_acquire_ms: Option<u64>,
 }
 
 impl Config {
@@ -138,6 +143,8 @@ impl Config {
                 "out_of_date_every" => c.out_of_date_every = Some(count()?),
                 "suboptimal_every" => c.suboptimal_every = Some(count()?),
                 "surface_lost_at" => c.surface_lost_at = Some(count()?),
+                "slow_fence_ms" => c.slow_fence_ms = Some(count()?),
+                "slow_acquire_ms" => c.slow_acquire_ms = Some(count()?),
                 "oom_after_present" => c.oom_after_present |= creates(key, value)?,
                 "oom_always" => c.oom_always |= creates(key, value)?,
                 "oom_query_pool" => {
@@ -166,9 +173,10 @@ mod tests {
     #[test]
     fn every_item() {
         let c = Config::parse(
-            "lost_at_submit=20, out_of_date_every=7,suboptimal_every=5,surface_lost_at=3,oom_after_present=image+fence,oom_query_pool,oom_always=device+swapchain",
+            "lost_at_submit=20, out_of_date_every=7,suboptimal_every=5,surface_lost_at=3,oom_after_present=image+fence,oom_query_pool,oom_always=device+swapchain,slow_fence_ms=30,slow_acquire_ms=20",
         )
         .unwrap();
+        assert_eq!((c.slow_fence_ms, c.slow_acquire_ms), (Some(30), Some(20)));
         assert_eq!(c.lost_at_submit, Some(20));
         assert_eq!(c.out_of_date_every, Some(7));
         assert_eq!(c.suboptimal_every, Some(5));
@@ -192,6 +200,8 @@ mod tests {
             "oom_query_pool=1",
             "oom_always",
             "oom_always=surface",
+            "slow_fence_ms",
+            "slow_acquire_ms=0",
             "bogus",
         ] {
             assert!(Config::parse(bad).is_err(), "{bad}");

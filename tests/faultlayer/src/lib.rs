@@ -36,6 +36,11 @@
 //! * `oom_query_pool`: every `vkCreateQueryPool` fails with `VK_ERROR_OUT_OF_DEVICE_MEMORY`
 //!   (the test app creates none; framescope's GPU timing does).
 //!
+//! * `slow_fence_ms=N` / `slow_acquire_ms=N`: every `vkWaitForFences` / every
+//!   `vkAcquireNextImageKHR` and `vkAcquireNextImage2KHR` sleeps N ms, then is forwarded, as a
+//!   slow driver or compositor would keep the app waiting (not counted as faults): the known
+//!   waits of the frame-timeline tests. framescope's own fence waits are slowed too.
+//!
 //! When several present faults fall on one present, the lost device wins, then the lost
 //! surface, then out of date, then suboptimal; a present the driver itself fails keeps the
 //! driver's error. A value that does not parse prints one line and injects nothing.
@@ -672,6 +677,13 @@ macro_rules! lost_or_forward {
     };
 }
 
+/// Sleeps `ms` milliseconds, when given (`slow_fence_ms`, `slow_acquire_ms`).
+fn slow(ms: Option<u64>) {
+    if let Some(ms) = ms {
+        std::thread::sleep(std::time::Duration::from_millis(ms));
+    }
+}
+
 unsafe extern "system" fn wait_for_fences(
     device: vk::Device,
     n: u32,
@@ -679,6 +691,7 @@ unsafe extern "system" fn wait_for_fences(
     all: vk::Bool32,
     timeout: u64,
 ) -> vk::Result {
+    slow(config().slow_fence_ms);
     lost_or_forward!(device, wait_for_fences, device, n, fences, all, timeout)
 }
 
@@ -727,6 +740,7 @@ unsafe extern "system" fn acquire_next_image(
     fence: vk::Fence,
     index: *mut u32,
 ) -> vk::Result {
+    slow(config().slow_acquire_ms);
     lost_or_forward!(
         device,
         acquire_next_image,
@@ -744,6 +758,7 @@ unsafe extern "system" fn acquire_next_image2(
     info: *const vk::AcquireNextImageInfoKHR,
     index: *mut u32,
 ) -> vk::Result {
+    slow(config().slow_acquire_ms);
     lost_or_forward!(device, acquire_next_image2, device, info, index)
 }
 

@@ -41,7 +41,7 @@ use std::process::ExitCode;
 mod storm;
 
 const USAGE: &str = concat!(
-    "usage: framescope-glapp [--frames N] [--width W] [--height H] [--own-query] [--span] [--main-draws N]\n",
+    "usage: framescope-glapp [--frames N] [--width W] [--height H] [--own-query] [--span] [--main-draws N] [--finish]\n",
     "       framescope-glapp --storm N [--width W] [--height H] [--main-draws N]\n",
 );
 
@@ -52,6 +52,8 @@ struct Args {
     own_query: bool,
     span: bool,
     main_draws: u32,
+    /// `--finish`: `glFinish` before every swap (a known wait for the frame timeline).
+    finish: bool,
     /// `--storm N`: N lifecycle cycles (`storm`) instead of the normal run.
     storm: u32,
 }
@@ -64,6 +66,7 @@ fn parse_args() -> Result<Args, String> {
         own_query: false,
         span: false,
         main_draws: 100,
+        finish: false,
         storm: 0,
     };
     let mut it = std::env::args().skip(1);
@@ -82,6 +85,7 @@ fn parse_args() -> Result<Args, String> {
             "--span" => a.span = true,
             "--main-draws" => a.main_draws = num("--main-draws")?,
             "--storm" => a.storm = num("--storm")?,
+            "--finish" => a.finish = true,
             "-h" | "--help" => {
                 print!("{USAGE}");
                 std::process::exit(0);
@@ -695,6 +699,10 @@ fn run(a: &Args) -> Result<Report, String> {
             }
         }
         check_errors(&mut report);
+        if a.finish {
+            // SAFETY: the context is current.
+            unsafe { (gl.finish)() };
+        }
         // SAFETY: live display, window and current context.
         unsafe { (glx.swap_buffers)(dpy, window) };
         report.frames += 1;

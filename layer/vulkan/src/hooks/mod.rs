@@ -10,6 +10,7 @@ pub mod frame_boundary;
 pub mod present;
 pub mod queue;
 pub mod samples;
+pub mod waits;
 
 #[cfg(test)]
 mod tests;

@@ -30,21 +30,20 @@ pub unsafe extern "system" fn queue_present(queue: vk::Queue, info: *const vk::P
     guarded(&PRESENT, || {
         framescope_core::pacing::pace(framescope_overlay::keys::fps_presses())
     });
-    guarded(&PRESENT, || {
+    let closed = guarded(&PRESENT, || {
         let t_ns = monotonic_now_ns();
         d.stats.presents.fetch_add(1, Ordering::Relaxed);
         framescope_core::guard::maybe_panic("present");
         // SAFETY: the app's present info is valid for this call.
         let swapchain = unsafe { first_swapchain(info) }.and_then(|s| d.swapchain(s));
-        end_frame(
-            &d,
-            FrameRecord {
-                end: FrameEnd::Present,
-                swapchain,
-                t_ns,
-                ..FrameRecord::default()
-            },
-        );
+        let mut record = FrameRecord {
+            end: FrameEnd::Present,
+            swapchain,
+            t_ns,
+            ..FrameRecord::default()
+        };
+        record.cpu.waits = framescope_core::waits::take();
+        end_frame(&d, record)
     });
     // A frame boundary on a present adds nothing (the present ends the frame), but when we
     // emulate the extension the layers below must not see its struct.
@@ -77,6 +76,10 @@ pub unsafe extern "system" fn queue_present(queue: vk::Queue, info: *const vk::P
     // --- end HUD ---
     // SAFETY: forwarding the app's arguments (or their copy with our semaphores).
     let r = unsafe { (d.swapchain_fns.queue_present_khr)(queue, info) };
+    if let Some(frame) = closed {
+        let returned = monotonic_now_ns();
+        guarded(&PRESENT, || d.frames.lock().present_returned(frame, returned));
+    }
     crate::hooks::fault::seen(&d, "vkQueuePresentKHR", r);
     r
 }
@@ -93,8 +96,9 @@ unsafe fn first_swapchain(info: *const vk::PresentInfoKHR<'_>) -> Option<vk::Swa
     Some(unsafe { *info.p_swapchains })
 }
 
-/// Closes the open frame: reads what retired, emits complete frames to the dump.
-pub fn end_frame(d: &DeviceState, record: FrameRecord) {
+/// Closes the open frame: reads what retired, emits complete frames to the dump; the closed
+/// frame's index.
+pub fn end_frame(d: &DeviceState, record: FrameRecord) -> u64 {
     framescope_core::alloc_count::on_frame_end();
     let mut frames = d.frames.lock();
     if frames.session.frames_closed().is_multiple_of(RECALIBRATE_EVERY) {
@@ -114,7 +118,7 @@ pub fn end_frame(d: &DeviceState, record: FrameRecord) {
         .as_ref()
         .filter(|s| s.level == crate::samples::Level::Draw)
         .map(|s| &s.window);
-    frames.close(record, window, d.count_commands);
+    frames.close(record, window, d.count_commands)
 }
 
 /// Starts the process's dump for this device if the config asks for one and no other device

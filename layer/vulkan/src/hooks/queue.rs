@@ -148,11 +148,12 @@ fn boundary_prep<'a, B: Batch + 'a>(
 fn boundary_done(d: &DeviceState, ends: bool) {
     if ends && d.stats.presents.load(Ordering::Relaxed) == 0 {
         guarded(&BOUNDARY, || {
-            let record = FrameRecord {
+            let mut record = FrameRecord {
                 end: FrameEnd::FrameBoundary,
                 t_ns: monotonic_now_ns(),
                 ..FrameRecord::default()
             };
+            record.cpu.waits = framescope_core::waits::take();
             crate::hooks::present::end_frame(d, record);
         });
     }

@@ -1,0 +1,182 @@
+//! The frame timeline's CPU side, with known answers: the fault layer below framescope makes
+//! every `vkWaitForFences` and image acquire of the test app sleep a known time, the frame
+//! limiter holds frames to a known period, and the GL test app calls `glFinish` before every
+//! swap. Each frame must carry exactly those waits under their kinds (medians within 10 % of
+//! the known time: a sleep overshoots by a scheduler tick, and the app's own short waits add
+//! to it), its time in the present call, its start at the previous present's return, and
+//! busy + waits must add up to the frame's time exactly.
+
+use framescope_tests::{dump, fault_layer, validation, Artifacts, Sandbox, Xvfb};
+use serde_json::Value;
+use std::time::Duration;
+
+const LIMIT: Duration = Duration::from_secs(180);
+const MS: u64 = 1_000_000;
+/// A small window: the app's own work stays far below the known waits.
+const WINDOW: [&str; 4] = ["--width", "160", "--height", "120"];
+
+fn wait(f: &Value, kind: &str) -> u64 {
+    f["cpu_wait_by_kind_ns"][kind]
+        .as_u64()
+        .unwrap_or_else(|| panic!("frame {} has no {kind} wait: {f}", f["frame"]))
+}
+
+fn median(mut v: Vec<u64>) -> u64 {
+    assert!(!v.is_empty());
+    v.sort_unstable();
+    v[v.len() / 2]
+}
+
+/// What holds for every frame after the first: its start is the previous frame's present
+/// return, and its busy time, waits and time in present split its time exactly.
+fn check_sums(frames: &[Value], what: &str) {
+    assert!(frames.len() >= 3, "{what}: {} frames", frames.len());
+    assert!(frames[0]["cpu_start_ns"].is_null(), "{what}: frame 0 has a start");
+    for pair in frames.windows(2) {
+        let (prev, f) = (&pair[0], &pair[1]);
+        let u = |v: &Value, k: &str| {
+            v[k].as_u64()
+                .unwrap_or_else(|| panic!("{what}: frame {} has no {k}: {v}", v["frame"]))
+        };
+        let start = u(f, "cpu_start_ns");
+        assert_eq!(
+            start,
+            u(prev, "t_ns") + u(prev, "present_call_ns"),
+            "{what}: frame {} does not start at the previous present's return",
+            f["frame"]
+        );
+        let waits: u64 = f["cpu_wait_by_kind_ns"]
+            .as_object()
+            .expect("waits by kind")
+            .values()
+            .map(|v| v.as_u64().expect("a wait in ns"))
+            .sum();
+        assert_eq!(
+            u(f, "cpu_busy_ns") + waits,
+            u(f, "t_ns") - start,
+            "{what}: frame {}: busy + waits is not the time from its start to its present",
+            f["frame"]
+        );
+        assert_eq!(
+            u(f, "cpu_wait_ns"),
+            waits + u(f, "present_call_ns"),
+            "{what}: frame {}",
+            f["frame"]
+        );
+    }
+}
+
+/// `known` ns within 10 % (above: a sleep never returns early).
+fn assert_near(measured: u64, known: u64, what: &str) {
+    assert!(
+        measured >= known && measured <= known + known / 10,
+        "{what}: median {:.3} ms, known {:.3} ms",
+        measured as f64 / 1e6,
+        known as f64 / 1e6
+    );
+}
+
+#[test]
+fn known_fence_and_acquire_waits_are_split_out_of_the_frame() {
+    let a = Artifacts::get();
+    let x = Xvfb::start();
+    let mut sb = Sandbox::new("timeline-waits");
+    let path = sb.path("dump.jsonl");
+    sb.with_validation()
+        .display(&x)
+        .set("FRAMESCOPE_DUMP", path.display().to_string());
+    fault_layer::enable(&mut sb, "slow_fence_ms=30,slow_acquire_ms=20");
+    let app = a.testapp.display().to_string();
+    let mut args = vec!["--frames", "30"];
+    args.extend(WINDOW);
+    let out = sb.run_under_framescope(&a, &app, &args, LIMIT);
+    assert_eq!(out.code(), Some(0), "{}", out.describe());
+    validation::assert_clean("the test app", &out.combined());
+    let d = dump::read(&path);
+    check_sums(&d.frames, "slow fences and acquires");
+    // Frame 0 waited before the first present; each later one once for each.
+    let steady = &d.frames[1..];
+    let fence = median(steady.iter().map(|f| wait(f, "fence")).collect());
+    let acquire = median(steady.iter().map(|f| wait(f, "acquire")).collect());
+    assert_near(fence, 30 * MS, "fence waits");
+    assert_near(acquire, 20 * MS, "acquire waits");
+    for f in steady {
+        assert_eq!(wait(f, "fps_limit"), 0, "no limit, no limiter wait: {f}");
+        assert_eq!(wait(f, "gl_sync"), 0, "a Vulkan app: {f}");
+        // The known 50 ms of waiting is not busy time.
+        let busy = f["cpu_busy_ns"].as_u64().unwrap();
+        let span = f["t_ns"].as_u64().unwrap() - f["cpu_start_ns"].as_u64().unwrap();
+        assert!(span >= 50 * MS && busy <= span - 50 * MS, "{f}");
+    }
+}
+
+#[test]
+fn the_frame_limiters_hold_is_a_wait_of_its_own() {
+    let a = Artifacts::get();
+    let x = Xvfb::start();
+    let mut sb = Sandbox::new("timeline-fps-limit");
+    let path = sb.path("dump.jsonl");
+    sb.with_validation()
+        .display(&x)
+        .set("FRAMESCOPE_DUMP", path.display().to_string())
+        .set("FRAMESCOPE_CONFIG", "fps_limit=20");
+    let app = a.testapp.display().to_string();
+    let mut args = vec!["--frames", "24"];
+    args.extend(WINDOW);
+    let out = sb.run_under_framescope(&a, &app, &args, LIMIT);
+    assert_eq!(out.code(), Some(0), "{}", out.describe());
+    validation::assert_clean("the test app", &out.combined());
+    let d = dump::read(&path);
+    check_sums(&d.frames, "fps_limit=20");
+    // The limiter's first frame sets the pace; from the third on each frame is held to 50 ms.
+    let steady = &d.frames[2..];
+    let held = median(steady.iter().map(|f| wait(f, "fps_limit")).collect());
+    // What the limiter holds plus the rest of the frame is its period.
+    let period: Vec<u64> = steady
+        .iter()
+        .map(|f| f["cpu_frame_ns"].as_u64().expect("a frame time"))
+        .collect();
+    // The limiter's deadlines are exact (it spins the last millisecond): within 10 % each way.
+    let period = median(period);
+    assert!(
+        period.abs_diff(50 * MS) <= 5 * MS,
+        "frame times under fps_limit=20: median {:.3} ms",
+        period as f64 / 1e6
+    );
+    assert!(
+        held >= 25 * MS,
+        "the limiter held frames a median {:.3} ms of a 50 ms period",
+        held as f64 / 1e6
+    );
+}
+
+#[test]
+fn gl_finish_and_the_swap_are_timed_on_gl() {
+    let a = Artifacts::get();
+    let x = Xvfb::start();
+    let app = a.glapp.display().to_string();
+    let run = |name: &str, finish: bool| {
+        let mut sb = Sandbox::new(name);
+        let path = sb.path("dump.jsonl");
+        sb.display(&x).set("FRAMESCOPE_DUMP", path.display().to_string());
+        let mut args = vec!["--frames", "20"];
+        args.extend(WINDOW);
+        if finish {
+            args.push("--finish");
+        }
+        let out = sb.run_under_framescope(&a, &app, &args, LIMIT);
+        assert_eq!(out.code(), Some(0), "{}", out.describe());
+        dump::read(&path)
+    };
+    let with = run("timeline-gl-finish", true);
+    check_sums(&with.frames, "GL with glFinish");
+    for f in &with.frames[1..] {
+        assert!(wait(f, "gl_sync") > 0, "glFinish before every swap: {f}");
+        assert!(f["present_call_ns"].as_u64().unwrap() > 0, "{f}");
+    }
+    let without = run("timeline-gl", false);
+    check_sums(&without.frames, "GL");
+    for f in &without.frames[1..] {
+        assert_eq!(wait(f, "gl_sync"), 0, "no glFinish: {f}");
+    }
+}
