@@ -115,6 +115,12 @@ struct Fields {
     #[serde(default)]
     cpu_wait_by_kind_ns: Option<std::collections::BTreeMap<String, Option<u64>>>,
     #[serde(default)]
+    stutter: bool,
+    #[serde(default)]
+    stutter_explained: bool,
+    #[serde(default)]
+    stutter_causes: Vec<crate::timeline::CauseFields>,
+    #[serde(default)]
     counters: Option<std::collections::BTreeMap<String, Option<f64>>>,
     #[serde(default)]
     samples: Vec<SampleFields>,
@@ -328,6 +334,9 @@ impl Dump {
             f.present_call_ns,
             f.cpu_wait_by_kind_ns.as_ref(),
         );
+        if f.stutter {
+            self.timeline.add_stutter(f.stutter_explained, &f.stutter_causes);
+        }
         for s in f.samples {
             match s.scope.as_deref() {
                 Some("draw") => self.draw_sample(s),

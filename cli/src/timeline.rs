@@ -1,12 +1,32 @@
 //! The frame timeline's CPU side in `report`: how much of each frame the app's thread worked
 //! (`cpu_busy_ns`), waited (`cpu_wait_ns`) and spent inside its present call
-//! (`present_call_ns`), and what it waited on over the run (`cpu_wait_by_kind_ns`). Bounded
-//! memory whatever the dump holds (`stats::Values`, fixed sums); keys other than the known
-//! wait kinds are ignored.
+//! (`present_call_ns`), what it waited on over the run (`cpu_wait_by_kind_ns`), and its
+//! stutters with their causes. Bounded memory whatever the dump holds (`stats::Values`, fixed
+//! sums); names other than the known wait and creation kinds are ignored.
 
+use framescope_core::creation::CreationKind;
 use framescope_core::stats::{Distribution, Values};
 use framescope_core::waits::WaitKind;
+use serde::Deserialize;
 use std::collections::BTreeMap;
+
+/// A stutter frame's cause as the dump writes it.
+#[derive(Deserialize)]
+pub struct CauseFields {
+    pub cause: String,
+    #[serde(default)]
+    pub ns: u64,
+}
+
+/// Every name a cause can have: the creation kinds, then the wait kinds.
+fn cause_names() -> impl Iterator<Item = &'static str> {
+    CreationKind::ALL
+        .iter()
+        .map(|k| k.name())
+        .chain(WaitKind::ALL.iter().map(|k| k.name()))
+}
+
+const CAUSES: usize = CreationKind::COUNT + WaitKind::COUNT;
 
 /// One statistic of a distribution, as the table shows it.
 type Stat = fn(&Distribution) -> f64;
@@ -19,6 +39,10 @@ pub struct Timeline {
     by_kind: [u64; WaitKind::COUNT],
     /// Frames that carried the waits by kind.
     frames: u64,
+    stutters: u64,
+    explained: u64,
+    /// By cause (see [`cause_names`]): stutter frames it appears in, and its time in them.
+    causes: [(u64, u64); CAUSES],
 }
 
 impl Timeline {
@@ -48,8 +72,24 @@ impl Timeline {
         }
     }
 
+    /// A stutter frame: whether a cause explains it, and its causes.
+    pub fn add_stutter(&mut self, explained: bool, causes: &[CauseFields]) {
+        self.stutters += 1;
+        self.explained += u64::from(explained);
+        for c in causes {
+            if let Some(i) = cause_names().position(|n| n == c.cause) {
+                self.causes[i].0 += 1;
+                self.causes[i].1 = self.causes[i].1.saturating_add(c.ns);
+            }
+        }
+    }
+
     pub fn is_empty(&self) -> bool {
-        self.busy.count() == 0 && self.wait.count() == 0 && self.present.count() == 0 && self.frames == 0
+        self.busy.count() == 0
+            && self.wait.count() == 0
+            && self.present.count() == 0
+            && self.frames == 0
+            && self.stutters == 0
     }
 
     /// The report's section; `duration_ns` is the run's, for the waits' shares.
@@ -83,6 +123,17 @@ impl Timeline {
                 cell(&wait, f),
                 cell(&present, f)
             ));
+        }
+        if self.stutters > 0 || self.frames > 0 {
+            s.push_str(&format!(
+                "  stutters: {} frames (2.5x the median of the last 100 and 8 ms or more), {} of them explained by a cause\n",
+                self.stutters, self.explained
+            ));
+            for (name, (n, ns)) in cause_names().zip(self.causes) {
+                if n > 0 {
+                    s.push_str(&format!("    {name:<10} in {n} stutters, {} in them\n", ms(ns as f64)));
+                }
+            }
         }
         if self.frames > 0 {
             s.push_str(&format!("  waits over {} frames:", self.frames));
@@ -122,6 +173,13 @@ impl Timeline {
             "present_call_ns": d(&self.present),
             "cpu_wait_by_kind_ns": kinds,
             "frames_with_waits": self.frames,
+            "stutters": self.stutters,
+            "stutters_explained": self.explained,
+            "stutter_causes": cause_names()
+                .zip(self.causes)
+                .filter(|(_, (n, _))| *n > 0)
+                .map(|(name, (n, ns))| serde_json::json!({"cause": name, "stutters": n, "ns": ns}))
+                .collect::<Vec<_>>(),
         }))
     }
 }
@@ -149,5 +207,21 @@ mod tests {
         assert!(text.contains("fence 8.000 ms (8.0%)"), "{text}");
         assert!(text.contains("fps_limit 2.000 ms (2.0%)"), "{text}");
         assert!(!text.contains("bogus"), "{text}");
+        let c = |cause: &str, ns| CauseFields {
+            cause: cause.into(),
+            ns,
+        };
+        t.add_stutter(true, &[c("pipeline", 30_000_000), c("fence", 2_000_000)]);
+        t.add_stutter(false, &[c("nonsense", 1)]);
+        let j = t.to_json().unwrap();
+        assert_eq!(
+            (j["stutters"].as_u64(), j["stutters_explained"].as_u64()),
+            (Some(2), Some(1))
+        );
+        assert_eq!(j["stutter_causes"][0]["cause"], "pipeline");
+        assert_eq!(j["stutter_causes"].as_array().unwrap().len(), 2);
+        let text = t.render(100_000_000);
+        assert!(text.contains("stutters: 2 frames"), "{text}");
+        assert!(text.contains("pipeline   in 1 stutters, 30.000 ms"), "{text}");
     }
 }

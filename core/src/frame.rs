@@ -143,6 +143,8 @@ pub struct CpuFrameTime {
     pub present_ns: Option<u64>,
     /// The presenting thread's waits from the previous present to this one.
     pub waits: crate::waits::WaitTimes,
+    /// What the presenting thread created from the previous present to this one.
+    pub creation: crate::creation::CreationTimes,
 }
 
 impl CpuFrameTime {
@@ -214,6 +216,9 @@ pub struct FrameRecord {
     /// Pipeline statistics of the whole frame, where the layer measures them per frame (the GL
     /// shim); `None` when not measured or not trustworthy for this frame.
     pub stats: Option<crate::sample::PipelineStats>,
+    /// Set by the dump writer: the median frame time this frame is a stutter against
+    /// ([`crate::stutter`]); `None` when it is none.
+    pub stutter_median_ns: Option<u64>,
     /// `samples=draw` within a budget: the draw positions timed in every command buffer of the
     /// frame (`first`, `count`; `count` 0: a baseline frame) and the estimated GPU time they
     /// added, once measured.

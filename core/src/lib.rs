@@ -19,6 +19,7 @@ pub mod command_kinds;
 pub mod config;
 pub mod counter_values;
 pub mod counters;
+pub mod creation;
 pub mod ctl;
 pub mod draw_keys;
 pub mod driver_latest;
@@ -39,6 +40,7 @@ pub mod session;
 pub mod settings;
 pub mod shown;
 pub mod stats;
+pub mod stutter;
 pub mod sync;
 pub mod waits;
 

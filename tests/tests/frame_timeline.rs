@@ -180,3 +180,111 @@ fn gl_finish_and_the_swap_are_timed_on_gl() {
         assert_eq!(wait(f, "gl_sync"), 0, "no glFinish: {f}");
     }
 }
+
+fn created(f: &Value, kind: &str) -> (u64, u64) {
+    let c = &f["creation_by_kind"][kind];
+    let get = |k: &str| {
+        c[k].as_u64()
+            .unwrap_or_else(|| panic!("frame {} has no {kind} {k}: {f}", f["frame"]))
+    };
+    (get("calls"), get("ns"))
+}
+
+/// The test app with a pipeline created every 15th frame (the stutter rule judges a frame
+/// once 10 frame times came before it), once as the driver makes it and once
+/// with the fault layer holding every pipeline creation 200 ms: those frames, and only those,
+/// carry one pipeline and two shader modules; the slow run's pipelines took 200 ms more (within
+/// 10 %); its frames are stutters explained by the pipeline, first among their causes; and
+/// `report` counts them.
+#[test]
+fn a_pipeline_created_mid_run_is_the_named_cause_of_its_stutter() {
+    let a = Artifacts::get();
+    let x = Xvfb::start();
+    let app = a.testapp.display().to_string();
+    let run = |name: &str, fault: &str| {
+        let mut sb = Sandbox::new(name);
+        let path = sb.path("dump.jsonl");
+        sb.with_validation()
+            .display(&x)
+            .set("FRAMESCOPE_DUMP", path.display().to_string());
+        fault_layer::enable(&mut sb, fault);
+        let mut args = vec!["--frames", "50", "--pipeline-every", "15"];
+        args.extend(WINDOW);
+        let out = sb.run_under_framescope(&a, &app, &args, LIMIT);
+        assert_eq!(out.code(), Some(0), "{}", out.describe());
+        validation::assert_clean("the test app", &out.combined());
+        (dump::read(&path), path, sb)
+    };
+    let (base, _, _base_sb) = run("timeline-pipeline", "");
+    let (slow, slow_path, _slow_sb) = run("timeline-pipeline-slow", "slow_pipeline_ms=200");
+    let known = [15u64, 30, 45];
+    let pipeline_ns = |d: &dump::Dump| {
+        let mut ns = Vec::new();
+        for f in &d.frames[1..] {
+            let n = f["frame"].as_u64().unwrap();
+            let (calls, t) = created(f, "pipeline");
+            let (shaders, _) = created(f, "shader");
+            if known.contains(&n) {
+                assert_eq!((calls, shaders), (1, 2), "frame {n} made a pipeline: {f}");
+                ns.push(t);
+            } else {
+                assert_eq!((calls, shaders), (0, 0), "frame {n} made none: {f}");
+            }
+        }
+        assert_eq!(ns.len(), known.len());
+        median(ns)
+    };
+    let added = pipeline_ns(&slow).saturating_sub(pipeline_ns(&base));
+    assert!(
+        added.abs_diff(200 * MS) <= 20 * MS,
+        "the slow pipelines took {:.3} ms more, known 200 ms",
+        added as f64 / 1e6
+    );
+    for f in slow.frames.iter().filter(|f| known.contains(&f["frame"].as_u64().unwrap())) {
+        assert_eq!(f["stutter"], true, "{f}");
+        assert_eq!(f["stutter_explained"], true, "{f}");
+        assert_eq!(f["stutter_causes"][0]["cause"], "pipeline", "{f}");
+        assert_eq!(f["stutter_causes"][0]["calls"], 1, "{f}");
+    }
+    let report = std::process::Command::new(&a.framescope)
+        .args(["report", "--json"])
+        .arg(&slow_path)
+        .output()
+        .expect("run framescope report");
+    assert!(report.status.success(), "{report:?}");
+    let j: Value = serde_json::from_slice(&report.stdout).expect("report --json is JSON");
+    let t = &j["timeline"];
+    assert!(t["stutters"].as_u64().unwrap() >= 3, "{t}");
+    let pipeline = t["stutter_causes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["cause"] == "pipeline")
+        .unwrap_or_else(|| panic!("no pipeline cause in {t}"));
+    assert_eq!(pipeline["stutters"], 3, "{t}");
+}
+
+/// The GL test app links its program anew at frame 15: that frame, and no other after the
+/// first, carries two shader compiles and one link.
+#[test]
+fn a_gl_program_linked_mid_run_is_counted_in_its_frame() {
+    let a = Artifacts::get();
+    let x = Xvfb::start();
+    let mut sb = Sandbox::new("timeline-gl-program");
+    let path = sb.path("dump.jsonl");
+    sb.display(&x).set("FRAMESCOPE_DUMP", path.display().to_string());
+    let app = a.glapp.display().to_string();
+    let mut args = vec!["--frames", "30", "--new-program-at", "15"];
+    args.extend(WINDOW);
+    let out = sb.run_under_framescope(&a, &app, &args, LIMIT);
+    assert_eq!(out.code(), Some(0), "{}", out.describe());
+    let d = dump::read(&path);
+    check_sums(&d.frames, "GL with a new program");
+    for f in &d.frames[1..] {
+        let made = (created(f, "shader").0, created(f, "program").0);
+        let want = if f["frame"] == 15 { (2, 1) } else { (0, 0) };
+        assert_eq!(made, want, "{f}");
+    }
+    // The first frame carries the app's start-up program.
+    assert_eq!(created(&d.frames[0], "program").0, 1, "{}", d.frames[0]);
+}

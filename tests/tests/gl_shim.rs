@@ -47,6 +47,10 @@ const EXPECTED_EXPORTS: &[&str] = &[
     "glEndList",
     "glEndQuery",
     "glEndQueryIndexed",
+    // The app's shader compiles and program links, timed into its frame's `creation_by_kind`.
+    "glCompileShader",
+    "glLinkProgram",
+    "glProgramBinary",
     // The app's waits, timed into its frame's `cpu_wait_by_kind_ns`.
     "glClientWaitSync",
     "glFinish",

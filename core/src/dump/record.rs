@@ -518,6 +518,22 @@ impl<T: Serialize> Serialize for ByKind<'_, T> {
     }
 }
 
+/// A frame's creations: `{kind: {calls, ns}}`.
+struct Creation<'a>(&'a crate::creation::CreationTimes);
+
+impl Serialize for Creation<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(crate::creation::CreationKind::COUNT))?;
+        for k in crate::creation::CreationKind::ALL {
+            m.serialize_entry(
+                k.name(),
+                &serde_json::json!({"calls": self.0.calls(k), "ns": self.0.ns(k)}),
+            )?;
+        }
+        m.end()
+    }
+}
+
 struct Counters<'a>(&'a FrameLine<'a>);
 
 impl Serialize for Counters<'_> {
@@ -627,6 +643,20 @@ impl Serialize for FrameLine<'_> {
             _ => None,
         };
         m.serialize_entry("gpu_wait_ns", &gpu_wait)?;
+        m.serialize_entry("creation_by_kind", &Creation(&cpu.creation))?;
+        m.serialize_entry("stutter", &r.stutter_median_ns.is_some())?;
+        if let Some(median) = r.stutter_median_ns {
+            let mut causes = Vec::new();
+            crate::stutter::causes(cpu, &mut causes);
+            let excess = r.cpu_frame_ns.unwrap_or(0).saturating_sub(median);
+            m.serialize_entry("stutter_median_ns", &median)?;
+            m.serialize_entry("stutter_explained", &crate::stutter::explained(&causes, excess))?;
+            let list: Vec<Json> = causes
+                .iter()
+                .map(|c| serde_json::json!({"cause": c.name, "ns": c.ns, "calls": c.calls}))
+                .collect();
+            m.serialize_entry("stutter_causes", &list)?;
+        }
         m.serialize_entry("draws", &c.draws_total())?;
         m.serialize_entry("dispatches", &c.dispatches_total())?;
         m.serialize_entry("submits", &c.submits)?;

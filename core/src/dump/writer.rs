@@ -541,6 +541,8 @@ fn run(s: &Shared, opts: &DumpOptions, header: &Header) {
     let window_start = s.origin_ns.saturating_add(secs(opts.dump_start_s));
     let window_end = opts.dump_duration_s.map(|d| window_start.saturating_add(secs(d)));
     let mut stats = SummaryBuilder::new();
+    // Judges each written frame against the ones written before it.
+    let mut stutters = crate::stutter::Detector::default();
     let mut draws: DrawTable<LabelPath> = DrawTable::new();
     // Frames and samples taken from the queues wait here: a frame later than the capture
     // changes taken so far, or one whose attributed counters have not arrived (bounded by
@@ -624,6 +626,7 @@ fn run(s: &Shared, opts: &DumpOptions, header: &Header) {
             for x in &frame_samples {
                 draws.add_sample(x);
             }
+            r.stutter_median_ns = stutters.push(r.cpu_frame_ns);
             let note = attributing.as_mut().map(|a| a.apply(&mut r, &frame_samples));
             super::driver_frames::frame_values(&header.driver_groups, &frame_samples, &mut driver);
             write_frame(

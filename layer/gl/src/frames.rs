@@ -459,6 +459,7 @@ fn close_frame(ws: WinSys, key: usize, counts: FrameCounts) -> Option<(u64, Arc<
         ..FrameRecord::default()
     };
     record.cpu.waits = framescope_core::waits::take();
+    record.cpu.creation = framescope_core::creation::take();
     Some((session.close(record), gl))
 }
 

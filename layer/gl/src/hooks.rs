@@ -96,6 +96,7 @@ pub fn intercept(name: &[u8]) -> Option<(&'static Slot, usize)> {
                 .or_else(|| draws::intercept_legacy(name))
                 .or_else(|| sample_hooks::intercept(name))
                 .or_else(|| crate::waits::intercept(name))
+                .or_else(|| crate::creation::intercept(name))
         }
     };
     Some((real, ours as usize))

@@ -39,7 +39,9 @@ mod perf_fns;
 mod winsys;
 // One table of GL entry points per context, and what the context is.
 mod gl;
-// Features: statistics, samples, draw counting, waits, the frame protocol, the HUD.
+// Features: statistics, samples, draw counting, waits and creations, the frame protocol, the
+// HUD.
+mod creation;
 mod draws;
 mod frames;
 mod hud;
@@ -207,6 +209,27 @@ pub unsafe extern "C" fn glGetQueryiv(target: u32, pname: u32, params: *mut i32)
 pub unsafe extern "C" fn glGetQueryIndexediv(target: u32, index: u32, pname: u32, params: *mut i32) {
     // SAFETY: forwarded unchanged.
     unsafe { sample_hooks::get_query_indexediv(target, index, pname, params) }
+}
+
+// The app's shader compiles and program links, exported because most apps import them
+// straight from libGL (see `creation`).
+
+#[no_mangle]
+pub unsafe extern "C" fn glCompileShader(shader: u32) {
+    // SAFETY: forwarded unchanged.
+    unsafe { creation::compile_shader(shader) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn glLinkProgram(program: u32) {
+    // SAFETY: forwarded unchanged.
+    unsafe { creation::link_program(program) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn glProgramBinary(program: u32, format: u32, binary: *const c_void, length: i32) {
+    // SAFETY: forwarded unchanged.
+    unsafe { creation::program_binary(program, format, binary, length) }
 }
 
 // The app's GL waits, exported because most apps import them straight from libGL (see

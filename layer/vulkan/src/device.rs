@@ -43,6 +43,13 @@ pub struct DeviceAugment {
     pub perf_query: bool,
 }
 
+/// Extension commands that create what a frame may stall on (pipelines, shaders); the hooks
+/// are only handed out where the next layer has them, so an unloaded one is never called.
+pub struct CreationFns {
+    pub ray_tracing: ash::khr::ray_tracing_pipeline::DeviceFn,
+    pub shader_object: ash::ext::shader_object::DeviceFn,
+}
+
 pub struct Device {
     pub handle: vk::Device,
     pub instance: Arc<Instance>,
@@ -54,6 +61,8 @@ pub struct Device {
     pub sync2_fns: ash::khr::synchronization2::DeviceFn,
     /// `vkWaitSemaphoresKHR`, hooked to time the app's waits (the core 1.2 command is in `fns`).
     pub timeline_fns: ash::khr::timeline_semaphore::DeviceFn,
+    /// The extension commands of the app's creations that are timed (`hooks::creation`).
+    pub creation_fns: CreationFns,
     pub calibrated_fns: Option<ash::ext::calibrated_timestamps::DeviceFn>,
     pub cmd_fns: CmdFns,
     pub sample_fns: SampleFns,
@@ -82,6 +91,10 @@ impl Device {
         let swapchain_fns = ash::khr::swapchain::DeviceFn::load(&mut load);
         let sync2_fns = ash::khr::synchronization2::DeviceFn::load(&mut load);
         let timeline_fns = ash::khr::timeline_semaphore::DeviceFn::load(&mut load);
+        let creation_fns = CreationFns {
+            ray_tracing: ash::khr::ray_tracing_pipeline::DeviceFn::load(&mut load),
+            shader_object: ash::ext::shader_object::DeviceFn::load(&mut load),
+        };
         let has = |ext: &CStr| {
             enabled_extensions.iter().any(|e| e.as_bytes() == ext.to_bytes()) || augment.added_extensions.contains(&ext)
         };
@@ -105,6 +118,7 @@ impl Device {
             swapchain_fns,
             sync2_fns,
             timeline_fns,
+            creation_fns,
             calibrated_fns,
             cmd_fns,
             sample_fns,

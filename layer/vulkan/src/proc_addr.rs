@@ -4,7 +4,7 @@
 
 use crate::device_state;
 use crate::hooks::samples as sh;
-use crate::hooks::{cmdbuf, commands, create, frame_boundary, present, queue, waits};
+use crate::hooks::{cmdbuf, commands, create, creation, frame_boundary, present, queue, waits};
 use ash::vk::{self, Handle};
 use framescope_core::guard::{guarded, Site};
 use std::ffi::{c_char, CStr};
@@ -75,6 +75,17 @@ fn device_hook(name: &[u8]) -> vk::PFN_vkVoidFunction {
         b"vkWaitSemaphoresKHR" => pfn!(waits::wait_semaphores_khr, vk::PFN_vkWaitSemaphores),
         b"vkQueueWaitIdle" => pfn!(waits::queue_wait_idle, vk::PFN_vkQueueWaitIdle),
         b"vkDeviceWaitIdle" => pfn!(waits::device_wait_idle, vk::PFN_vkDeviceWaitIdle),
+        b"vkCreateGraphicsPipelines" => pfn!(creation::create_graphics_pipelines, vk::PFN_vkCreateGraphicsPipelines),
+        b"vkCreateComputePipelines" => pfn!(creation::create_compute_pipelines, vk::PFN_vkCreateComputePipelines),
+        b"vkCreateRayTracingPipelinesKHR" => {
+            pfn!(
+                creation::create_ray_tracing_pipelines_khr,
+                vk::PFN_vkCreateRayTracingPipelinesKHR
+            )
+        }
+        b"vkCreateShaderModule" => pfn!(creation::create_shader_module, vk::PFN_vkCreateShaderModule),
+        b"vkCreateShadersEXT" => pfn!(creation::create_shaders_ext, vk::PFN_vkCreateShadersEXT),
+        b"vkAllocateMemory" => pfn!(creation::allocate_memory, vk::PFN_vkAllocateMemory),
         b"vkAllocateCommandBuffers" => pfn!(cmdbuf::allocate_command_buffers, vk::PFN_vkAllocateCommandBuffers),
         b"vkFreeCommandBuffers" => pfn!(cmdbuf::free_command_buffers, vk::PFN_vkFreeCommandBuffers),
         b"vkBeginCommandBuffer" => pfn!(cmdbuf::begin_command_buffer, vk::PFN_vkBeginCommandBuffer),

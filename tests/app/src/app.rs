@@ -90,6 +90,8 @@ pub struct App {
     targets: Vec<TargetSet>,
     swapchains: Vec<Swapchain>,
     pipeline: Pipeline,
+    /// With `--pipeline-every`: the pipelines made mid-run (never drawn with).
+    extra_pipelines: Vec<Pipeline>,
     /// With `--render-pass`; dropped after the pipelines and framebuffers made from it.
     render_pass: Option<RenderPass>,
     gpu: Gpu,
@@ -190,6 +192,7 @@ impl App {
             targets: Vec::new(),
             swapchains,
             pipeline,
+            extra_pipelines: Vec::new(),
             render_pass,
             gpu,
             windows,
@@ -273,6 +276,15 @@ impl App {
     /// Renders one frame; false when there was nothing to render into.
     fn frame(&mut self, frame: u64) -> Result<bool, Box<dyn Error>> {
         let fif = (frame % FRAMES_IN_FLIGHT as u64) as usize;
+        let every = u64::from(self.args.pipeline_every);
+        if every > 0 && frame > 0 && frame.is_multiple_of(every) {
+            let p = Pipeline::new(
+                &self.gpu.device,
+                self.pipeline.format,
+                Rendering::Dynamic { view_mask: 0 },
+            )?;
+            self.extra_pipelines.push(p);
+        }
         self.poll_windows();
         let fence = self.sync.fences[fif];
         // SAFETY: the fence is live; waiting bounds the CPU to 2 frames ahead

@@ -70,6 +70,9 @@ OPTIONS:
                         since the app's own submissions using them are done
   --sleep-ms MS         sleep MS milliseconds after each frame: a nearly idle GPU
                         [default: 0]
+  --pipeline-every N    create one more graphics pipeline (with its two shader
+                        modules) at the start of every Nth frame, as a game
+                        compiling on first use does; not with --render-pass
   --lifecycle N         create and destroy everything (instance, device, windows or
                         offscreen targets) N times, running the frames each time,
                         as launchers and translation layers probing devices do;
@@ -159,6 +162,8 @@ pub struct Args {
     pub recreate_semaphores: bool,
     /// Milliseconds slept after each frame.
     pub sleep_ms: u32,
+    /// `--pipeline-every N`: a new pipeline at the start of every Nth frame (0: none).
+    pub pipeline_every: u32,
     /// Create and destroy everything this many times (0: once, no report).
     pub lifecycle: u32,
     /// Apps run at once in each lifecycle cycle, each on its own thread and device.
@@ -193,6 +198,7 @@ impl Default for Args {
             burst: None,
             recreate_semaphores: false,
             sleep_ms: 0,
+            pipeline_every: 0,
             lifecycle: 0,
             parallel: 1,
         }
@@ -282,6 +288,7 @@ pub fn parse<I: IntoIterator<Item = String>>(argv: I) -> Result<ParseOutcome, Ar
             "--push-first" => args.push_first = true,
             "--recreate-semaphores" => args.recreate_semaphores = true,
             "--sleep-ms" => args.sleep_ms = number(&flag, value(), 0)?,
+            "--pipeline-every" => args.pipeline_every = number(&flag, value(), 1)?,
             "--burst" => args.burst = Some(number(&flag, value(), 0)?),
             "--lifecycle" => args.lifecycle = number(&flag, value(), 1)?,
             "--parallel" => args.parallel = number(&flag, value(), 1)?,
@@ -328,6 +335,11 @@ pub fn parse<I: IntoIterator<Item = String>>(argv: I) -> Result<ParseOutcome, Ar
             "--render-pass with --threads > 1 needs --secondary (a render pass cannot span primaries)".into(),
         ));
     }
+    if args.render_pass && args.pipeline_every > 0 {
+        return Err(ArgError(
+            "--pipeline-every cannot be combined with --render-pass".into(),
+        ));
+    }
     if args.render_pass && args.submits > 1 {
         return Err(ArgError(
             "--render-pass cannot be combined with --submits > 1 (one primary per frame)".into(),
@@ -341,6 +353,7 @@ fn takes_value(flag: &str) -> bool {
         flag,
         "--frames"
             | "--sleep-ms"
+            | "--pipeline-every"
             | "--burst"
             | "--lifecycle"
             | "--parallel"

@@ -104,6 +104,8 @@ pub struct Config {
     /// Every `vkAcquireNextImageKHR`/`vkAcquireNextImage2KHR` sleeps this many milliseconds
     /// before it is forwarded.
     pub slow_acquire_ms: Option<u64>,
+    /// Every `vkCreateGraphicsPipelines` sleeps this many milliseconds before it is forwarded.
+    pub slow_pipeline_ms: Option<u64>,
 }
 
 impl Config {
@@ -145,6 +147,7 @@ impl Config {
                 "surface_lost_at" => c.surface_lost_at = Some(count()?),
                 "slow_fence_ms" => c.slow_fence_ms = Some(count()?),
                 "slow_acquire_ms" => c.slow_acquire_ms = Some(count()?),
+                "slow_pipeline_ms" => c.slow_pipeline_ms = Some(count()?),
                 "oom_after_present" => c.oom_after_present |= creates(key, value)?,
                 "oom_always" => c.oom_always |= creates(key, value)?,
                 "oom_query_pool" => {
@@ -173,10 +176,13 @@ mod tests {
     #[test]
     fn every_item() {
         let c = Config::parse(
-            "lost_at_submit=20, out_of_date_every=7,suboptimal_every=5,surface_lost_at=3,oom_after_present=image+fence,oom_query_pool,oom_always=device+swapchain,slow_fence_ms=30,slow_acquire_ms=20",
+            "lost_at_submit=20, out_of_date_every=7,suboptimal_every=5,surface_lost_at=3,oom_after_present=image+fence,oom_query_pool,oom_always=device+swapchain,slow_fence_ms=30,slow_acquire_ms=20,slow_pipeline_ms=40",
         )
         .unwrap();
-        assert_eq!((c.slow_fence_ms, c.slow_acquire_ms), (Some(30), Some(20)));
+        assert_eq!(
+            (c.slow_fence_ms, c.slow_acquire_ms, c.slow_pipeline_ms),
+            (Some(30), Some(20), Some(40))
+        );
         assert_eq!(c.lost_at_submit, Some(20));
         assert_eq!(c.out_of_date_every, Some(7));
         assert_eq!(c.suboptimal_every, Some(5));

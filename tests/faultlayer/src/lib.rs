@@ -36,10 +36,11 @@
 //! * `oom_query_pool`: every `vkCreateQueryPool` fails with `VK_ERROR_OUT_OF_DEVICE_MEMORY`
 //!   (the test app creates none; framescope's GPU timing does).
 //!
-//! * `slow_fence_ms=N` / `slow_acquire_ms=N`: every `vkWaitForFences` / every
-//!   `vkAcquireNextImageKHR` and `vkAcquireNextImage2KHR` sleeps N ms, then is forwarded, as a
-//!   slow driver or compositor would keep the app waiting (not counted as faults): the known
-//!   waits of the frame-timeline tests. framescope's own fence waits are slowed too.
+//! * `slow_fence_ms=N` / `slow_acquire_ms=N` / `slow_pipeline_ms=N`: every `vkWaitForFences` /
+//!   every `vkAcquireNextImageKHR` and `vkAcquireNextImage2KHR` / every
+//!   `vkCreateGraphicsPipelines` sleeps N ms, then is forwarded, as a slow driver or compositor
+//!   would keep the app waiting or compiling (not counted as faults): the known waits and
+//!   creations of the frame-timeline tests. framescope's own fence waits are slowed too.
 //!
 //! When several present faults fall on one present, the lost device wins, then the lost
 //! surface, then out of date, then suboptimal; a present the driver itself fails keeps the
@@ -130,6 +131,7 @@ struct Next {
     create_semaphore: Option<vk::PFN_vkCreateSemaphore>,
     create_fence: Option<vk::PFN_vkCreateFence>,
     create_swapchain: Option<vk::PFN_vkCreateSwapchainKHR>,
+    create_graphics_pipelines: Option<vk::PFN_vkCreateGraphicsPipelines>,
 }
 
 impl Next {
@@ -170,6 +172,7 @@ impl Next {
             create_semaphore: next!(c"vkCreateSemaphore"),
             create_fence: next!(c"vkCreateFence"),
             create_swapchain: next!(c"vkCreateSwapchainKHR"),
+            create_graphics_pipelines: next!(c"vkCreateGraphicsPipelines"),
         }
     }
 }
@@ -362,6 +365,7 @@ fn device_hook(name: &CStr) -> vk::PFN_vkVoidFunction {
         b"vkCreateSemaphore" => create_semaphore,
         b"vkCreateFence" => create_fence,
         b"vkCreateSwapchainKHR" => create_swapchain,
+        b"vkCreateGraphicsPipelines" => create_graphics_pipelines,
     )
 }
 
@@ -776,6 +780,26 @@ macro_rules! create_or_fail {
             }
         })
     };
+}
+
+unsafe extern "system" fn create_graphics_pipelines(
+    device: vk::Device,
+    cache: vk::PipelineCache,
+    count: u32,
+    infos: *const vk::GraphicsPipelineCreateInfo,
+    alloc: *const vk::AllocationCallbacks,
+    out: *mut vk::Pipeline,
+) -> vk::Result {
+    slow(config().slow_pipeline_ms);
+    guard(vk::Result::ERROR_OUT_OF_HOST_MEMORY, || {
+        // SAFETY: a live device of ours; forwarding the app's call.
+        unsafe {
+            match decide(device.as_raw(), |_, next| Ok(next.create_graphics_pipelines)) {
+                Ok(f) => f(device, cache, count, infos, alloc, out),
+                Err(r) => r,
+            }
+        }
+    })
 }
 
 unsafe extern "system" fn create_query_pool(

@@ -41,7 +41,7 @@ use std::process::ExitCode;
 mod storm;
 
 const USAGE: &str = concat!(
-    "usage: framescope-glapp [--frames N] [--width W] [--height H] [--own-query] [--span] [--main-draws N] [--finish]\n",
+    "usage: framescope-glapp [--frames N] [--width W] [--height H] [--own-query] [--span] [--main-draws N] [--finish] [--new-program-at F]\n",
     "       framescope-glapp --storm N [--width W] [--height H] [--main-draws N]\n",
 );
 
@@ -54,6 +54,9 @@ struct Args {
     main_draws: u32,
     /// `--finish`: `glFinish` before every swap (a known wait for the frame timeline).
     finish: bool,
+    /// `--new-program-at F`: at the start of frame F, compile and link the scene's program
+    /// anew and draw with it (a program first used mid-run).
+    new_program_at: Option<u32>,
     /// `--storm N`: N lifecycle cycles (`storm`) instead of the normal run.
     storm: u32,
 }
@@ -67,6 +70,7 @@ fn parse_args() -> Result<Args, String> {
         span: false,
         main_draws: 100,
         finish: false,
+        new_program_at: None,
         storm: 0,
     };
     let mut it = std::env::args().skip(1);
@@ -86,6 +90,7 @@ fn parse_args() -> Result<Args, String> {
             "--main-draws" => a.main_draws = num("--main-draws")?,
             "--storm" => a.storm = num("--storm")?,
             "--finish" => a.finish = true,
+            "--new-program-at" => a.new_program_at = Some(num("--new-program-at")?),
             "-h" | "--help" => {
                 print!("{USAGE}");
                 std::process::exit(0);
@@ -652,6 +657,12 @@ fn run(a: &Args) -> Result<Report, String> {
     let mut pending: Option<OwnQueries> = None;
     for frame in 0..a.frames {
         check_errors(&mut report);
+        if a.new_program_at == Some(frame) {
+            // The same sources: the uniform locations stay those of the first program.
+            let p = build_program(&gl)?;
+            // SAFETY: a program just linked in the current context.
+            unsafe { (gl.use_program)(p.prog) };
+        }
         let own = a.own_query && frame % 2 == 1;
         // SAFETY: GL calls on the current context with valid arguments.
         unsafe {

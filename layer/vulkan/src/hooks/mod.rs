@@ -5,6 +5,7 @@
 pub mod cmdbuf;
 pub mod commands;
 pub mod create;
+pub mod creation;
 pub mod fault;
 pub mod frame_boundary;
 pub mod present;

@@ -43,6 +43,7 @@ pub unsafe extern "system" fn queue_present(queue: vk::Queue, info: *const vk::P
             ..FrameRecord::default()
         };
         record.cpu.waits = framescope_core::waits::take();
+        record.cpu.creation = framescope_core::creation::take();
         end_frame(&d, record)
     });
     // A frame boundary on a present adds nothing (the present ends the frame), but when we

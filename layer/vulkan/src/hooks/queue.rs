@@ -154,6 +154,7 @@ fn boundary_done(d: &DeviceState, ends: bool) {
                 ..FrameRecord::default()
             };
             record.cpu.waits = framescope_core::waits::take();
+            record.cpu.creation = framescope_core::creation::take();
             crate::hooks::present::end_frame(d, record);
         });
     }
