@@ -350,9 +350,13 @@ fn counter_checks() -> Vec<Check> {
     };
     board.wait_started(std::time::Duration::from_secs(3));
     let mut out = Vec::new();
+    let unavailable = board.unavailable();
     if let Some(cat) = board.catalogue() {
         let mut sources: Vec<&str> = cat.counters.iter().map(|c| c.source.as_str()).collect();
         sources.dedup();
+        // A source that lists its counters but reads none (a PM ring whose sampler failed) is
+        // said once, with its reason below, never as "ok" too.
+        sources.retain(|s| !unavailable.iter().any(|u| u.source == *s));
         for s in sources {
             let n = cat.counters.iter().filter(|c| c.source == s).count();
             out.push(check(
@@ -363,13 +367,8 @@ fn counter_checks() -> Vec<Check> {
             ));
         }
     }
-    for u in board.unavailable() {
-        out.push(check(
-            &format!("counters: {}", u.source),
-            Status::Info,
-            u.reason.clone(),
-            None,
-        ));
+    for u in unavailable {
+        out.push(check(&format!("counters: {}", u.source), Status::Info, u.reason, None));
     }
     out
 }

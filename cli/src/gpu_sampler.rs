@@ -108,14 +108,45 @@ fn report_costs(c: &framescope_collectors::nvidia::pm::sampler::Costs) {
     );
 }
 
-/// A sampler that cannot start leaves a ring that holds only its reason (state `Failed`), so
-/// the apps' headers and frames say why they have no PM counters instead of "no sampler".
-fn leave_reason(device: usize, set: &MetricSet, why: &str) {
+/// A sampler that cannot sample and runs for one app (`--while-pid`, as `framescope run --pm`
+/// starts it) holds a ring with only its reason (state `Failed`) until that app ends, so the
+/// app's header and frames say why they have no PM counters instead of "no sampler"; then it
+/// removes the ring. A sampler of its own has no app to tell: its line on stderr is the news,
+/// and a ring left after it would list empty PM counters in every later run.
+fn hold_reason(device: usize, set: &MetricSet, why: &str, while_pid: Option<u32>, ready_fd: Option<i32>) {
+    let Some(app) = while_pid else {
+        signal_ready(ready_fd, false);
+        return;
+    };
     let names: Vec<&str> = set.metrics.iter().map(String::as_str).collect();
     let kinds = vec![framescope_collectors::nvidia::pm::metrics::MetricKind::Count; names.len()];
     // Without a ring (no private runtime directory) the line already printed is all there is.
-    if let Ok(ring) = RingWriter::create(&ring_key(device), &names, &kinds, 1, 1_000_000) {
-        ring.set_state(&WriterState::Failed(why.to_string()), monotonic_now_ns());
+    let ring = RingWriter::create(&ring_key(device), &names, &kinds, 1, 1_000_000).ok();
+    if let Some(r) = &ring {
+        r.set_state(&WriterState::Failed(why.to_string()), monotonic_now_ns());
+    }
+    signal_ready(ready_fd, false);
+    let Some(ring) = ring else { return };
+    install_stop_handlers();
+    while !STOP.load(Ordering::Relaxed) && alive(app) {
+        ring.heartbeat(monotonic_now_ns());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    ring.remove();
+}
+
+fn install_stop_handlers() {
+    // SAFETY: `on_signal` only stores to an atomic, which is async-signal-safe; installing a
+    // handler has no other precondition.
+    unsafe {
+        libc::signal(
+            libc::SIGINT,
+            on_signal as extern "C" fn(libc::c_int) as *const () as libc::sighandler_t,
+        );
+        libc::signal(
+            libc::SIGTERM,
+            on_signal as extern "C" fn(libc::c_int) as *const () as libc::sighandler_t,
+        );
     }
 }
 
@@ -148,8 +179,7 @@ pub fn main(a: Args) -> i32 {
         Ok(api) => api,
         Err(e) => {
             eprintln!("framescope gpu-sampler: {e}");
-            leave_reason(a.device, &set, &e.to_string());
-            signal_ready(a.ready_fd, false);
+            hold_reason(a.device, &set, &e.to_string(), a.while_pid, a.ready_fd);
             return 1;
         }
     };
@@ -162,8 +192,7 @@ pub fn main(a: Args) -> i32 {
     let mut sampler = PmSampler::new(&api, cfg);
     if let Err(e) = sampler.prepare() {
         eprintln!("framescope gpu-sampler: {e}");
-        leave_reason(a.device, &asked, &e);
-        signal_ready(a.ready_fd, false);
+        hold_reason(a.device, &asked, &e, a.while_pid, a.ready_fd);
         return 1;
     }
     let Some(set) = sampler.set() else {
@@ -182,18 +211,7 @@ pub fn main(a: Args) -> i32 {
         }
     };
     signal_ready(a.ready_fd, true);
-    // SAFETY: `on_signal` only stores to an atomic, which is async-signal-safe; installing a
-    // handler has no other precondition.
-    unsafe {
-        libc::signal(
-            libc::SIGINT,
-            on_signal as extern "C" fn(libc::c_int) as *const () as libc::sighandler_t,
-        );
-        libc::signal(
-            libc::SIGTERM,
-            on_signal as extern "C" fn(libc::c_int) as *const () as libc::sighandler_t,
-        );
-    }
+    install_stop_handlers();
     eprintln!(
         "framescope gpu-sampler: {} device {}, {} metrics every {} µs, ring {}",
         sampler.chip(),
@@ -227,14 +245,18 @@ pub fn main(a: Args) -> i32 {
     };
     sampler.stop(monotonic_now_ns(), &mut ring);
     if let Some(why) = failure {
-        // The ring stays with the reason, so the apps' headers and frames say why there are
-        // no PM counters; the next sampler replaces it.
         ring.set_state(&WriterState::Failed(why), monotonic_now_ns());
+        // Held for the app it runs for, then removed like any other (see `hold_reason`).
+        if let Some(app) = a.while_pid {
+            while !STOP.load(Ordering::Relaxed) && alive(app) {
+                ring.heartbeat(monotonic_now_ns());
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+        ring.remove();
         return 1;
     }
     ring.set_state(&WriterState::Stopped, monotonic_now_ns());
-    let path = ring.path().to_path_buf();
-    drop(ring);
-    let _ = std::fs::remove_file(&path);
+    ring.remove();
     0
 }

@@ -26,10 +26,11 @@ pub fn build(hint: &GpuHint) -> Vec<Built> {
         Err(reason) => {
             out.push(Err(("nvml", reason.clone())));
             out.push(Err(("gpm", reason)));
-            // Without NVML only where a sampler's ring is there already (a sampler on a
-            // machine whose NVML this process cannot load, or a test's), so machines without
-            // an NVIDIA GPU do not list PM sampling as off.
-            if crate::nvidia::pm::ring::exists(&crate::nvidia::pm::ring::ring_key(0)) {
+            // Without NVML only where a sampler holds a ring (a sampler on a machine whose
+            // NVML this process cannot load, or a test's), so machines without an NVIDIA GPU
+            // do not list PM sampling as off, nor six empty counters for a ring whose sampler
+            // is gone.
+            if crate::nvidia::pm::ring::in_use(&crate::nvidia::pm::ring::ring_key(0)) {
                 out.push(Ok(Box::new(crate::nvidia::pm::source::PmSource::new(0))));
             }
         }

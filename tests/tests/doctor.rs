@@ -45,3 +45,21 @@ fn doctor_names_what_is_here_and_the_fix_for_what_is_not() {
     assert!(out.stdout.contains("fail  vulkan manifest"), "{}", out.stdout);
     assert!(out.stdout.contains("fix: run `framescope install`"), "{}", out.stdout);
 }
+
+/// `framescope gpu-sampler` where CUPTI cannot be loaded (no NVIDIA driver here) exits 1 and
+/// leaves no ring behind: a ring left with only its reason made every later `doctor` say both
+/// "ok counters: pm 6 counters" and "the PM sampler failed", and every run list six empty
+/// `pm_*` counters.
+#[test]
+fn a_sampler_that_cannot_start_leaves_no_ring_and_doctor_lists_no_pm_counters() {
+    let a = Artifacts::get();
+    let mut sb = Sandbox::new("doctor-pm-ring");
+    sb.set("FRAMESCOPE_CUPTI_DIR", sb.path("no-cupti").display().to_string());
+    let out = sb.run(&a.framescope, &["gpu-sampler"], LIMIT);
+    assert_eq!(out.code(), Some(1), "{}", out.describe());
+    assert!(out.stderr.contains("libcupti.so.12 not found"), "{}", out.describe());
+    let ring = sb.path("runtime/framescope/pm-gpu0.ring");
+    assert!(!ring.exists(), "{} left behind", ring.display());
+    let out = sb.run(&a.framescope, &["doctor"], LIMIT);
+    assert!(!out.stdout.contains("counters: pm"), "{}", out.stdout);
+}

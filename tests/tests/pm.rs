@@ -523,4 +523,12 @@ fn a_missing_cupti_library_is_named_in_the_header_and_every_frame() {
         let why = attribution(f)["missing"].as_str().unwrap_or_else(|| panic!("{f}"));
         assert!(why.contains("libcupti.so.12 not found"), "{why}");
     }
+    // The sampler held its reason for this app only: once the app is gone, so is the ring
+    // (it polls the app every 100 ms).
+    let ring = sb.path("runtime/framescope/pm-gpu0.ring");
+    let t0 = std::time::Instant::now();
+    while ring.exists() && t0.elapsed() < std::time::Duration::from_secs(5) {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(!ring.exists(), "{} left behind after the app", ring.display());
 }

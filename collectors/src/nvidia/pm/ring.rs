@@ -118,9 +118,36 @@ fn key_ok(key: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// Whether the ring of `key` is in the private runtime directory (nothing is made or checked).
-pub fn exists(key: &str) -> bool {
-    framescope_core::ctl::dir().is_some_and(|d| path_in(&d, key).is_file())
+/// How long a writer whose process is gone may have been silent before its ring counts as
+/// left behind. The heartbeat stands in where the pid cannot be checked (a sampler in another
+/// pid namespace, whose pid means nothing here, still beats every decode).
+pub const GONE_AFTER_NS: u64 = 2_000_000_000;
+
+/// Whether a sampler holds the ring of `key` in the private runtime directory: the ring is
+/// there and its writer has not gone (a ring left by a sampler that crashed or was killed, or by
+/// an older framescope that kept failed rings for good, is not one).
+pub fn in_use(key: &str) -> bool {
+    let Some(dir) = framescope_core::ctl::dir() else {
+        return false;
+    };
+    if !path_in(&dir, key).is_file() {
+        return false;
+    }
+    RingReader::open_in(&dir, key)
+        .is_ok_and(|r| !r.writer_gone(framescope_core::clock::monotonic_now_ns(), GONE_AFTER_NS))
+}
+
+/// Whether process `pid` exists (`kill(pid, 0)`: only `ESRCH` says it does not).
+fn process_exists(pid: u64) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
+    if pid <= 0 {
+        return false;
+    }
+    // SAFETY: signal 0 sends nothing; it only checks the pid.
+    let r = unsafe { libc::kill(pid, 0) };
+    r == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
 }
 
 /// The private runtime directory, made if missing and checked (as `ctl` does).
@@ -215,6 +242,7 @@ fn load_str(words: &[AtomicU64], at: usize, len: usize) -> String {
 pub struct RingWriter {
     map: Map,
     path: PathBuf,
+    dev_ino: (u64, u64),
     capacity: u64,
     metrics: usize,
     record_words: usize,
@@ -299,8 +327,10 @@ impl RingWriter {
                 return Err(e);
             }
         };
+        let m = file.metadata().map_err(|e| format!("{}: {e}", path.display()))?;
         Ok(RingWriter {
             map,
+            dev_ino: (m.dev(), m.ino()),
             path,
             capacity,
             metrics: names.len(),
@@ -311,6 +341,20 @@ impl RingWriter {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The ring file's device and inode: whether the file at [`Self::path`] is still this one.
+    pub fn identity(&self) -> (u64, u64) {
+        self.dev_ino
+    }
+
+    /// Removes the ring file if it is still this writer's (a later sampler may have replaced
+    /// it with its own).
+    pub fn remove(self) {
+        let ours = std::fs::symlink_metadata(&self.path).is_ok_and(|m| (m.dev(), m.ino()) == self.dev_ino);
+        if ours {
+            let _ = std::fs::remove_file(&self.path);
+        }
     }
 
     /// Records it holds.
@@ -554,12 +598,24 @@ impl RingReader {
                 break;
             }
         }
-        // A sampler that failed leaves its ring with the reason, which stays the news however
-        // long ago it beat.
-        if silent > stale_after_ns && !matches!(state, WriterState::Failed(_)) {
+        // A sampler that failed and still lives keeps its ring for the reason, which stays the
+        // news however long ago it beat; once its process is gone the ring is only left over.
+        let failed_and_held = matches!(state, WriterState::Failed(_)) && process_exists(self.writer_pid());
+        if silent > stale_after_ns && !failed_and_held {
             return Liveness::Stale { silent_ns: silent };
         }
         Liveness::Alive(state)
+    }
+
+    /// The writer's process id (in the writer's pid namespace).
+    pub fn writer_pid(&self) -> u64 {
+        self.map.words()[w::PID].load(Ordering::Relaxed)
+    }
+
+    /// Whether the writer is gone for good: its process does not exist and it has been silent
+    /// for more than `silent_after_ns`.
+    pub fn writer_gone(&self, now_ns: u64, silent_after_ns: u64) -> bool {
+        self.silent_ns(now_ns) > silent_after_ns && !process_exists(self.writer_pid())
     }
 
     /// How long the writer has said nothing (`CLOCK_MONOTONIC` ns): the age of a failed
@@ -721,6 +777,34 @@ mod tests {
         drop(wr); // the writer dies: no more heartbeats
         assert_eq!(r.liveness(3_000, 1_000), Liveness::Alive(WriterState::Running));
         assert_eq!(r.liveness(3_001, 1_000), Liveness::Stale { silent_ns: 1_001 });
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    /// The pid of a process that has ended.
+    fn dead_pid() -> u64 {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        child.wait().unwrap();
+        u64::from(pid)
+    }
+
+    #[test]
+    fn a_failed_ring_whose_writer_is_gone_is_left_over_not_news() {
+        let d = dir();
+        let wr = writer(&d, 4);
+        let r = RingReader::open_in(&d, "0").unwrap();
+        wr.set_state(&WriterState::Failed("libcupti.so.12 not found".into()), 1_000);
+        // Its writer (this process) lives: the reason stays the news.
+        assert_eq!(
+            r.liveness(10_000, 1_000),
+            Liveness::Alive(WriterState::Failed("libcupti.so.12 not found".into()))
+        );
+        assert!(!r.writer_gone(10_000, 1_000));
+        // The same ring once its process has ended: stale, and gone after the bound.
+        wr.map.words()[w::PID].store(dead_pid(), Ordering::Relaxed);
+        assert_eq!(r.liveness(10_000, 1_000), Liveness::Stale { silent_ns: 9_000 });
+        assert!(!r.writer_gone(1_500, 1_000), "silent for less than the bound");
+        assert!(r.writer_gone(10_000, 1_000));
         let _ = std::fs::remove_dir_all(&d);
     }
 
