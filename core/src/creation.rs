@@ -69,17 +69,21 @@ thread_local! {
     };
 }
 
-/// Runs `f` (the real creating call) and adds one call of `kind` with its wall time to the
-/// calling thread's tally (nothing while the thread is being torn down).
-pub fn timed<R>(kind: CreationKind, f: impl FnOnce() -> R) -> R {
-    let t0 = crate::clock::monotonic_now_ns();
-    let r = f();
-    let ns = crate::clock::monotonic_now_ns().saturating_sub(t0);
+/// Adds one call of `kind` that took `ns` to the calling thread's tally (nothing while the
+/// thread is being torn down).
+pub fn add(kind: CreationKind, ns: u64) {
     let _ = TALLY.try_with(|t| {
         let mut c = t.get();
         c.add(kind, ns);
         t.set(c);
     });
+}
+
+/// Runs `f` (the real creating call) and adds it, with its wall time, as one call of `kind`.
+pub fn timed<R>(kind: CreationKind, f: impl FnOnce() -> R) -> R {
+    let t0 = crate::clock::monotonic_now_ns();
+    let r = f();
+    add(kind, crate::clock::monotonic_now_ns().saturating_sub(t0));
     r
 }
 

@@ -5,12 +5,12 @@
 pub mod allocs;
 pub mod artifacts;
 pub mod dump;
-pub mod fault_layer;
 pub mod glmark;
 pub mod image;
 pub mod lane;
 pub mod python;
 pub mod runner;
+pub mod test_layers;
 pub mod validation;
 pub mod xvfb;
 

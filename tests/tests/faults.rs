@@ -11,7 +11,7 @@
 //! headless, framescope's frames need `--frame-boundary`, which lavapipe lacks bare, so the
 //! two runs could not share their arguments (one headless test compares them anyway).
 
-use framescope_tests::{dump, fault_layer, validation, Artifacts, Outcome, Sandbox, Xvfb};
+use framescope_tests::{dump, test_layers, validation, Artifacts, Outcome, Sandbox, Xvfb};
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -42,7 +42,7 @@ fn runs(name: &str, fault: &str, x: Option<&Xvfb>, bare_args: &[&str], args: &[&
     if let Some(x) = x {
         sb.display(x);
     }
-    fault_layer::enable(&mut sb, fault);
+    test_layers::enable_faults(&mut sb, fault);
     let bare = sb.run(&a.testapp, bare_args, LIMIT);
     let app = a.testapp.display().to_string();
     let under = sb.run_under_framescope(&a, &app, args, LIMIT);

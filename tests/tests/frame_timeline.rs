@@ -6,7 +6,7 @@
 //! to it), its time in the present call, its start at the previous present's return, and
 //! busy + waits must add up to the frame's time exactly.
 
-use framescope_tests::{dump, fault_layer, validation, Artifacts, Sandbox, Xvfb};
+use framescope_tests::{dump, test_layers, validation, Artifacts, Sandbox, Xvfb};
 use serde_json::Value;
 use std::time::Duration;
 
@@ -85,7 +85,7 @@ fn known_fence_and_acquire_waits_are_split_out_of_the_frame() {
     sb.with_validation()
         .display(&x)
         .set("FRAMESCOPE_DUMP", path.display().to_string());
-    fault_layer::enable(&mut sb, "slow_fence_ms=30,slow_acquire_ms=20");
+    test_layers::enable_faults(&mut sb, "slow_fence_ms=30,slow_acquire_ms=20");
     let app = a.testapp.display().to_string();
     let mut args = vec!["--frames", "30"];
     args.extend(WINDOW);
@@ -207,7 +207,7 @@ fn a_pipeline_created_mid_run_is_the_named_cause_of_its_stutter() {
         sb.with_validation()
             .display(&x)
             .set("FRAMESCOPE_DUMP", path.display().to_string());
-        fault_layer::enable(&mut sb, fault);
+        test_layers::enable_faults(&mut sb, fault);
         let mut args = vec!["--frames", "50", "--pipeline-every", "15"];
         args.extend(WINDOW);
         let out = sb.run_under_framescope(&a, &app, &args, LIMIT);
@@ -240,7 +240,11 @@ fn a_pipeline_created_mid_run_is_the_named_cause_of_its_stutter() {
         "the slow pipelines took {:.3} ms more, known 200 ms",
         added as f64 / 1e6
     );
-    for f in slow.frames.iter().filter(|f| known.contains(&f["frame"].as_u64().unwrap())) {
+    for f in slow
+        .frames
+        .iter()
+        .filter(|f| known.contains(&f["frame"].as_u64().unwrap()))
+    {
         assert_eq!(f["stutter"], true, "{f}");
         assert_eq!(f["stutter_explained"], true, "{f}");
         assert_eq!(f["stutter_causes"][0]["cause"], "pipeline", "{f}");

@@ -3,12 +3,11 @@
 //! deterministic counters), the header lists the device's counters per queue family, with
 //! their units, storage and scope, and the validation layer between the two reports nothing.
 
-use framescope_tests::{dump, validation, Artifacts, Sandbox};
+use framescope_tests::{dump, test_layers, validation, Artifacts, Sandbox};
 use serde_json::Value;
 use std::time::Duration;
 
 const LIMIT: Duration = Duration::from_secs(120);
-const DOUBLE: &str = "VK_LAYER_FRAMESCOPE_perf_double";
 
 /// Runs the headless test app for 5 frames under framescope, with the double when `double`.
 fn run(name: &str, double: bool) -> dump::Dump {
@@ -37,36 +36,7 @@ fn run_with(
         sb.set(k, *v);
     }
     if double {
-        let lib = a.bin_dir.join("libframescope_perf_double.so");
-        assert!(
-            lib.is_file(),
-            "{} is missing: run `cargo build --workspace`",
-            lib.display()
-        );
-        let dir = sb.path("layers");
-        std::fs::create_dir_all(&dir).unwrap();
-        let manifest = serde_json::json!({
-            "file_format_version": "1.2.0",
-            "layer": {
-                "name": DOUBLE,
-                "type": "GLOBAL",
-                "library_path": lib,
-                "api_version": "1.3.0",
-                "implementation_version": "1",
-                "description": "framescope test double: VK_KHR_performance_query on lavapipe",
-            }
-        });
-        std::fs::write(dir.join("perf_double.json"), manifest.to_string()).unwrap();
-        // Below the validation layer when it is there (the list's first is nearest the app),
-        // and below framescope, whose manifest is implicit.
-        let layers = match sb.env("VK_INSTANCE_LAYERS") {
-            Some(l) => format!("{l}:{DOUBLE}"),
-            None => DOUBLE.to_string(),
-        };
-        sb.set("VK_INSTANCE_LAYERS", layers).set(
-            "VK_LAYER_PATH",
-            format!("{}:/usr/share/vulkan/explicit_layer.d", dir.display()),
-        );
+        test_layers::PERF_DOUBLE.enable(&mut sb);
     }
     let app = a.testapp.display().to_string();
     let n = frames.to_string();
