@@ -4,7 +4,7 @@
 use crate::text::{escape, show};
 use crate::usage::usage_error;
 use std::ffi::OsString;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
 use std::os::unix::net::UnixStream;
 use std::time::Duration;
 
@@ -106,18 +106,33 @@ fn send(pid: u32, request: &str) -> Result<String, String> {
             path.display()
         )
     })?;
-    let timeout = Some(Duration::from_secs(5));
-    s.set_read_timeout(timeout).map_err(|e| e.to_string())?;
-    s.set_write_timeout(timeout).map_err(|e| e.to_string())?;
-    (&s).write_all(format!("{request}\n").as_bytes())
-        .map_err(|e| format!("cannot send to process {pid}: {e}"))?;
+    s.set_read_timeout(Some(WAIT)).map_err(|e| e.to_string())?;
+    s.set_write_timeout(Some(WAIT)).map_err(|e| e.to_string())?;
+    let silent = |e: &std::io::Error| {
+        if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) {
+            format!(
+                "process {pid} gave no answer within {} s (is it stopped, e.g. by SIGSTOP or a debugger, or hung?)",
+                WAIT.as_secs()
+            )
+        } else {
+            format!("no reply from process {pid}: {e}")
+        }
+    };
+    // A write the app cut short (it refused the request) may still have left its reply.
+    let sent = (&s).write_all(format!("{request}\n").as_bytes());
     let mut reply = String::new();
-    BufReader::new((&s).take(MAX_REPLY))
-        .read_line(&mut reply)
-        .map_err(|e| format!("no reply from process {pid}: {e}"))?;
+    let read = BufReader::new((&s).take(MAX_REPLY)).read_line(&mut reply);
     let reply = reply.trim_end().to_string();
     if reply.is_empty() {
-        return Err(format!("no reply from process {pid}"));
+        return Err(match (sent, read) {
+            (Err(e), _) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => silent(&e),
+            (Err(e), _) => format!("cannot send to process {pid}: {e}"),
+            (Ok(()), Err(e)) => silent(&e),
+            (Ok(()), Ok(_)) => format!("no reply from process {pid}"),
+        });
     }
     Ok(escape(&reply))
 }
+
+/// How long `ctl` waits for the app to take its request and answer.
+const WAIT: Duration = Duration::from_secs(5);

@@ -4,27 +4,30 @@
 //! Only the user reaches it: the directory is made with mode 0700 and used only when it is
 //! a real directory (not a link) owned by us with no access for others, and every peer's
 //! uid is checked (`SO_PEERCRED`, unix(7)). Nothing listens on the network. The socket is
-//! served by a thread of framescope's own, one short request at a time with timeouts, so a
-//! client that connects and says nothing delays other clients, never the app.
+//! served by a thread of framescope's own that waits on every client at once (poll(2), at most
+//! [`MAX_CLIENTS`], each with [`CLIENT_TIMEOUT`] to be done), so a client that connects and
+//! says nothing delays no other client, and never the app.
 //!
 //! Protocol: one request line, one JSON reply line (`{"ok":true,...}` or
 //! `{"ok":false,"error":"..."}`).
 
 use crate::capture;
 use parking_lot::Mutex;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{ErrorKind, Read};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt};
 use std::os::unix::io::AsRawFd;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Longest request line.
-const MAX_REQUEST: u64 = 1024;
-/// How long one client may take to send its request or read the reply.
+const MAX_REQUEST: usize = 1024;
+/// How long one client may take, from its connection, to send its request and read the reply.
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(1);
+/// Clients served at once (each holds a descriptor and about 1 KiB).
+const MAX_CLIENTS: usize = 16;
 /// How often the thread looks for clients and for the end of the dump.
 const POLL: Duration = Duration::from_millis(50);
 
@@ -188,41 +191,223 @@ fn remove_socket(stop: &Arc<AtomicBool>) {
     }
 }
 
-fn serve(listener: &UnixListener, stop: &AtomicBool) {
-    while !stop.load(Ordering::Acquire) {
-        match listener.accept() {
-            Ok((s, _)) => {
-                let _ = client(s);
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::thread::sleep(POLL),
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => {
-                crate::log::info(format_args!("control socket stopped: {e}"));
+/// One client being served: its request read into a fixed buffer, then its reply written, then
+/// (after an over-long request) the rest of what it sends read and dropped until it closes, so
+/// that it reads the reply instead of a reset.
+struct Conn {
+    s: UnixStream,
+    buf: Box<[u8; MAX_REQUEST]>,
+    len: usize,
+    reply: Vec<u8>,
+    sent: usize,
+    phase: Phase,
+    deadline: Instant,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Reading,
+    Writing { then_drain: bool },
+    Draining,
+}
+
+impl Conn {
+    fn new(s: UnixStream, now: Instant) -> Conn {
+        let mut c = Conn {
+            s,
+            buf: Box::new([0; MAX_REQUEST]),
+            len: 0,
+            reply: Vec::new(),
+            sent: 0,
+            phase: Phase::Reading,
+            deadline: now + CLIENT_TIMEOUT,
+        };
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        let uid = unsafe { libc::geteuid() };
+        if peer_uid(&c.s) != Some(uid) {
+            c.reply_with(&error("another user's process may not control this one"), false);
+        }
+        c
+    }
+
+    fn reply_with(&mut self, v: &serde_json::Value, then_drain: bool) {
+        self.reply = v.to_string().into_bytes();
+        self.reply.push(b'\n');
+        self.phase = Phase::Writing { then_drain };
+    }
+
+    /// The request read so far, once it is whole (a line, or everything before the client's
+    /// end of writing).
+    fn take_request(&mut self, eof: bool) {
+        let line_end = self.buf[..self.len].iter().position(|&b| b == b'\n');
+        let line = match line_end {
+            Some(n) => &self.buf[..n],
+            None if eof => &self.buf[..self.len],
+            None if self.len == MAX_REQUEST => {
+                self.reply_with(&error(TOO_LONG), true);
                 return;
             }
+            None => return,
+        };
+        let reply = match std::str::from_utf8(line) {
+            Ok(l) if !l.trim().is_empty() => answer(l.trim_end_matches('\r')),
+            Ok(_) => error("empty request"),
+            Err(_) => error(TOO_LONG),
+        };
+        self.reply_with(&reply, false);
+    }
+
+    /// Does what the socket lets it do now; `false` once the connection is done with.
+    fn step(&mut self) -> bool {
+        loop {
+            match self.phase {
+                Phase::Reading => match (&self.s).read(&mut self.buf[self.len..]) {
+                    Ok(0) => {
+                        if self.len == 0 {
+                            return false;
+                        }
+                        self.take_request(true);
+                    }
+                    Ok(n) => {
+                        self.len += n;
+                        self.take_request(false);
+                    }
+                    Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                    Err(e) => return e.kind() == ErrorKind::WouldBlock,
+                },
+                Phase::Writing { then_drain } => match send(&self.s, &self.reply[self.sent..]) {
+                    Ok(n) => {
+                        self.sent += n;
+                        if self.sent == self.reply.len() {
+                            if !then_drain {
+                                return false;
+                            }
+                            let _ = self.s.shutdown(std::net::Shutdown::Write);
+                            self.phase = Phase::Draining;
+                        }
+                    }
+                    Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                    Err(e) => return e.kind() == ErrorKind::WouldBlock,
+                },
+                Phase::Draining => {
+                    let mut sink = [0u8; 4096];
+                    match (&self.s).read(&mut sink) {
+                        Ok(0) => return false,
+                        Ok(_) => {}
+                        Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                        Err(e) => return e.kind() == ErrorKind::WouldBlock,
+                    }
+                }
+            }
+        }
+    }
+
+    fn events(&self) -> libc::c_short {
+        match self.phase {
+            Phase::Reading | Phase::Draining => libc::POLLIN,
+            Phase::Writing { .. } => libc::POLLOUT,
         }
     }
 }
 
-fn client(s: UnixStream) -> std::io::Result<()> {
-    s.set_nonblocking(false)?;
-    s.set_read_timeout(Some(CLIENT_TIMEOUT))?;
-    s.set_write_timeout(Some(CLIENT_TIMEOUT))?;
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    let uid = unsafe { libc::geteuid() };
-    let reply = if peer_uid(&s) != Some(uid) {
-        error("another user's process may not control this one")
+/// Writes without SIGPIPE: the server runs in the app's process, whose disposition of SIGPIPE
+/// is the app's (often the default, which ends the process when a client hangs up early).
+fn send(s: &UnixStream, bytes: &[u8]) -> std::io::Result<usize> {
+    // SAFETY: `bytes` is a valid buffer of `bytes.len()` bytes for the call; the descriptor is
+    // the stream's own, open for the call.
+    let n = unsafe { libc::send(s.as_raw_fd(), bytes.as_ptr().cast(), bytes.len(), libc::MSG_NOSIGNAL) };
+    if n < 0 {
+        Err(std::io::Error::last_os_error())
     } else {
-        let mut line = String::new();
-        match BufReader::new((&s).take(MAX_REQUEST)).read_line(&mut line) {
-            Ok(_) if !line.trim().is_empty() => answer(line.trim_end_matches(['\n', '\r'])),
-            Ok(_) => error("empty request"),
-            Err(_) => error("the request is not one line of text (at most 1 KiB)"),
+        Ok(n as usize)
+    }
+}
+
+const TOO_LONG: &str = "the request is not one line of text (at most 1 KiB)";
+
+/// Serves clients on this one thread, several at once without blocking on any: every socket is
+/// non-blocking and waited for with poll(2). Each client has [`CLIENT_TIMEOUT`] from its
+/// connection to be done; at most [`MAX_CLIENTS`] are held, and a new one past that closes the
+/// oldest, so idle connections can neither stall the others nor grow the thread's memory.
+fn serve(listener: &UnixListener, stop: &AtomicBool) {
+    let mut conns: Vec<Conn> = Vec::with_capacity(MAX_CLIENTS);
+    let mut fds: Vec<libc::pollfd> = Vec::with_capacity(MAX_CLIENTS + 1);
+    while !stop.load(Ordering::Acquire) {
+        let now = Instant::now();
+        conns.retain(|c| c.deadline > now);
+        fds.clear();
+        fds.push(libc::pollfd {
+            fd: listener.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        });
+        fds.extend(conns.iter().map(|c| libc::pollfd {
+            fd: c.s.as_raw_fd(),
+            events: c.events(),
+            revents: 0,
+        }));
+        // Woken at least every POLL to see the stop flag, and at the nearest deadline.
+        let wait = conns
+            .iter()
+            .map(|c| c.deadline.saturating_duration_since(now))
+            .fold(POLL, Duration::min);
+        // SAFETY: `fds` is a valid array of `fds.len()` pollfds for the duration of the call;
+        // every descriptor in it belongs to the listener or to a stream in `conns`.
+        let n = unsafe {
+            libc::poll(
+                fds.as_mut_ptr(),
+                fds.len() as libc::nfds_t,
+                wait.as_millis().clamp(1, 1000) as libc::c_int,
+            )
+        };
+        if n < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == ErrorKind::Interrupted {
+                continue;
+            }
+            crate::log::info(format_args!("control socket stopped: {e}"));
+            return;
         }
-    };
-    let mut out = reply.to_string();
-    out.push('\n');
-    (&s).write_all(out.as_bytes())
+        // The clients first (by index, before any is removed or added), then new ones.
+        let ready: Vec<bool> = fds[1..].iter().map(|p| p.revents != 0).collect();
+        let mut ready = ready.iter();
+        conns.retain_mut(|c| !ready.next().copied().unwrap_or(false) || c.step());
+        if fds[0].revents != 0 && !accept_all(listener, &mut conns) {
+            return;
+        }
+    }
+}
+
+/// Accepts every waiting client; `false` when the listener failed for good.
+fn accept_all(listener: &UnixListener, conns: &mut Vec<Conn>) -> bool {
+    loop {
+        match listener.accept() {
+            Ok((s, _)) => {
+                if s.set_nonblocking(true).is_err() {
+                    continue;
+                }
+                if conns.len() >= MAX_CLIENTS {
+                    // The oldest goes: a client that is served promptly never gets old.
+                    conns.remove(0);
+                }
+                let mut c = Conn::new(s, Instant::now());
+                if c.step() {
+                    conns.push(c);
+                }
+            }
+            Err(e) if e.kind() == ErrorKind::WouldBlock => return true,
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) if e.raw_os_error() == Some(libc::EMFILE) || e.raw_os_error() == Some(libc::ENFILE) => {
+                // Out of descriptors in the app's process: the waiting client stays queued
+                // until one of ours closes.
+                return true;
+            }
+            Err(e) => {
+                crate::log::info(format_args!("control socket stopped: {e}"));
+                return false;
+            }
+        }
+    }
 }
 
 fn error(why: &str) -> serde_json::Value {
@@ -255,6 +440,7 @@ pub fn answer(request: &str) -> serde_json::Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Write;
 
     #[test]
     fn requests_get_json_replies() {
@@ -264,6 +450,92 @@ mod tests {
         assert_eq!(answer("mark")["ok"], false, "a mark needs a label");
         let bad = answer("mark a\u{1b}[2J");
         assert!(bad["error"].as_str().unwrap().contains("printable"), "{bad}");
+    }
+
+    /// A server on a socket of its own in a private temporary directory, stopped on drop.
+    struct TestServer {
+        path: PathBuf,
+        stop: Arc<AtomicBool>,
+        thread: Option<std::thread::JoinHandle<()>>,
+    }
+
+    impl TestServer {
+        fn start(name: &str) -> TestServer {
+            let d = std::env::temp_dir().join(format!("framescope-ctl-{name}-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&d);
+            std::fs::DirBuilder::new().mode(0o700).create(&d).unwrap();
+            let path = d.join("1.sock");
+            let listener = UnixListener::bind(&path).unwrap();
+            listener.set_nonblocking(true).unwrap();
+            let stop = Arc::new(AtomicBool::new(false));
+            let s2 = stop.clone();
+            let thread = std::thread::spawn(move || serve(&listener, &s2));
+            TestServer {
+                path,
+                stop,
+                thread: Some(thread),
+            }
+        }
+
+        fn connect(&self) -> UnixStream {
+            let s = UnixStream::connect(&self.path).unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+            s.set_write_timeout(Some(Duration::from_secs(3))).unwrap();
+            s
+        }
+    }
+
+    impl Drop for TestServer {
+        fn drop(&mut self) {
+            self.stop.store(true, Ordering::Release);
+            if let Some(t) = self.thread.take() {
+                let _ = t.join();
+            }
+            let _ = std::fs::remove_dir_all(self.path.parent().unwrap());
+        }
+    }
+
+    fn reply_line(s: &UnixStream) -> std::io::Result<serde_json::Value> {
+        use std::io::BufRead;
+        let mut line = String::new();
+        std::io::BufReader::new(s).read_line(&mut line)?;
+        Ok(serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}")))
+    }
+
+    #[test]
+    fn idle_clients_do_not_delay_a_request() {
+        let server = TestServer::start("idle");
+        let idle: Vec<UnixStream> = (0..20).map(|_| server.connect()).collect();
+        let t0 = Instant::now();
+        let s = server.connect();
+        (&s).write_all(b"status\n").unwrap();
+        let v = reply_line(&s).expect("a reply despite 20 idle clients");
+        assert_eq!(v["ok"], true, "{v}");
+        assert!(t0.elapsed() < Duration::from_millis(500), "{:?}", t0.elapsed());
+        // Several clients that speak at once are all answered.
+        let many: Vec<UnixStream> = (0..8).map(|_| server.connect()).collect();
+        for c in &many {
+            (&*c).write_all(b"status\n").unwrap();
+        }
+        for c in &many {
+            assert_eq!(reply_line(c).unwrap()["ok"], true);
+        }
+        drop(idle);
+    }
+
+    #[test]
+    fn an_overlong_request_gets_the_error_line_not_a_reset() {
+        let server = TestServer::start("long");
+        let s = server.connect();
+        // More than the socket buffers hold, so the client is still writing when the server
+        // has its answer.
+        let big = vec![b'x'; 1 << 20];
+        (&s).write_all(&big).expect("the whole request is taken");
+        (&s).write_all(b"\n").unwrap();
+        s.shutdown(std::net::Shutdown::Write).unwrap();
+        let v = reply_line(&s).expect("the error line");
+        assert_eq!(v["ok"], false, "{v}");
+        assert!(v["error"].as_str().unwrap().contains("at most 1 KiB"), "{v}");
     }
 
     #[test]

@@ -215,3 +215,23 @@ fn the_dump_key_starts_a_paused_capture_with_the_hud_off() {
     let first = d.frames[0]["frame"].as_u64().unwrap();
     assert!(first > 0, "frames before the key press were left out: first is {first}");
 }
+
+/// An app that takes no requests (stopped by SIGSTOP: the kernel queues the connection, nobody
+/// answers): `ctl` says so in words after its 5 s, not "Resource temporarily unavailable".
+#[test]
+fn ctl_to_an_app_that_never_answers_says_so_in_words() {
+    let a = Artifacts::get();
+    let sb = Sandbox::new("ctl-silent");
+    let dir = sb.path("runtime/framescope");
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        std::fs::DirBuilder::new().mode(0o700).create(&dir).unwrap();
+    }
+    let pid = std::process::id().to_string();
+    // Bound and listening, never accepted: what a stopped app's socket does.
+    let _listener = std::os::unix::net::UnixListener::bind(dir.join(format!("{pid}.sock"))).unwrap();
+    let out = sb.run(&a.framescope, &["ctl", &pid, "status"], Duration::from_secs(30));
+    assert_eq!(out.code(), Some(1), "{}", out.describe());
+    assert!(out.stderr.contains("no answer within 5 s"), "{}", out.describe());
+    assert!(!out.stderr.contains("os error"), "{}", out.describe());
+}
