@@ -519,6 +519,15 @@ fn a_missing_cupti_library_is_named_in_the_header_and_every_frame() {
     assert_eq!(d.frames.len(), 20);
     let u = d.header["unavailable"].to_string();
     assert!(u.contains("libcupti.so.12 not found"), "{u}");
+    // The fix survives whole (the ring's status line once cut it mid-word).
+    assert!(
+        u.contains(
+            "set FRAMESCOPE_CUPTI_DIR to the directory holding libcupti.so.12, libnvperf_host.so and \
+             libnvperf_target.so (CUDA toolkit extras/CUPTI/lib64, or the nvidia-cuda-cupti-cu12 wheel's \
+             nvidia/cuda_cupti/lib)"
+        ),
+        "{u}"
+    );
     for f in &d.frames {
         let why = attribution(f)["missing"].as_str().unwrap_or_else(|| panic!("{f}"));
         assert!(why.contains("libcupti.so.12 not found"), "{why}");

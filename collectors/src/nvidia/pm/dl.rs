@@ -372,6 +372,9 @@ fn open(path: &str) -> Result<Lib, String> {
     }
 }
 
+/// Places named in the reason when CUPTI is not found (the rest are counted).
+const SHOWN_PLACES: usize = 4;
+
 /// Where to look for the CUPTI libraries, in order.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Place {
@@ -498,11 +501,16 @@ impl DlCupti {
                 }
             }
         }
-        let searched: Vec<String> = places.iter().map(Place::shown).collect();
+        // The fix first and the places after, a few of them: the reason travels through the
+        // PM ring's status line, whose bound must never cut the fix.
+        let mut searched: Vec<String> = places.iter().take(SHOWN_PLACES).map(Place::shown).collect();
+        if places.len() > SHOWN_PLACES {
+            searched.push(format!("{} more", places.len() - SHOWN_PLACES));
+        }
         let mut msg = format!(
-            "{CUPTI_LIBRARY} not found (searched: {}); set {DIR_VARIABLE} to the directory holding \
-             {CUPTI_LIBRARY}, {NVPERF_HOST_LIBRARY} and {NVPERF_TARGET_LIBRARY} (CUDA toolkit \
-             extras/CUPTI/lib64, or the nvidia-cuda-cupti-cu12 wheel's nvidia/cuda_cupti/lib)",
+            "{CUPTI_LIBRARY} not found; set {DIR_VARIABLE} to the directory holding {CUPTI_LIBRARY}, \
+             {NVPERF_HOST_LIBRARY} and {NVPERF_TARGET_LIBRARY} (CUDA toolkit extras/CUPTI/lib64, or \
+             the nvidia-cuda-cupti-cu12 wheel's nvidia/cuda_cupti/lib); searched: {}",
             searched.join(", ")
         );
         if !problems.is_empty() {
@@ -1097,10 +1105,19 @@ mod tests {
         let places = [Place::Dir("/nonexistent/cupti".into())];
         let e = DlCupti::load_from(&places).err().expect("nothing to load");
         assert!(
-            e.starts_with("libcupti.so.12 not found (searched: /nonexistent/cupti)"),
+            e.starts_with(
+                "libcupti.so.12 not found; set FRAMESCOPE_CUPTI_DIR to the directory holding libcupti.so.12, \
+                 libnvperf_host.so and libnvperf_target.so (CUDA toolkit extras/CUPTI/lib64, or the \
+                 nvidia-cuda-cupti-cu12 wheel's nvidia/cuda_cupti/lib); searched: /nonexistent/cupti"
+            ),
             "{e}"
         );
-        assert!(e.contains("set FRAMESCOPE_CUPTI_DIR"), "{e}");
+        let many: Vec<Place> = (0..9).map(|i| Place::Dir(format!("/nonexistent/{i}").into())).collect();
+        let e = DlCupti::load_from(&many).err().expect("nothing to load");
+        assert!(
+            e.ends_with("searched: /nonexistent/0, /nonexistent/1, /nonexistent/2, /nonexistent/3, 5 more"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -29,11 +29,13 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{fence, AtomicU64, Ordering};
 
 const MAGIC: u64 = u64::from_le_bytes(*b"FSPMRNG1");
-pub const VERSION: u64 = 1;
-/// Words of the header (4 KiB).
-pub const HEADER_WORDS: usize = 512;
-/// Longest status line, in bytes.
-pub const STATUS_BYTES: usize = 256;
+/// 2: the status line grew from 256 bytes to [`STATUS_BYTES`] (the header from 4 to 8 KiB).
+pub const VERSION: u64 = 2;
+/// Words of the header (8 KiB).
+pub const HEADER_WORDS: usize = 1024;
+/// Longest status line, in bytes: room for a reason with its fix and what was searched. A
+/// longer one is cut at a word and ends with "…" ([`clip_reason`]).
+pub const STATUS_BYTES: usize = 1024;
 /// Longest metric name, in bytes.
 pub const NAME_BYTES: usize = 96;
 /// Most records a ring holds (64 Mi samples would be hours at 10 kHz).
@@ -229,6 +231,22 @@ fn store_str(words: &[AtomicU64], at: usize, max_bytes: usize, s: &str) -> usize
     bytes.len()
 }
 
+/// `s` whole when it fits `max_bytes`, else cut at the last space that leaves room for "…",
+/// which marks the cut: a reason never ends mid-word.
+pub fn clip_reason(s: &str, max_bytes: usize) -> std::borrow::Cow<'_, str> {
+    const MORE: &str = "…";
+    if s.len() <= max_bytes {
+        return s.into();
+    }
+    let mut cut = max_bytes.saturating_sub(MORE.len());
+    while !s.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let head = &s[..cut];
+    let head = head.rfind(' ').map_or(head, |sp| &head[..sp]);
+    format!("{}{MORE}", head.trim_end_matches([',', ';', ':', ' '])).into()
+}
+
 fn load_str(words: &[AtomicU64], at: usize, len: usize) -> String {
     let mut b = Vec::with_capacity(len);
     for word in &words[at..at + len.div_ceil(8)] {
@@ -400,7 +418,7 @@ impl RingWriter {
         let seq = h[w::STATUS_SEQ].load(Ordering::Relaxed);
         h[w::STATUS_SEQ].store(seq | 1, Ordering::Relaxed);
         fence(Ordering::Release);
-        let len = store_str(h, w::STATUS, STATUS_BYTES, text);
+        let len = store_str(h, w::STATUS, STATUS_BYTES, &clip_reason(text, STATUS_BYTES));
         h[w::STATUS_LEN].store(len as u64, Ordering::Relaxed);
         h[w::STATE].store(state.code(), Ordering::Relaxed);
         h[w::STATUS_SEQ].store((seq | 1) + 1, Ordering::Release);
@@ -805,6 +823,36 @@ mod tests {
         assert_eq!(r.liveness(10_000, 1_000), Liveness::Stale { silent_ns: 9_000 });
         assert!(!r.writer_gone(1_500, 1_000), "silent for less than the bound");
         assert!(r.writer_gone(10_000, 1_000));
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn a_long_reason_is_kept_whole_or_cut_at_a_word_with_a_mark() {
+        let d = dir();
+        let wr = writer(&d, 4);
+        let r = RingReader::open_in(&d, "0").unwrap();
+        // CUPTI's reason as built, with many places searched: whole.
+        let places: Vec<super::super::dl::Place> = (0..12)
+            .map(|i| {
+                super::super::dl::Place::Dir(format!("/opt/some/long/prefix/number/{i}/extras/CUPTI/lib64").into())
+            })
+            .collect();
+        let why = super::super::dl::DlCupti::load_from(&places).err().unwrap();
+        wr.set_state(&WriterState::Failed(why.clone()), 1_000);
+        assert_eq!(r.liveness(1_000, 1_000), Liveness::Alive(WriterState::Failed(why)));
+        // Longer than the ring holds: cut at a word, marked.
+        let long = format!(
+            "set FRAMESCOPE_CUPTI_DIR to the directory holding it; {}",
+            "searched here ".repeat(200)
+        );
+        wr.set_state(&WriterState::Failed(long.clone()), 1_000);
+        let Liveness::Alive(WriterState::Failed(got)) = r.liveness(1_000, 1_000) else {
+            panic!("not failed")
+        };
+        assert!(got.len() <= STATUS_BYTES && got.ends_with("here…"), "{got}");
+        assert!(long.starts_with(got.trim_end_matches('…')), "{got}");
+        assert_eq!(clip_reason("short", 8), "short");
+        assert_eq!(clip_reason("two words", 8), "two…");
         let _ = std::fs::remove_dir_all(&d);
     }
 
