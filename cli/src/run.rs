@@ -104,6 +104,14 @@ pub fn main(args: Args) -> i32 {
     let Some((cmd, cmd_args)) = command.split_first() else {
         return crate::usage::usage_error::<Args>("run", "framescope run: no CMD given");
     };
+    if let Some(line) = nested_line(
+        std::env::var_os(RUN_ENABLE).as_deref(),
+        std::env::var_os("FRAMESCOPE_DUMP").as_deref(),
+        dump.as_deref(),
+        config.is_some(),
+    ) {
+        eprintln!("{line}");
+    }
     if pm {
         start_pm_sampler(&pm_metrics);
     }
@@ -120,6 +128,39 @@ pub fn main(args: Args) -> i32 {
     } else {
         126
     }
+}
+
+/// The one line a `framescope run` inside another prints (`None` when it is not nested): the
+/// app loads framescope once, so one dump wins, and without this line the outer run's dump went
+/// missing without a word.
+fn nested_line(
+    run_enable: Option<&OsStr>,
+    outer_dump: Option<&OsStr>,
+    dump: Option<&OsStr>,
+    config: bool,
+) -> Option<String> {
+    if run_enable != Some(OsStr::new("1")) {
+        return None;
+    }
+    let outer = outer_dump.filter(|d| !d.is_empty());
+    let what = match (outer, dump) {
+        (Some(o), Some(d)) if o != d => format!(
+            "the app writes its dump to '{}' and not to the outer run's '{}'",
+            show(d),
+            show(o)
+        ),
+        (Some(o), _) => format!("the app writes the outer run's dump '{}'", show(o)),
+        (None, Some(d)) => format!("the app writes its dump to '{}'", show(d)),
+        (None, None) => "the app writes no dump unless the configuration names one".to_string(),
+    };
+    let settings = if dump.is_some() || config {
+        "; this run's --dump and --config keys win over the outer run's for the app"
+    } else {
+        ""
+    };
+    Some(format!(
+        "framescope run: inside another framescope run (FRAMESCOPE_RUN=1), framescope is loaded once: {what}{settings}"
+    ))
 }
 
 /// Starts `framescope gpu-sampler` detached (it forks and its first process exits at once, so

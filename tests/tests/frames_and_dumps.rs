@@ -342,3 +342,48 @@ fn draws_are_intercepted_only_when_counted() {
         assert!(d.frames.iter().all(|f| f["render_passes"] == 1), "{tag}");
     }
 }
+
+/// `framescope run` inside another: the app loads framescope once and writes the inner run's
+/// dump only, and the inner run says so in one line instead of the outer dump going missing
+/// without a word.
+#[test]
+fn a_nested_run_says_which_dump_the_app_writes() {
+    let a = Artifacts::get();
+    let sb = Sandbox::new("nested-run");
+    let (outer, inner) = (sb.path("outer.jsonl"), sb.path("inner.jsonl"));
+    let (outer_s, inner_s) = (outer.display().to_string(), inner.display().to_string());
+    let fs = a.framescope.display().to_string();
+    let app = a.testapp.display().to_string();
+    let args = [
+        "run",
+        "--dump",
+        &outer_s,
+        "--",
+        &fs,
+        "run",
+        "--dump",
+        &inner_s,
+        "--",
+        &app,
+        "--headless",
+        "--frame-boundary",
+        "--frames",
+        "5",
+    ];
+    let out = sb.run(&a.framescope, &args, LIMIT);
+    assert_eq!(out.code(), Some(0), "{}", out.describe());
+    let lines = out.lines_with("framescope run: inside another framescope run");
+    assert_eq!(lines.len(), 1, "{}", out.describe());
+    assert!(
+        lines[0].contains(&format!(
+            "writes its dump to '{inner_s}' and not to the outer run's '{outer_s}'"
+        )),
+        "{}",
+        lines[0]
+    );
+    assert!(inner.is_file() && !outer.exists(), "{}", out.describe());
+    // Not nested: no such line.
+    let single = sb.run(&a.framescope, &args[5..], LIMIT);
+    assert_eq!(single.code(), Some(0), "{}", single.describe());
+    assert!(!single.stderr.contains("inside another"), "{}", single.describe());
+}
