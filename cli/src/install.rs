@@ -153,5 +153,17 @@ pub fn uninstall_main(args: Args) -> i32 {
         }
     }
     let _ = std::fs::remove_dir(&l.lib_dir);
+    // The manifest directories and `vulkan` above them, when nothing else is in them (another
+    // layer's manifest keeps them).
+    for d in [&l.implicit_dir, &l.explicit_dir] {
+        if std::fs::remove_dir(d).is_ok() {
+            println!("removed {}", show(d.as_os_str()));
+        }
+    }
+    if let Some(vulkan) = l.implicit_dir.parent() {
+        if std::fs::remove_dir(vulkan).is_ok() {
+            println!("removed {}", show(vulkan.as_os_str()));
+        }
+    }
     code
 }

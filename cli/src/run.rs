@@ -360,6 +360,7 @@ fn prepare() -> Result<Prepared, String> {
                 continue;
             }
         };
+        sweep_dangling(&base);
         let dir = base.join(&leaf);
         // ld.so expands `$LIB` in dlopen paths and LD_PRELOAD (ld.so(8)); the loader passes
         // library_path to dlopen as it is.
@@ -490,6 +491,70 @@ fn write_in(base: &Path, leaf: &str, contents: &str, links: &[Link]) -> Result<P
     Ok(dir)
 }
 
+/// Entries looked at per directory when sweeping (the private directory holds a few).
+const MAX_SWEEP: usize = 256;
+
+/// Removes, in the `run-layer-*` directories under `base`, our library links whose library is
+/// gone (a package purged, a build directory deleted), and a directory left with no library
+/// at all (its manifest and empty levels): otherwise they stay for good, pointing nowhere. Only
+/// links named like our libraries and directories of ours are touched; nothing is followed.
+fn sweep_dangling(base: &Path) {
+    let Ok(entries) = std::fs::read_dir(base) else { return };
+    for e in entries.flatten().take(MAX_SWEEP) {
+        let ours_dir = e.file_name().as_bytes().starts_with(b"run-layer-")
+            && std::fs::symlink_metadata(e.path()).is_ok_and(|m| m.file_type().is_dir() && m.uid() == euid());
+        if !ours_dir {
+            continue;
+        }
+        let leaf = e.path();
+        if !sweep_links(&leaf, 0) {
+            let _ = std::fs::remove_file(leaf.join("vulkan/implicit_layer.d").join(MANIFEST_FILE));
+            remove_empty_dirs(&leaf, 0);
+        }
+    }
+}
+
+/// Removes the dangling library links under `dir` (to a bounded depth); whether a live one is
+/// left.
+fn sweep_links(dir: &Path, depth: usize) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return true;
+    };
+    let mut live = false;
+    for e in entries.flatten().take(MAX_SWEEP) {
+        let Ok(t) = e.file_type() else {
+            live = true;
+            continue;
+        };
+        let path = e.path();
+        if t.is_dir() && depth < 3 {
+            live |= sweep_links(&path, depth + 1);
+        } else if t.is_symlink() && [VK_LIB, GL_LIB].iter().any(|n| e.file_name() == OsStr::new(n)) {
+            match std::fs::metadata(&path) {
+                Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+                    let _ = std::fs::remove_file(&path);
+                }
+                _ => live = true,
+            }
+        }
+    }
+    live
+}
+
+/// Removes `dir` and the directories below it that are empty (never a file).
+fn remove_empty_dirs(dir: &Path, depth: usize) {
+    if depth < 4 {
+        if let Ok(entries) = std::fs::read_dir(dir) {
+            for e in entries.flatten().take(MAX_SWEEP) {
+                if e.file_type().is_ok_and(|t| t.is_dir()) {
+                    remove_empty_dirs(&e.path(), depth + 1);
+                }
+            }
+        }
+    }
+    let _ = std::fs::remove_dir(dir);
+}
+
 /// Makes `link` a symbolic link to `target`: left as it is when it already is one, else a new
 /// link under a random name renamed over it (never following what is there).
 fn link_atomically(link: &Path, target: &Path) -> std::io::Result<()> {
@@ -535,4 +600,37 @@ fn fnv1a(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf29ce484222325u64, |h, b| {
         (h ^ u64::from(*b)).wrapping_mul(0x100000001b3)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn links_to_libraries_that_are_gone_are_swept_and_live_ones_kept() {
+        let base = std::env::temp_dir().join(format!("fs-run-sweep-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        let lib = std::env::temp_dir().join(format!("fs-run-sweep-lib-{}.so", std::process::id()));
+        std::fs::write(&lib, b"a library").unwrap();
+        let contents = "{}";
+        // One directory whose libraries were purged, one whose library is there (and a
+        // dangling GL link beside it), and a file of someone's own that stays.
+        let gone = std::env::temp_dir().join("fs-run-sweep-purged/libframescope_vk.so");
+        let dead: Vec<Link> = vec![("lib/x86_64-linux-gnu".into(), VK_LIB, gone.clone())];
+        let dead_dir = write_in(&base, "run-layer-dead", contents, &dead).unwrap();
+        let live: Vec<Link> = vec![
+            ("lib/x86_64-linux-gnu".into(), VK_LIB, lib.clone()),
+            ("lib/x86_64-linux-gnu".into(), GL_LIB, gone),
+        ];
+        let live_dir = write_in(&base, "run-layer-live", contents, &live).unwrap();
+        std::fs::write(base.join("notes.txt"), b"mine").unwrap();
+        sweep_dangling(&base);
+        assert!(!dead_dir.exists(), "a directory left with no library is removed");
+        assert!(live_dir.join("lib/x86_64-linux-gnu").join(VK_LIB).exists());
+        assert!(std::fs::symlink_metadata(live_dir.join("lib/x86_64-linux-gnu").join(GL_LIB)).is_err());
+        assert!(live_dir.join("vulkan/implicit_layer.d").join(MANIFEST_FILE).exists());
+        assert!(base.join("notes.txt").exists());
+        let _ = std::fs::remove_dir_all(&base);
+        let _ = std::fs::remove_file(&lib);
+    }
 }

@@ -100,6 +100,29 @@ fn implicit_manifest_obeys_enable_and_disable_variables() {
     assert!(presents_reported(&gone).is_empty(), "layer still loads after uninstall");
 }
 
+/// `uninstall` removes the manifest directories `install` made once they are empty, and keeps
+/// one that holds another layer's manifest.
+#[test]
+fn uninstall_removes_the_empty_manifest_directories_and_keeps_others_files() {
+    let a = Artifacts::get();
+    let sb = Sandbox::new("uninstall-dirs");
+    let out = sb.run(&a.framescope, &["install"], LIMIT);
+    assert_eq!(out.code(), Some(0), "{}", out.describe());
+    let other = sb.path("data/vulkan/explicit_layer.d/VkLayer_someone_else.json");
+    std::fs::write(&other, "{}").unwrap();
+    let out = sb.run(&a.framescope, &["uninstall"], LIMIT);
+    assert_eq!(out.code(), Some(0), "{}", out.describe());
+    assert!(!sb.path("data/vulkan/implicit_layer.d").exists(), "{}", out.describe());
+    assert!(other.is_file(), "another layer's manifest was removed");
+    std::fs::remove_file(&other).unwrap();
+    // Installed and removed again with nothing else there: no directory of ours is left.
+    assert_eq!(sb.run(&a.framescope, &["install"], LIMIT).code(), Some(0));
+    let out = sb.run(&a.framescope, &["uninstall"], LIMIT);
+    assert_eq!(out.code(), Some(0), "{}", out.describe());
+    assert!(!sb.path("data/vulkan").exists(), "{}", out.describe());
+    assert!(sb.path("data").is_dir(), "the data directory itself stays");
+}
+
 #[test]
 fn get_device_proc_addr_is_null_for_extensions_the_app_did_not_enable() {
     let a = Artifacts::get();
