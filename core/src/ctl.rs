@@ -368,10 +368,9 @@ fn serve(listener: &UnixListener, stop: &AtomicBool) {
             crate::log::info(format_args!("control socket stopped: {e}"));
             return;
         }
-        // The clients first (by index, before any is removed or added), then new ones.
-        let ready: Vec<bool> = fds[1..].iter().map(|p| p.revents != 0).collect();
-        let mut ready = ready.iter();
-        conns.retain_mut(|c| !ready.next().copied().unwrap_or(false) || c.step());
+        // The clients first (in `fds` order, before any is removed or added), then new ones.
+        let mut ready = fds[1..].iter().map(|p| p.revents != 0);
+        conns.retain_mut(|c| !ready.next().unwrap_or(false) || c.step());
         if fds[0].revents != 0 && !accept_all(listener, &mut conns) {
             return;
         }
