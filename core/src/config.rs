@@ -274,7 +274,7 @@ config_keys! {
     command_counts: bool {
         ty: ValueType::Bool,
         default: "0",
-        doc: "Vulkan: count every recorded draw, dispatch, trace-rays command, pipeline bind and barrier per frame (frames' `draws`, `dispatches`, `pipeline_binds`, `barriers`, `trace_rays` and the by-kind counts; the header's `command_counts` says whether they were counted). Each is then intercepted: about 12 ns a draw on the H100, a third of the CPU time of an app that only records 10 000 draws a frame, so it is off by default: those fields are then 0 and the HUD's counts line shows submissions and render passes. On with `samples=draw` whatever this says. Submissions, command buffers and render passes are always counted; the GL shim always counts",
+        doc: "Vulkan: count every recorded draw, dispatch, trace-rays command, pipeline bind and barrier per frame (frames' `draws`, `dispatches`, `pipeline_binds`, `barriers`, `trace_rays` and the by-kind counts; the header's `command_counts` says whether they were counted). Each is then intercepted: about 12 ns a draw on the H100, a third of the CPU time of an app that only records 10 000 draws a frame, so it is off by default: those fields are then null (unknown) and the HUD's counts line shows submissions and render passes. On with `samples=draw` whatever this says. Submissions, command buffers and render passes are always counted; the GL shim always counts",
     },
     counters: bool {
         ty: ValueType::Bool,

@@ -35,6 +35,37 @@ const EXPECTED_EXPORTS: &[&str] = &[
     "eglSwapBuffersWithDamageKHR",
     // Closing a display destroys its contexts: our statistics queries end first.
     "eglTerminate",
+    // Draws: counted whether the app looks them up or imports them from libGL directly.
+    "glDrawArrays",
+    "glDrawArraysEXT",
+    "glDrawArraysIndirect",
+    "glDrawArraysInstanced",
+    "glDrawArraysInstancedARB",
+    "glDrawArraysInstancedBaseInstance",
+    "glDrawArraysInstancedEXT",
+    "glDrawElements",
+    "glDrawElementsBaseVertex",
+    "glDrawElementsIndirect",
+    "glDrawElementsInstanced",
+    "glDrawElementsInstancedARB",
+    "glDrawElementsInstancedBaseInstance",
+    "glDrawElementsInstancedBaseVertex",
+    "glDrawElementsInstancedBaseVertexBaseInstance",
+    "glDrawElementsInstancedEXT",
+    "glDrawRangeElements",
+    "glDrawRangeElementsBaseVertex",
+    "glDrawRangeElementsEXT",
+    "glMultiDrawArrays",
+    "glMultiDrawArraysEXT",
+    "glMultiDrawArraysIndirect",
+    "glMultiDrawArraysIndirectCount",
+    "glMultiDrawArraysIndirectCountARB",
+    "glMultiDrawElements",
+    "glMultiDrawElementsBaseVertex",
+    "glMultiDrawElementsEXT",
+    "glMultiDrawElementsIndirect",
+    "glMultiDrawElementsIndirectCount",
+    "glMultiDrawElementsIndirectCountARB",
     // Legacy draws, which the apps that use them import from libGL directly.
     "glBegin",
     // The app's own queries: our per-frame statistics queries end before its own begin, even
@@ -443,5 +474,50 @@ fn legacy_immediate_mode_and_display_list_draws_are_counted() {
         assert_eq!(k["draw_call_list"], 3, "{f}");
         assert_eq!(k["draw"], 1, "{f}");
         assert_eq!(f["draws"], if first { 8 } else { 7 }, "{f}");
+    }
+}
+
+/// Natively built games import `glDrawArrays` and the like from libGL at link time (neverball
+/// showed `Draws 0`): the GL test app drawing that way gets every draw counted, as when it
+/// looks the entry point up.
+#[test]
+fn draws_imported_from_libgl_at_link_time_are_counted() {
+    let _serial = serial();
+    let a = Artifacts::get();
+    let x = Xvfb::start();
+    let app = a.glapp.display().to_string();
+    let run = |name: &str, direct: bool| {
+        let mut sb = Sandbox::new(name);
+        let path = sb.path("dump.jsonl");
+        sb.display(&x)
+            .set("FRAMESCOPE_CONFIG", "hud=0")
+            .set("FRAMESCOPE_DUMP", path.display().to_string());
+        let mut args = vec!["--frames", "6", "--width", "160", "--height", "120"];
+        if direct {
+            args.push("--direct-draws");
+        }
+        let out = sb.run_under_framescope(&a, &app, &args, LIMIT);
+        assert_eq!(out.code(), Some(0), "{}", out.describe());
+        let line = out.lines_with("glapp-result ").pop().expect("glapp-result line");
+        let r: serde_json::Value = serde_json::from_str(line.trim_start_matches("glapp-result ")).expect("result JSON");
+        (
+            dump::read(&path),
+            r["draws_per_frame"].as_u64().expect("draws_per_frame"),
+        )
+    };
+    for direct in [false, true] {
+        let (d, per_frame) = run(
+            if direct {
+                "gl-direct-draws"
+            } else {
+                "gl-looked-up-draws"
+            },
+            direct,
+        );
+        assert_eq!(d.frames.len(), 6);
+        for f in &d.frames {
+            assert_eq!(f["draws"], per_frame, "direct={direct}: {f}");
+            assert_eq!(f["draws_by_kind"]["draw"], per_frame, "direct={direct}: {f}");
+        }
     }
 }

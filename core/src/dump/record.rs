@@ -657,14 +657,16 @@ impl Serialize for FrameLine<'_> {
                 .collect();
             m.serialize_entry("stutter_causes", &list)?;
         }
-        m.serialize_entry("draws", &c.draws_total())?;
-        m.serialize_entry("dispatches", &c.dispatches_total())?;
+        // Counts that were not taken (Vulkan without `command_counts`) are unknown, not 0.
+        let counted = !c.commands_uncounted;
+        m.serialize_entry("draws", &counted.then(|| c.draws_total()))?;
+        m.serialize_entry("dispatches", &counted.then(|| c.dispatches_total()))?;
         m.serialize_entry("submits", &c.submits)?;
         m.serialize_entry("command_buffers", &c.command_buffers)?;
         m.serialize_entry("render_passes", &c.render_passes)?;
-        m.serialize_entry("pipeline_binds", &c.pipeline_binds)?;
-        m.serialize_entry("barriers", &c.barriers)?;
-        m.serialize_entry("trace_rays", &c.trace_rays)?;
+        m.serialize_entry("pipeline_binds", &counted.then_some(c.pipeline_binds))?;
+        m.serialize_entry("barriers", &counted.then_some(c.barriers))?;
+        m.serialize_entry("trace_rays", &counted.then_some(c.trace_rays))?;
         m.serialize_entry("queues_without_timestamps", &c.queues_without_timestamps)?;
         m.serialize_entry("draws_timed", &c.draws_timed)?;
         m.serialize_entry("stats_command_buffers", &c.stats_command_buffers)?;
@@ -679,8 +681,11 @@ impl Serialize for FrameLine<'_> {
                 }),
             )?;
         }
-        m.serialize_entry("draws_by_kind", &ByKind(&DRAW_NAMES, &c.draws.0))?;
-        m.serialize_entry("dispatches_by_kind", &ByKind(&DISPATCH_NAMES, &c.dispatches.0))?;
+        m.serialize_entry("draws_by_kind", &counted.then_some(ByKind(&DRAW_NAMES, &c.draws.0)))?;
+        m.serialize_entry(
+            "dispatches_by_kind",
+            &counted.then_some(ByKind(&DISPATCH_NAMES, &c.dispatches.0)),
+        )?;
         m.serialize_entry("end", r.end.name())?;
         m.serialize_entry("swapchain", &r.swapchain.as_ref().map(Swapchain))?;
         m.serialize_entry("counters", &Counters(self))?;

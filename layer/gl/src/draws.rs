@@ -1,9 +1,12 @@
 //! Draw-call counting: when the app looks a `glDraw*`/`glMultiDraw*` entry point up through
 //! `glXGetProcAddress*`, `eglGetProcAddress`, `dlsym` or `dlvsym`, it gets a wrapper here that
-//! bumps a per-thread counter for its [`DrawKind`] and calls the real function. Calls through
-//! functions the app imports directly from libGL are not seen (the shim exports no `gl*`
-//! drawing symbols). Counting follows the dump's rule: one per command, whatever its draw or
-//! instance count.
+//! bumps a per-thread counter for its [`DrawKind`] and calls the real function. Every one of
+//! them is also exported under its GL name, so an app that imports it straight from libGL
+//! (most native games: SDL's `-lGL` builds, neverball) calls the same wrapper: the preloaded
+//! shim's definition comes first, and the wrapper finds libGL's through `RTLD_NEXT`. The
+//! exports are thin functions of their own: handing out an exported symbol's address would
+//! resolve through the GOT to whichever definition comes first (see `hooks`). Counting follows
+//! the dump's rule: one per command, whatever its draw or instance count.
 //!
 //! The counter is per thread (a GL context is current on one thread at a time and the frame
 //! ends on the thread that swaps); the swap hook takes and resets it.
@@ -60,11 +63,29 @@ fn params(vertices: I, indices: I, instances: I, indirect: bool) -> (u32, u32, u
     )
 }
 
+/// `name` with its terminating NUL, at compile time.
+const fn c_name(with_nul: &'static str) -> &'static std::ffi::CStr {
+    match std::ffi::CStr::from_bytes_with_nul(with_nul.as_bytes()) {
+        Ok(c) => c,
+        Err(_) => panic!("a GL name with a NUL inside"),
+    }
+}
+
 macro_rules! draw_wrappers {
     ($( $name:literal => $slot:ident, $wrapper:ident, $kind:ident, ( $($arg:ident : $ty:ty),* )
         [$v:expr, $ix:expr, $inst:expr, $ind:expr]; )*) => {
         $(
-            static $slot: Real<unsafe extern "C" fn($($ty),*)> = Real::new($name, Family::Gl);
+            static $slot: Real<unsafe extern "C" fn($($ty),*)> =
+                Real::new(c_name(concat!($name, "\0")), Family::Gl);
+
+            const _: () = {
+                /// The exported entry point of this name, for apps that import it from libGL.
+                #[export_name = $name]
+                unsafe extern "C" fn export($($arg: $ty),*) {
+                    // SAFETY: forwarded unchanged.
+                    unsafe { $wrapper($($arg),*) }
+                }
+            };
 
             unsafe extern "C" fn $wrapper($($arg: $ty),*) {
                 count(DrawKind::$kind);
@@ -86,7 +107,7 @@ macro_rules! draw_wrappers {
         /// For a draw entry point we wrap: the slot of the real function and our wrapper.
         pub fn intercept(name: &[u8]) -> Option<(&'static Slot, usize)> {
             $(
-                if name == $name.to_bytes() {
+                if name == $name.as_bytes() {
                     return Some(($slot.slot(), $wrapper as *const () as usize));
                 }
             )*
@@ -96,58 +117,58 @@ macro_rules! draw_wrappers {
 }
 
 draw_wrappers! {
-    c"glDrawArrays" => DRAW_ARRAYS, draw_arrays, Draw, (m: E, f: I, n: I) [n, 0, 1, false];
-    c"glDrawArraysEXT" => DRAW_ARRAYS_EXT, draw_arrays_ext, Draw, (m: E, f: I, n: I) [n, 0, 1, false];
-    c"glDrawArraysInstanced" => DRAW_ARRAYS_INST, draw_arrays_inst, Draw, (m: E, f: I, n: I, k: I) [n, 0, k, false];
-    c"glDrawArraysInstancedARB" => DRAW_ARRAYS_INST_ARB, draw_arrays_inst_arb, Draw, (m: E, f: I, n: I, k: I) [n, 0, k, false];
-    c"glDrawArraysInstancedEXT" => DRAW_ARRAYS_INST_EXT, draw_arrays_inst_ext, Draw, (m: E, f: I, n: I, k: I) [n, 0, k, false];
-    c"glDrawArraysInstancedBaseInstance" => DRAW_ARRAYS_INST_BI, draw_arrays_inst_bi, Draw,
+    "glDrawArrays" => DRAW_ARRAYS, draw_arrays, Draw, (m: E, f: I, n: I) [n, 0, 1, false];
+    "glDrawArraysEXT" => DRAW_ARRAYS_EXT, draw_arrays_ext, Draw, (m: E, f: I, n: I) [n, 0, 1, false];
+    "glDrawArraysInstanced" => DRAW_ARRAYS_INST, draw_arrays_inst, Draw, (m: E, f: I, n: I, k: I) [n, 0, k, false];
+    "glDrawArraysInstancedARB" => DRAW_ARRAYS_INST_ARB, draw_arrays_inst_arb, Draw, (m: E, f: I, n: I, k: I) [n, 0, k, false];
+    "glDrawArraysInstancedEXT" => DRAW_ARRAYS_INST_EXT, draw_arrays_inst_ext, Draw, (m: E, f: I, n: I, k: I) [n, 0, k, false];
+    "glDrawArraysInstancedBaseInstance" => DRAW_ARRAYS_INST_BI, draw_arrays_inst_bi, Draw,
         (m: E, f: I, n: I, k: I, b: U) [n, 0, k, false];
-    c"glDrawElements" => DRAW_ELEMENTS, draw_elements, DrawIndexed, (m: E, n: I, t: E, x: P) [0, n, 1, false];
-    c"glDrawRangeElements" => DRAW_RANGE_ELEMENTS, draw_range_elements, DrawIndexed,
+    "glDrawElements" => DRAW_ELEMENTS, draw_elements, DrawIndexed, (m: E, n: I, t: E, x: P) [0, n, 1, false];
+    "glDrawRangeElements" => DRAW_RANGE_ELEMENTS, draw_range_elements, DrawIndexed,
         (m: E, s: U, e: U, n: I, t: E, x: P) [0, n, 1, false];
-    c"glDrawRangeElementsEXT" => DRAW_RANGE_ELEMENTS_EXT, draw_range_elements_ext, DrawIndexed,
+    "glDrawRangeElementsEXT" => DRAW_RANGE_ELEMENTS_EXT, draw_range_elements_ext, DrawIndexed,
         (m: E, s: U, e: U, n: I, t: E, x: P) [0, n, 1, false];
-    c"glDrawElementsInstanced" => DRAW_ELEMENTS_INST, draw_elements_inst, DrawIndexed,
+    "glDrawElementsInstanced" => DRAW_ELEMENTS_INST, draw_elements_inst, DrawIndexed,
         (m: E, n: I, t: E, x: P, k: I) [0, n, k, false];
-    c"glDrawElementsInstancedARB" => DRAW_ELEMENTS_INST_ARB, draw_elements_inst_arb, DrawIndexed,
+    "glDrawElementsInstancedARB" => DRAW_ELEMENTS_INST_ARB, draw_elements_inst_arb, DrawIndexed,
         (m: E, n: I, t: E, x: P, k: I) [0, n, k, false];
-    c"glDrawElementsInstancedEXT" => DRAW_ELEMENTS_INST_EXT, draw_elements_inst_ext, DrawIndexed,
+    "glDrawElementsInstancedEXT" => DRAW_ELEMENTS_INST_EXT, draw_elements_inst_ext, DrawIndexed,
         (m: E, n: I, t: E, x: P, k: I) [0, n, k, false];
-    c"glDrawElementsBaseVertex" => DRAW_ELEMENTS_BV, draw_elements_bv, DrawIndexed,
+    "glDrawElementsBaseVertex" => DRAW_ELEMENTS_BV, draw_elements_bv, DrawIndexed,
         (m: E, n: I, t: E, x: P, v: I) [0, n, 1, false];
-    c"glDrawRangeElementsBaseVertex" => DRAW_RANGE_ELEMENTS_BV, draw_range_elements_bv, DrawIndexed,
+    "glDrawRangeElementsBaseVertex" => DRAW_RANGE_ELEMENTS_BV, draw_range_elements_bv, DrawIndexed,
         (m: E, s: U, e: U, n: I, t: E, x: P, v: I) [0, n, 1, false];
-    c"glDrawElementsInstancedBaseVertex" => DRAW_ELEMENTS_INST_BV, draw_elements_inst_bv, DrawIndexed,
+    "glDrawElementsInstancedBaseVertex" => DRAW_ELEMENTS_INST_BV, draw_elements_inst_bv, DrawIndexed,
         (m: E, n: I, t: E, x: P, k: I, v: I) [0, n, k, false];
-    c"glDrawElementsInstancedBaseInstance" => DRAW_ELEMENTS_INST_BI, draw_elements_inst_bi, DrawIndexed,
+    "glDrawElementsInstancedBaseInstance" => DRAW_ELEMENTS_INST_BI, draw_elements_inst_bi, DrawIndexed,
         (m: E, n: I, t: E, x: P, k: I, b: U) [0, n, k, false];
-    c"glDrawElementsInstancedBaseVertexBaseInstance" => DRAW_ELEMENTS_INST_BV_BI, draw_elements_inst_bv_bi,
+    "glDrawElementsInstancedBaseVertexBaseInstance" => DRAW_ELEMENTS_INST_BV_BI, draw_elements_inst_bv_bi,
         DrawIndexed, (m: E, n: I, t: E, x: P, k: I, v: I, b: U) [0, n, k, false];
-    c"glDrawArraysIndirect" => DRAW_ARRAYS_INDIRECT, draw_arrays_indirect, DrawIndirect, (m: E, x: P) [0, 0, 0, true];
-    c"glDrawElementsIndirect" => DRAW_ELEMENTS_INDIRECT, draw_elements_indirect, DrawIndexedIndirect,
+    "glDrawArraysIndirect" => DRAW_ARRAYS_INDIRECT, draw_arrays_indirect, DrawIndirect, (m: E, x: P) [0, 0, 0, true];
+    "glDrawElementsIndirect" => DRAW_ELEMENTS_INDIRECT, draw_elements_indirect, DrawIndexedIndirect,
         (m: E, t: E, x: P) [0, 0, 0, true];
-    c"glMultiDrawArraysIndirect" => MULTI_DRAW_ARRAYS_INDIRECT, multi_draw_arrays_indirect, DrawIndirect,
+    "glMultiDrawArraysIndirect" => MULTI_DRAW_ARRAYS_INDIRECT, multi_draw_arrays_indirect, DrawIndirect,
         (m: E, x: P, n: I, s: I) [0, 0, 0, true];
-    c"glMultiDrawElementsIndirect" => MULTI_DRAW_ELEMENTS_INDIRECT, multi_draw_elements_indirect,
+    "glMultiDrawElementsIndirect" => MULTI_DRAW_ELEMENTS_INDIRECT, multi_draw_elements_indirect,
         DrawIndexedIndirect, (m: E, t: E, x: P, n: I, s: I) [0, 0, 0, true];
-    c"glMultiDrawArraysIndirectCount" => MULTI_DRAW_ARRAYS_INDIRECT_COUNT, multi_draw_arrays_indirect_count,
+    "glMultiDrawArraysIndirectCount" => MULTI_DRAW_ARRAYS_INDIRECT_COUNT, multi_draw_arrays_indirect_count,
         DrawIndirectCount, (m: E, x: P, c: isize, n: I, s: I) [0, 0, 0, true];
-    c"glMultiDrawArraysIndirectCountARB" => MULTI_DRAW_ARRAYS_INDIRECT_COUNT_ARB,
+    "glMultiDrawArraysIndirectCountARB" => MULTI_DRAW_ARRAYS_INDIRECT_COUNT_ARB,
         multi_draw_arrays_indirect_count_arb, DrawIndirectCount, (m: E, x: P, c: isize, n: I, s: I) [0, 0, 0, true];
-    c"glMultiDrawElementsIndirectCount" => MULTI_DRAW_ELEMENTS_INDIRECT_COUNT,
+    "glMultiDrawElementsIndirectCount" => MULTI_DRAW_ELEMENTS_INDIRECT_COUNT,
         multi_draw_elements_indirect_count, DrawIndexedIndirectCount, (m: E, t: E, x: P, c: isize, n: I, s: I) [0, 0, 0, true];
-    c"glMultiDrawElementsIndirectCountARB" => MULTI_DRAW_ELEMENTS_INDIRECT_COUNT_ARB,
+    "glMultiDrawElementsIndirectCountARB" => MULTI_DRAW_ELEMENTS_INDIRECT_COUNT_ARB,
         multi_draw_elements_indirect_count_arb, DrawIndexedIndirectCount, (m: E, t: E, x: P, c: isize, n: I, s: I) [0, 0, 0, true];
-    c"glMultiDrawArrays" => MULTI_DRAW_ARRAYS, multi_draw_arrays, DrawMulti,
+    "glMultiDrawArrays" => MULTI_DRAW_ARRAYS, multi_draw_arrays, DrawMulti,
         (m: E, f: *const I, n: *const I, d: I) [0, 0, 0, false];
-    c"glMultiDrawArraysEXT" => MULTI_DRAW_ARRAYS_EXT, multi_draw_arrays_ext, DrawMulti,
+    "glMultiDrawArraysEXT" => MULTI_DRAW_ARRAYS_EXT, multi_draw_arrays_ext, DrawMulti,
         (m: E, f: *const I, n: *const I, d: I) [0, 0, 0, false];
-    c"glMultiDrawElements" => MULTI_DRAW_ELEMENTS, multi_draw_elements, DrawMultiIndexed,
+    "glMultiDrawElements" => MULTI_DRAW_ELEMENTS, multi_draw_elements, DrawMultiIndexed,
         (m: E, n: *const I, t: E, x: *const P, d: I) [0, 0, 0, false];
-    c"glMultiDrawElementsEXT" => MULTI_DRAW_ELEMENTS_EXT, multi_draw_elements_ext, DrawMultiIndexed,
+    "glMultiDrawElementsEXT" => MULTI_DRAW_ELEMENTS_EXT, multi_draw_elements_ext, DrawMultiIndexed,
         (m: E, n: *const I, t: E, x: *const P, d: I) [0, 0, 0, false];
-    c"glMultiDrawElementsBaseVertex" => MULTI_DRAW_ELEMENTS_BV, multi_draw_elements_bv, DrawMultiIndexed,
+    "glMultiDrawElementsBaseVertex" => MULTI_DRAW_ELEMENTS_BV, multi_draw_elements_bv, DrawMultiIndexed,
         (m: E, n: *const I, t: E, x: *const P, d: I, v: *const I) [0, 0, 0, false];
 }
 

@@ -360,7 +360,7 @@ impl Ctx {
         h.extra.insert("hud_enabled".into(), settings::get().hud.into());
         h.extra.insert(
             "gl_draw_counting".into(),
-            "draws through entry points the app looked up (GetProcAddress/dlsym); direct imports are not counted"
+            "every glDraw*/glMultiDraw* call, whether the app looked the entry point up (GetProcAddress/dlsym) or imports it from libGL; legacy glBegin/glEnd and display lists too"
                 .into(),
         );
         h

@@ -40,8 +40,17 @@ use std::process::ExitCode;
 
 mod storm;
 
+/// The one GL entry point the app imports at link time (`--direct-draws`): libGL.so.1 by its
+/// file name, so no development symlink is needed to build.
+mod direct {
+    #[link(name = "libGL.so.1", kind = "dylib", modifiers = "+verbatim")]
+    extern "C" {
+        pub fn glDrawArrays(mode: u32, first: i32, count: i32);
+    }
+}
+
 const USAGE: &str = concat!(
-    "usage: framescope-glapp [--frames N] [--width W] [--height H] [--own-query] [--span] [--main-draws N] [--finish] [--new-program-at F]\n",
+    "usage: framescope-glapp [--frames N] [--width W] [--height H] [--own-query] [--span] [--main-draws N] [--finish] [--new-program-at F] [--direct-draws]\n",
     "       framescope-glapp --storm N [--width W] [--height H] [--main-draws N]\n",
 );
 
@@ -57,6 +66,9 @@ struct Args {
     /// `--new-program-at F`: at the start of frame F, compile and link the scene's program
     /// anew and draw with it (a program first used mid-run).
     new_program_at: Option<u32>,
+    /// `--direct-draws`: the scene's draws call `glDrawArrays` as imported from libGL at link
+    /// time, as natively built games do, instead of through the looked-up table.
+    direct_draws: bool,
     /// `--storm N`: N lifecycle cycles (`storm`) instead of the normal run.
     storm: u32,
 }
@@ -71,6 +83,7 @@ fn parse_args() -> Result<Args, String> {
         main_draws: 100,
         finish: false,
         new_program_at: None,
+        direct_draws: false,
         storm: 0,
     };
     let mut it = std::env::args().skip(1);
@@ -91,6 +104,7 @@ fn parse_args() -> Result<Args, String> {
             "--storm" => a.storm = num("--storm")?,
             "--finish" => a.finish = true,
             "--new-program-at" => a.new_program_at = Some(num("--new-program-at")?),
+            "--direct-draws" => a.direct_draws = true,
             "-h" | "--help" => {
                 print!("{USAGE}");
                 std::process::exit(0);
@@ -693,7 +707,11 @@ fn run(a: &Args) -> Result<Report, String> {
                 (gl.uniform1i)(fullscreen, region.fullscreen as i32);
                 for _ in 0..draws {
                     (gl.uniform1i)(cell, draw_index);
-                    (gl.draw_arrays)(GL_TRIANGLES, 0, region.vertices);
+                    if a.direct_draws {
+                        direct::glDrawArrays(GL_TRIANGLES, 0, region.vertices);
+                    } else {
+                        (gl.draw_arrays)(GL_TRIANGLES, 0, region.vertices);
+                    }
                     draw_index += 1;
                 }
                 if own {
