@@ -79,6 +79,7 @@ pub fn main(args: Args) -> i32 {
         eprintln!("framescope: ctl: the request must be one line of at most 1000 bytes");
         return 2;
     }
+    let pid = resolve(pid);
     match send(pid, &request) {
         Ok(reply) => {
             println!("{reply}");
@@ -93,6 +94,36 @@ pub fn main(args: Args) -> i32 {
             1
         }
     }
+}
+
+/// The process to ask for `pid`: itself when it has a socket; else, for the pid of a
+/// `framescope run` (the app's parent since `run` stays to complete the dump), the one process
+/// below it (children first, three levels at most) that has one; else `pid` as given, whose
+/// error then names it.
+fn resolve(pid: u32) -> u32 {
+    let has_socket = |p: u32| framescope_core::ctl::socket_path(p).is_some_and(|s| s.exists());
+    if has_socket(pid) {
+        return pid;
+    }
+    let children = |p: u32| -> Vec<u32> {
+        std::fs::read_to_string(format!("/proc/{p}/task/{p}/children"))
+            .unwrap_or_default()
+            .split_whitespace()
+            .filter_map(|c| c.parse().ok())
+            .collect()
+    };
+    let mut level = vec![pid];
+    for _ in 0..3 {
+        level = level.into_iter().flat_map(children).take(64).collect();
+        let found: Vec<u32> = level.iter().copied().filter(|&p| has_socket(p)).collect();
+        if let [one] = found.as_slice() {
+            return *one;
+        }
+        if found.len() > 1 {
+            break;
+        }
+    }
+    pid
 }
 
 fn send(pid: u32, request: &str) -> Result<String, String> {

@@ -22,6 +22,7 @@ pub mod output;
 pub mod plot;
 pub mod report;
 pub mod run;
+pub mod supervise;
 pub mod text;
 pub mod timeline;
 pub mod usage;

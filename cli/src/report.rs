@@ -974,6 +974,26 @@ fn report_one(path: &OsStr, json: bool, several: bool, all: bool) -> i32 {
     0
 }
 
+/// The summary line that completes a dump left without one (its app ended without writing
+/// it: a signal, a crash), recomputed from its frames as `report` does, with `ended_by`
+/// saying how the app ended. `None` when the file has its summary or is no dump. The file is
+/// read without following a link.
+pub fn completion(path: &std::path::Path, ended_by: &str) -> std::io::Result<Option<String>> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)?;
+    let d = read_dump(file)?;
+    if d.header.is_none() || d.summary.is_some() {
+        return Ok(None);
+    }
+    let (mut rec, _) = summarize(&d);
+    rec.produced_by = "framescope run".into();
+    rec.ended_by = ended_by.into();
+    Ok(Some(rec.to_line()))
+}
+
 /// For the fuzz target: reads `data` as a dump and renders its report, as `report` would.
 pub fn fuzz_one(data: &[u8]) {
     let Ok(d) = read_dump(data) else { return };

@@ -1,7 +1,8 @@
 //! `framescope run [OPTIONS] [--] CMD ARGS...`: runs CMD with the layer enabled, installing
 //! nothing: a private implicit manifest is written to a private directory of the user (below),
-//! found through `XDG_CONFIG_DIRS` and enabled with `FRAMESCOPE_RUN=1`, then CMD replaces this
-//! process (so its exit code and signals are the app's own).
+//! found through `XDG_CONFIG_DIRS` and enabled with `FRAMESCOPE_RUN=1`, then CMD runs as this
+//! process's child (`supervise`: signals passed on, the exit status the app's own, and a dump
+//! the app leaves without its summary completed).
 //!
 //! Why implicit: the loader (1.3.239) puts every enabled implicit layer above the layers of
 //! `VK_INSTANCE_LAYERS`, so an explicit framescope sat below MangoHud and vkBasalt and counted
@@ -25,7 +26,7 @@
 //! and shim, and ld.so never tries a library of the other class (its "wrong ELF class" line).
 //!
 //! GL apps: the GL shim (`libframescope_gl.so`, found like the layer) is prepended to
-//! `LD_PRELOAD` in CMD's environment. Since CMD replaces this process, nothing else framescope
+//! `LD_PRELOAD` in CMD's environment. It is set on CMD alone, so nothing else framescope
 //! starts gets it; the shim leaves `LD_PRELOAD` as it is, so processes CMD itself starts are
 //! measured too when they use GL (the shim does nothing in a process that does not).
 
@@ -117,17 +118,26 @@ pub fn main(args: Args) -> i32 {
     }
     let mut c = Command::new(cmd);
     c.args(cmd_args);
-    match prepare() {
-        Ok(p) => enable(&mut c, &p, dump, config),
+    let prepared = prepare();
+    match &prepared {
+        Ok(p) => enable(&mut c, p, dump, config),
         Err(e) => eprintln!("framescope run: {e}; running {} without framescope", show(cmd)),
     }
-    let err = c.exec();
-    eprintln!("framescope run: cannot run '{}': {err}", show(cmd));
-    if err.kind() == std::io::ErrorKind::NotFound {
-        127
-    } else {
-        126
+    // Where the app's dump writers say where their dumps are, so that a dump the app leaves
+    // without its summary (a signal, a crash) is completed after it ends (`supervise`).
+    let dumps = prepared.ok().and_then(|p| {
+        tempfile::Builder::new()
+            .prefix("dumps-")
+            .tempdir_in(&p.dir)
+            .map_err(|e| eprintln!("framescope run: {e}; a dump the app leaves without a summary stays so"))
+            .ok()
+    });
+    if let Some(d) = &dumps {
+        c.env(framescope_core::dump::announce::RUN_DUMPS_ENV, d.path());
     }
+    let code = crate::supervise::run(c, cmd, dumps.as_ref().map(|d| d.path()));
+    drop(dumps);
+    code
 }
 
 /// The one line a `framescope run` inside another prints (`None` when it is not nested): the

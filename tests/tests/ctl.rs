@@ -15,7 +15,7 @@ const LIMIT: Duration = Duration::from_secs(180);
 /// stop, status, each reply on a line of its own prefixed with its request.
 const SCRIPT: &str = r#"fs="$2"
 "$fs" run -- vkcube --c 3000 > "$1/app.txt" 2>&1 & pid=$!
-for i in $(seq 1 400); do [ -S "$XDG_RUNTIME_DIR/framescope/$pid.sock" ] && break; sleep 0.05; done
+for i in $(seq 1 400); do "$fs" ctl $pid status >/dev/null 2>&1 && break; sleep 0.05; done
 echo "status1 $("$fs" ctl $pid status)"
 sleep 0.3
 echo "start $("$fs" ctl $pid start)"
@@ -130,7 +130,7 @@ fn ctl_starts_and_stops_a_capture_in_a_running_vkcube_and_marks_it() {
 /// asked until it says the dump ended (at most 20 s), then a start and a mark are tried.
 const ENDED_SCRIPT: &str = r#"fs="$2"
 "$fs" run -- vkcube --c 100000 > "$1/app.txt" 2>&1 & pid=$!
-for i in $(seq 1 400); do [ -S "$XDG_RUNTIME_DIR/framescope/$pid.sock" ] && break; sleep 0.05; done
+for i in $(seq 1 400); do "$fs" ctl $pid status >/dev/null 2>&1 && break; sleep 0.05; done
 echo "status1 $("$fs" ctl $pid status)"
 for i in $(seq 1 400); do "$fs" ctl $pid status | grep -q '"dump_ended":"dump_duration"' && break; sleep 0.05; done
 echo "status2 $("$fs" ctl $pid status)"

@@ -31,7 +31,14 @@ fn vkcube_500_frames_give_a_complete_valid_dump() {
     // Defaults do not intercept draws to count them (`command_counts`), and say so.
     assert_eq!(d.header["command_counts"], false, "{}", d.header);
     // What was not counted is written as unknown (null), never as 0.
-    for key in ["draws", "dispatches", "pipeline_binds", "barriers", "trace_rays", "draws_by_kind"] {
+    for key in [
+        "draws",
+        "dispatches",
+        "pipeline_binds",
+        "barriers",
+        "trace_rays",
+        "draws_by_kind",
+    ] {
         assert!(d.frames.iter().all(|f| f[key].is_null()), "{key} not null by default");
     }
     for f in &d.frames {
@@ -335,7 +342,11 @@ fn draws_are_intercepted_only_when_counted() {
         );
         let d = dump::read(&path);
         assert_eq!(d.header["command_counts"], intercepted, "{tag}");
-        let draws = if intercepted { 30.into() } else { serde_json::Value::Null };
+        let draws = if intercepted {
+            30.into()
+        } else {
+            serde_json::Value::Null
+        };
         assert!(
             d.frames.iter().all(|f| f["draws"] == draws),
             "{tag}: draws {:?}",
@@ -389,4 +400,76 @@ fn a_nested_run_says_which_dump_the_app_writes() {
     let single = sb.run(&a.framescope, &args[5..], LIMIT);
     assert_eq!(single.code(), Some(0), "{}", single.describe());
     assert!(!single.stderr.contains("inside another"), "{}", single.describe());
+}
+
+/// How `framescope run` ends under `signal` sent by `target` (`run`: to `framescope run`, as
+/// `timeout` and `kill` do; `app`: to the app itself), after the dump has frames: the shell's
+/// `$?` and the dump's path. SIGINT is reset to its default first: a shell starts background
+/// jobs with it ignored, and a test runner may too.
+fn ended_by_signal(sb: &Sandbox, a: &Artifacts, signal: &str, target: &str, dump: &std::path::Path) -> String {
+    let app = a.testapp.display().to_string();
+    let victim = match target {
+        "run" => "$pid",
+        _ => "$(cat /proc/$pid/task/$pid/children)",
+    };
+    let script = format!(
+        "python3 -c 'import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])' \
+         {fs} run -- {app} --frames 1000000 --width 160 --height 120 & pid=$!; for i in $(seq 1 400); do \
+         [ -f {p} ] && [ $(grep -c '\"type\":\"frame\"' {p}) -gt 20 ] && break; sleep 0.05; done; \
+         kill -{signal} {victim}; wait $pid; echo status=$?",
+        fs = a.framescope.display(),
+        p = dump.display()
+    );
+    let out = sb.run(std::path::Path::new("/bin/sh"), &["-c", &script], LIMIT);
+    out.describe()
+}
+
+/// Ctrl+C, SIGTERM or a `kill -9` of the app: `framescope run` stays the app's parent, ends as
+/// the app did (the shell sees 128 + the signal, as bare), and completes the dump the app left
+/// without its summary: every frame line whole, a summary recomputed from them saying how the
+/// app ended, which `report` then takes as the dump's own.
+#[test]
+fn a_signal_that_ends_the_app_leaves_its_dump_completed_with_a_summary() {
+    let a = Artifacts::get();
+    let x = Xvfb::start();
+    for (signal, target, status, name) in [
+        ("INT", "run", 130, "SIGINT"),
+        ("TERM", "run", 143, "SIGTERM"),
+        ("KILL", "app", 137, "SIGKILL"),
+    ] {
+        let tag = format!("signal-{signal}-{target}");
+        let mut sb = Sandbox::new(&tag);
+        let path = sb.path("d.jsonl");
+        sb.display(&x).set("FRAMESCOPE_DUMP", path.display().to_string());
+        let out = ended_by_signal(&sb, &a, signal, target, &path);
+        assert!(out.contains(&format!("status={status}")), "{tag}: {out}");
+        assert!(
+            out.contains(&format!("framescope run: the app ended (killed by {name}")),
+            "{tag}: no line about the completed dump: {out}"
+        );
+        let text = std::fs::read_to_string(&path).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        let summary: serde_json::Value = serde_json::from_str(lines[lines.len() - 1]).expect("a summary line");
+        assert_eq!(summary["type"], "summary", "{tag}");
+        assert_eq!(summary["produced_by"], "framescope run", "{tag}");
+        assert!(summary["ended_by"].as_str().unwrap().contains(name), "{tag}: {summary}");
+        // The kill may cut the writer's last write: that fragment, and only it, is no record.
+        let frames = lines
+            .iter()
+            .filter(|l| serde_json::from_str::<serde_json::Value>(l).is_ok_and(|v| v["type"] == "frame"))
+            .count();
+        let broken = lines
+            .iter()
+            .filter(|l| serde_json::from_str::<serde_json::Value>(l).is_err())
+            .count();
+        assert!(broken <= 1, "{tag}: {broken} broken lines");
+        assert!(frames > 20, "{tag}: {frames} frames");
+        assert_eq!(summary["frames"].as_u64(), Some(frames as u64), "{tag}");
+        let rep = sb.run(&a.framescope, &["report", path.to_str().unwrap()], LIMIT);
+        assert!(
+            rep.combined().contains("summary written by the dump framescope run"),
+            "{tag}: report does not take the completed summary: {}",
+            rep.describe()
+        );
+    }
 }

@@ -6,6 +6,7 @@
 //! [`DumpWriter`], pushes each [`crate::frame::FrameRecord`] the assembler emits, and calls
 //! [`DumpWriter::finish`] at `vkDestroyDevice` (and registers [`DumpWriter::finish_at_exit`]).
 
+pub mod announce;
 mod attributing;
 pub mod driver_frames;
 pub mod open;

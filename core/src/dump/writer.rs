@@ -513,6 +513,9 @@ fn run(s: &Shared, opts: &DumpOptions, header: &Header) {
     } else if opts.log >= LogLevel::Debug {
         eprintln!("framescope: writing dump to '{shown}'");
     }
+    if opened.kind == Kind::NewFile {
+        super::announce::announce(&opened.path);
+    }
     let file = opened.file;
     // The file exists before the (bounded) wait for the counter catalogue: an app killed in
     // its first seconds leaves a dump, not no file (glxgears under `timeout 2` on a loaded
