@@ -430,41 +430,47 @@ fn frame(s: &mut Shared, data: &HudData, opts: &HudOptions, canvas: [u32; 2], fi
                     }
                 });
             }
+            // A graph's scale goes at the end of the row above it, never over the graph, where
+            // the trace ran through its text.
+            let frame_graph = (fit.graphs && opts.frame_graph && !data.frame_graph.is_empty())
+                .then(|| graph_scale(&data.frame_graph, 1.0));
             if opts.frame_time {
-                line(&mut |t| match data.frame_ms {
-                    Some(v) => {
-                        let _ = write!(t, "Frame      {v:8.2} ms");
+                line(&mut |t| {
+                    match data.frame_ms {
+                        Some(v) => {
+                            let _ = write!(t, "Frame      {v:8.2} ms");
+                        }
+                        None => t.push_str("Frame           - ms"),
                     }
-                    None => t.push_str("Frame           - ms"),
+                    if let Some((_, scale)) = &frame_graph {
+                        let _ = write!(t, "  {scale}");
+                    }
                 });
             }
-            if fit.graphs && opts.frame_graph && !data.frame_graph.is_empty() {
-                let (top, scale) = graph_scale(&data.frame_graph, 1.0);
-                draw_graph(
-                    ui,
-                    "##frame",
-                    &data.frame_graph,
-                    top,
-                    &scale,
-                    [graph_w, graph_h],
-                    points,
-                );
+            if let Some((top, _)) = frame_graph {
+                draw_graph(ui, "##frame", &data.frame_graph, top, "", [graph_w, graph_h], points);
                 graphs = true;
             }
+            let gpu_graph =
+                (fit.graphs && opts.gpu_graph && !data.gpu_graph.is_empty()).then(|| graph_scale(&data.gpu_graph, 0.1));
             if opts.gpu {
                 let name = if opts.gpu_span { "GPU span" } else { "GPU busy" };
-                line(&mut |t| match data.gpu_ms {
-                    Some(v) => {
-                        let _ = write!(t, "{name}   {v:8.2} ms");
+                line(&mut |t| {
+                    match data.gpu_ms {
+                        Some(v) => {
+                            let _ = write!(t, "{name}   {v:8.2} ms");
+                        }
+                        None => {
+                            let _ = write!(t, "{name}        - ms");
+                        }
                     }
-                    None => {
-                        let _ = write!(t, "{name}        - ms");
+                    if let Some((_, scale)) = &gpu_graph {
+                        let _ = write!(t, "  {scale}");
                     }
                 });
             }
-            if fit.graphs && opts.gpu_graph && !data.gpu_graph.is_empty() {
-                let (top, scale) = graph_scale(&data.gpu_graph, 0.1);
-                draw_graph(ui, "##gpu", &data.gpu_graph, top, &scale, [graph_w, graph_h], points);
+            if let Some((top, _)) = gpu_graph {
+                draw_graph(ui, "##gpu", &data.gpu_graph, top, "", [graph_w, graph_h], points);
                 graphs = true;
             }
             if opts.counts {
@@ -678,7 +684,7 @@ fn graph(ui: &imgui::Ui, values: &[f32], top: f32, label: &str, size: [f32; 2], 
 }
 
 /// A graph's top (its largest value and a fifth more, at least `floor` ms) and its scale
-/// label, drawn over the graph as `plot` labels its axes: the smallest and largest value
+/// label, written at the end of the row above the graph: the smallest and largest value
 /// shown, in ms. Allocates only when the HUD re-renders.
 fn graph_scale(values: &[f32], floor: f32) -> (f32, String) {
     let (min, max) = values
@@ -833,6 +839,37 @@ mod tests {
         let (fresh, full) = render_counting(&data, window, &mut DrawOutput::default());
         assert_eq!(fewer, fresh, "fewer rows: the fit a full search finds");
         assert_eq!(layouts, 2 + full, "the memo's try, then a full search");
+    }
+
+    /// The scale's text sits in the row above its graph: no glyph lies between the graph's
+    /// highest and lowest point (it was drawn inside the graph, and the trace ran through it).
+    #[test]
+    fn no_text_is_drawn_over_a_graph() {
+        let n = 300;
+        let data = HudData {
+            fps: Some(60.0),
+            frame_ms: Some(16.7),
+            // Spikes to the top of both graphs, where the label used to be.
+            frame_graph: (0..n)
+                .map(|i| if i % 50 == 0 { 40.0 } else { 10.0 + (i % 7) as f32 })
+                .collect(),
+            ..HudData::default()
+        };
+        let out = render_with(&data, 1024, false);
+        let ys = |rgb: [u8; 3]| -> Vec<f32> {
+            out.vertices
+                .iter()
+                .filter(|v| v.col[..3] == rgb)
+                .map(|v| v.pos[1])
+                .collect()
+        };
+        let graph = ys(GRAPH_RGB);
+        let (top, bottom) = graph
+            .iter()
+            .fold((f32::MAX, f32::MIN), |(lo, hi), &y| (lo.min(y), hi.max(y)));
+        assert!(bottom - top > 10.0, "a graph was drawn: {top}..{bottom}");
+        let over: Vec<f32> = ys(TEXT_RGB).into_iter().filter(|&y| y > top && y < bottom).collect();
+        assert!(over.is_empty(), "text over the graph ({top}..{bottom}): {over:?}");
     }
 
     fn graphs_and(n: u32) -> HudData {
