@@ -208,6 +208,8 @@ pub struct FrameRecord {
     /// Where the frame's CPU time went: its start, its waits, its present call.
     pub cpu: CpuFrameTime,
     pub gpu: GpuFrameTime,
+    /// When it reached the screen; set by the dump writer's join ([`crate::display`]).
+    pub display: crate::display::FrameDisplay,
     pub counts: FrameCounts,
     /// The newest counter values when the frame closed (see [`crate::counters`]).
     pub counters: CounterValues,

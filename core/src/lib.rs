@@ -21,6 +21,7 @@ pub mod counter_values;
 pub mod counters;
 pub mod creation;
 pub mod ctl;
+pub mod display;
 pub mod draw_keys;
 pub mod driver_latest;
 pub mod driver_values;

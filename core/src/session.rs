@@ -46,6 +46,8 @@ pub struct FrameSession {
     frames_closed: u64,
     /// Driver counters' newest values, for the HUD.
     driver: crate::driver_latest::DriverLatest,
+    /// Display reports from this session's display-time sources (to the dump and the HUD).
+    display: Arc<crate::display::DisplayFeed>,
 }
 
 /// Where emitted frames go; split from the assembler so both can be borrowed at once.
@@ -77,6 +79,7 @@ impl FrameSession {
             snapshot: CounterSnapshot::default(),
             frames_closed: 0,
             driver: Default::default(),
+            display: Arc::default(),
         }
     }
 
@@ -98,10 +101,18 @@ impl FrameSession {
         }
         self.dump = make();
         match &self.dump {
-            Some(w) => w.finish_at_exit(),
+            Some(w) => {
+                w.attach_display(Arc::clone(&self.display));
+                w.finish_at_exit()
+            }
             None => DUMP_TAKEN.store(false, Ordering::Release),
         }
         self.dump.is_some()
+    }
+
+    /// Where this session's display-time sources report (see [`crate::display`]).
+    pub fn display(&self) -> &Arc<crate::display::DisplayFeed> {
+        &self.display
     }
 
     pub fn dump(&self) -> Option<&DumpWriter> {

@@ -643,6 +643,22 @@ impl Serialize for FrameLine<'_> {
             _ => None,
         };
         m.serialize_entry("gpu_wait_ns", &gpu_wait)?;
+        // When it reached the screen (PresentMon: ScreenTime, DisplayLatency, DisplayedTime,
+        // MsUntilDisplayed, MsBetweenDisplayChange, MsAnimationError).
+        let d = &r.display;
+        m.serialize_entry("display", d.state.name())?;
+        m.serialize_entry("display_source", &d.source.map(|s| s.name()))?;
+        if let Some(why) = d.why_none {
+            m.serialize_entry("display_none_reason", why.name())?;
+        }
+        m.serialize_entry("display_mode", &d.mode.name())?;
+        m.serialize_entry("refresh_ns", &d.refresh_ns)?;
+        m.serialize_entry("shown_ns", &d.shown_ns)?;
+        m.serialize_entry("display_latency_ns", &d.latency_ns(cpu.start_ns))?;
+        m.serialize_entry("displayed_time_ns", &d.displayed_ns)?;
+        m.serialize_entry("until_displayed_ns", &d.until_displayed_ns(r.t_ns))?;
+        m.serialize_entry("between_display_change_ns", &d.between_changes_ns)?;
+        m.serialize_entry("animation_error_ns", &d.animation_error_ns)?;
         m.serialize_entry("creation_by_kind", &Creation(&cpu.creation))?;
         m.serialize_entry("stutter", &r.stutter_median_ns.is_some())?;
         if let Some(median) = r.stutter_median_ns {

@@ -112,6 +112,8 @@ struct Shared {
     ended_by: Mutex<&'static str>,
     /// Faults the layer saw (a lost device), written as `fault` records as they come.
     faults: Mutex<Vec<Fault>>,
+    /// Where display reports come from, once the session attached it.
+    display: Mutex<Option<Arc<crate::display::DisplayFeed>>>,
 }
 
 /// Something that went wrong below framescope and ended or changed the measurement: a `fault`
@@ -177,6 +179,7 @@ impl DumpWriter {
             thread: Mutex::new(None),
             ended_by: Mutex::new("write error"),
             faults: Mutex::new(Vec::new()),
+            display: Mutex::new(None),
         });
         let for_thread = Arc::clone(&shared);
         let spawned = std::thread::Builder::new()
@@ -196,6 +199,11 @@ impl DumpWriter {
             }
         }
         DumpWriter { shared }
+    }
+
+    /// The session's display feed: frames then wait (bounded) for their display reports.
+    pub fn attach_display(&self, feed: Arc<crate::display::DisplayFeed>) {
+        *self.shared.display.lock() = Some(feed);
     }
 
     /// Records a fault for the writer (rare: allocates; at most [`MAX_FAULTS`] a dump).
@@ -565,6 +573,7 @@ fn run(s: &Shared, opts: &DumpOptions, header: &Header) {
     let mut changes = Vec::new();
     let mut marks: Vec<(u64, String)> = Vec::new();
     let mut faults: Vec<Fault> = Vec::new();
+    let mut display: Option<crate::display::join::DisplayJoin> = None;
 
     loop {
         // Read `stop` before draining: every push that happened before finish() is then
@@ -594,6 +603,12 @@ fn run(s: &Shared, opts: &DumpOptions, header: &Header) {
         // (4096 frames of 1264 bytes and 65 536 samples of 184 by default: 17 MB at most, on
         // this thread; a light app at 10 000 frames/s fills 1000 frames in the 100 ms the
         // PM sampler takes between publishes).
+        if display.is_none() {
+            display = s.display.lock().clone().map(crate::display::join::DisplayJoin::new);
+        }
+        if let Some(d) = display.as_mut() {
+            d.poll();
+        }
         let overfull = frames.len() >= HELD * s.queue.capacity() || samples.len() >= HELD * s.samples.capacity();
         if let Some(a) = attributing.as_mut() {
             a.poll(monotonic_now_ns());
@@ -609,6 +624,9 @@ fn run(s: &Shared, opts: &DumpOptions, header: &Header) {
             }
             let hold = !stopping && !overfull;
             if hold && attributing.as_ref().is_some_and(|a| a.holds(head, monotonic_now_ns())) {
+                break;
+            }
+            if hold && display.as_ref().is_some_and(|d| d.holds(head, monotonic_now_ns())) {
                 break;
             }
             let Some(mut r) = frames.pop_front() else { break };
@@ -630,6 +648,9 @@ fn run(s: &Shared, opts: &DumpOptions, header: &Header) {
                 draws.add_sample(x);
             }
             r.stutter_median_ns = stutters.push(r.cpu_frame_ns);
+            if let Some(d) = display.as_mut() {
+                d.apply(&mut r);
+            }
             let note = attributing.as_mut().map(|a| a.apply(&mut r, &frame_samples));
             super::driver_frames::frame_values(&header.driver_groups, &frame_samples, &mut driver);
             write_frame(
