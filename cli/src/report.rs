@@ -105,21 +105,9 @@ struct Fields {
     t_ns: Option<u64>,
     cpu_frame_ns: Option<u64>,
     gpu_busy_ns: Option<u64>,
-    // The frame timeline's CPU side (absent in dumps that predate it).
-    #[serde(default)]
-    cpu_busy_ns: Option<u64>,
-    #[serde(default)]
-    cpu_wait_ns: Option<u64>,
-    #[serde(default)]
-    present_call_ns: Option<u64>,
-    #[serde(default)]
-    cpu_wait_by_kind_ns: Option<std::collections::BTreeMap<String, Option<u64>>>,
-    #[serde(default)]
-    stutter: bool,
-    #[serde(default)]
-    stutter_explained: bool,
-    #[serde(default)]
-    stutter_causes: Vec<crate::timeline::CauseFields>,
+    /// The frame timeline's fields (absent in dumps that predate them).
+    #[serde(flatten)]
+    timeline: crate::timeline::TimelineFields,
     #[serde(default)]
     counters: Option<std::collections::BTreeMap<String, Option<f64>>>,
     #[serde(default)]
@@ -270,7 +258,6 @@ struct Dump {
     /// Counter names past [`MAX_COUNTERS`], or not in the header's catalogue, that were ignored.
     ignored_counters: u64,
     last_frame: Option<(u64, u64)>,
-    timeline: crate::timeline::Timeline,
 }
 
 impl Dump {
@@ -328,15 +315,7 @@ impl Dump {
             ok
         });
         self.builder.add(t_ns, cpu, gpu);
-        self.timeline.add(
-            f.cpu_busy_ns,
-            f.cpu_wait_ns,
-            f.present_call_ns,
-            f.cpu_wait_by_kind_ns.as_ref(),
-        );
-        if f.stutter {
-            self.timeline.add_stutter(f.stutter_explained, &f.stutter_causes);
-        }
+        f.timeline.add_to(&mut self.builder);
         for s in f.samples {
             match s.scope.as_deref() {
                 Some("draw") => self.draw_sample(s),
@@ -615,7 +594,7 @@ fn render(path: &OsStr, d: &Dump, rec: &SummaryRecord, notes: &[String], all: bo
         gpu_name,
     ));
     out.push_str(&format!("  frames without gpu time: {}\n\n", s.gpu_missing_frames));
-    out.push_str(&d.timeline.render(s.duration_ns));
+    out.push_str(&crate::timeline::render(s.timeline.as_ref(), s.duration_ns, s.fps_mean));
     if !s.counters.is_empty() {
         let describe = |name: &str| {
             let h = d.header.as_ref();
@@ -946,8 +925,7 @@ fn report_one(path: &OsStr, json: bool, several: bool, all: bool) -> i32 {
             eprintln!("framescope: {}: {n}", show(path));
         }
         let regions = d.regions_top();
-        let timeline = d.timeline.to_json();
-        if !several && regions.is_empty() && timeline.is_none() {
+        if !several && regions.is_empty() {
             println!("{}", rec.to_line());
         } else {
             let mut v: serde_json::Value = serde_json::from_str(&rec.to_line()).unwrap_or_default();
@@ -962,9 +940,6 @@ fn report_one(path: &OsStr, json: bool, several: bool, all: bool) -> i32 {
                     })
                     .collect();
                 o.insert("regions_top".into(), top.into());
-                if let Some(t) = timeline {
-                    o.insert("timeline".into(), t);
-                }
             }
             println!("{v}");
         }

@@ -43,6 +43,7 @@ pub mod shown;
 pub mod stats;
 pub mod stutter;
 pub mod sync;
+pub mod timeline_stats;
 pub mod waits;
 
 /// The dump schema id written in every header record.

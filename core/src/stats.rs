@@ -73,6 +73,10 @@ pub struct Summary {
     pub draw_keys: u64,
     #[serde(default, skip_serializing_if = "is_zero")]
     pub draws_untracked: u64,
+    /// The frame timeline: CPU busy/wait, stutters by cause, when frames reached the screen
+    /// ([`crate::timeline_stats`]); absent when no frame carried its fields.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeline: Option<crate::timeline_stats::TimelineSummary>,
 }
 
 fn is_zero(v: &u64) -> bool {
@@ -261,6 +265,8 @@ pub struct SummaryBuilder {
     gpu_missing: u64,
     /// name -> (frames, sum, min, max)
     counters: std::collections::BTreeMap<String, (u64, f64, f64, f64)>,
+    /// The frame timeline, fed by the caller from each frame's fields.
+    pub timeline: crate::timeline_stats::TimelineStats,
 }
 
 impl SummaryBuilder {
@@ -343,6 +349,7 @@ impl SummaryBuilder {
             draws_top: Vec::new(),
             draw_keys: 0,
             draws_untracked: 0,
+            timeline: self.timeline.summary(),
         }
     }
 }

@@ -480,6 +480,32 @@ fn fill_pci_ids(d: &mut super::record::DeviceInfo, g: &crate::counters::GpuIdent
     d.extra.insert("pci_ids_from".into(), g.source.clone().into());
 }
 
+/// A written frame's timeline fields into the summary, as `report` reads them back.
+fn add_timeline(
+    t: &mut crate::timeline_stats::TimelineStats,
+    r: &FrameRecord,
+    causes: &mut Vec<crate::stutter::Cause>,
+) {
+    use crate::waits::WaitKind;
+    let cpu = &r.cpu;
+    let waits = WaitKind::ALL.iter().zip(cpu.waits.0).map(|(k, ns)| (k.name(), ns));
+    t.add_cpu(cpu.busy_ns(r.t_ns), cpu.wait_ns(), cpu.present_ns, Some(waits));
+    if let Some(median) = r.stutter_median_ns {
+        crate::stutter::causes(cpu, causes);
+        let excess = r.cpu_frame_ns.unwrap_or(0).saturating_sub(median);
+        let explained = crate::stutter::explained(causes, excess);
+        t.add_stutter(explained, causes.iter().map(|c| (c.name, c.ns)));
+    }
+    let d = &r.display;
+    t.add_display(
+        d.state.name(),
+        d.source.map(|s| s.name()),
+        d.shown_ns,
+        d.latency_ns(cpu.start_ns),
+        d.displayed_ns,
+    );
+}
+
 /// The writer thread's body.
 fn run(s: &Shared, opts: &DumpOptions, header: &Header) {
     // Here, not on the app's thread: it makes a directory and binds a socket.
@@ -574,6 +600,7 @@ fn run(s: &Shared, opts: &DumpOptions, header: &Header) {
     let mut marks: Vec<(u64, String)> = Vec::new();
     let mut faults: Vec<Fault> = Vec::new();
     let mut display: Option<crate::display::join::DisplayJoin> = None;
+    let mut causes = Vec::new();
 
     loop {
         // Read `stop` before draining: every push that happened before finish() is then
@@ -666,6 +693,7 @@ fn run(s: &Shared, opts: &DumpOptions, header: &Header) {
                 },
             );
             stats.add(r.t_ns, r.cpu_frame_ns, r.gpu.busy_ns);
+            add_timeline(&mut stats.timeline, &r, &mut causes);
             for (i, v) in r.counters.iter() {
                 if let Some(c) = header.counters.get(i) {
                     stats.add_counter(&c.name, v);
