@@ -63,6 +63,8 @@ pub enum Method {
     Percentile,
     /// Student's t on the log ratio with these degrees of freedom (several runs a side).
     RunsT { df: f64 },
+    /// Newcombe's hybrid Wilson interval of a difference of rates ([`crate::rates`]).
+    Wilson,
 }
 
 /// The statistic of a side's frames that is compared.

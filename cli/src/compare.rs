@@ -43,12 +43,16 @@ variance from the resamples and Welch's degrees of freedom (at most runs - 1 a s
 few runs give a wide interval; 3 runs a side is the least that gates, 5 or more give a
 useful width. A time metric (frame_time, gpu_busy, a label) regresses when the whole
 interval is above +threshold; a counter fails the gate when the whole interval is beyond
-+-threshold (framescope does not know which way is better for it).
++-threshold (framescope does not know which way is better for it). The rates (dropped,
+stutters) are compared by difference, not ratio (a base run has none of them, often): the
+change is in percentage points, with Newcombe's hybrid Wilson interval, and --threshold is
+in points too (--threshold 0.5% fails a gate when drops rose by more than half a point).
 
 examples:
   framescope compare before.jsonl after.jsonl
   framescope compare --threshold 3% --skip-seconds 2 --metric gpu_busy a1.jsonl a2.jsonl a3.jsonl -- b1.jsonl b2.jsonl b3.jsonl
   framescope compare --metric Frame/Shadows --metric gpu_util_pct base.jsonl new.jsonl
+  framescope compare --metric display_latency --metric dropped --threshold 1% base.jsonl new.jsonl
   framescope compare --stat p99 --skip-frames 100 a1.jsonl a2.jsonl a3.jsonl -- b1.jsonl b2.jsonl b3.jsonl";
 
 pub const EXAMPLES: &str = "\
@@ -60,9 +64,11 @@ examples:
 #[derive(clap::Args, Debug)]
 #[command(args_override_self = true)]
 pub struct Args {
-    /// frame_time (the CPU frame time, present to present), gpu_busy, a counter name (see
-    /// `framescope counters`) or a debug-label region (its path, e.g. Frame/Shadows, or its
-    /// last name); repeatable. Default: frame_time, and gpu_busy where both sides have it
+    /// frame_time (the CPU frame time, present to present), gpu_busy, display_latency (frame
+    /// start to the screen), dropped (share of frames replaced before the screen), stutters
+    /// (share of frames that were stutters), a counter name (see `framescope counters`) or a
+    /// debug-label region (its path, e.g. Frame/Shadows, or its last name); repeatable.
+    /// Default: frame_time, and gpu_busy where both sides have it
     #[arg(long = "metric", value_name = "NAME", value_parser = crate::usage::text())]
     pub metrics: Vec<String>,
     /// the statistic of each side's frames: mean (default), median, or a percentile pNN (p90,
@@ -104,6 +110,12 @@ const MIN_VALUES: usize = 20;
 enum Metric {
     FrameTime,
     GpuBusy,
+    /// `display_latency_ns`: frame start to the screen.
+    DisplayLatency,
+    /// The share of displayed-or-dropped frames that were dropped ([`crate::rates`]).
+    Dropped,
+    /// The share of frames that were stutters.
+    Stutters,
     /// A counter or a label region, whichever the dumps have.
     Named(String),
 }
@@ -113,6 +125,9 @@ impl Metric {
         match s {
             "frame_time" => Metric::FrameTime,
             "gpu_busy" => Metric::GpuBusy,
+            "display_latency" => Metric::DisplayLatency,
+            "dropped" => Metric::Dropped,
+            "stutters" => Metric::Stutters,
             _ => Metric::Named(s.to_owned()),
         }
     }
@@ -121,8 +136,21 @@ impl Metric {
         match self {
             Metric::FrameTime => "frame_time",
             Metric::GpuBusy => "gpu_busy",
+            Metric::DisplayLatency => "display_latency",
+            Metric::Dropped => "dropped",
+            Metric::Stutters => "stutters",
             Metric::Named(n) => n,
         }
+    }
+
+    /// A share of frames, compared by difference rather than ratio.
+    fn is_rate(&self) -> bool {
+        matches!(self, Metric::Dropped | Metric::Stutters)
+    }
+
+    /// Not a counter or label region, whatever the dumps hold.
+    fn is_builtin(&self) -> bool {
+        !matches!(self, Metric::Named(_))
     }
 }
 
@@ -326,6 +354,21 @@ fn add_frame(f: &FrameLine, metrics: &[Metric], series: &mut [Series]) {
                     Series::push(&mut s.values, &mut s.full, v as f64);
                 }
             }
+            Metric::DisplayLatency => {
+                if let Some(v) = f.display_latency_ns {
+                    Series::push(&mut s.values, &mut s.full, v as f64);
+                }
+            }
+            Metric::Dropped => match f.display.as_deref() {
+                Some("displayed") => Series::push(&mut s.values, &mut s.full, 0.0),
+                Some("dropped") => Series::push(&mut s.values, &mut s.full, 1.0),
+                _ => {}
+            },
+            Metric::Stutters => {
+                if f.cpu_frame_ns.is_some() {
+                    Series::push(&mut s.values, &mut s.full, f64::from(u8::from(f.stutter)));
+                }
+            }
             Metric::Named(name) => {
                 let counter = f
                     .counters
@@ -404,8 +447,7 @@ fn side_series(
     i: usize,
     m: &Metric,
 ) -> Result<(Vec<Vec<f64>>, &'static str), String> {
-    let counter =
-        matches!(m, Metric::FrameTime | Metric::GpuBusy) || runs.iter().any(|r| !r.series[i].values.is_empty());
+    let counter = m.is_builtin() || runs.iter().any(|r| !r.series[i].values.is_empty());
     let mut out = Vec::new();
     for (r, p) in runs.iter().zip(paths) {
         let s = &r.series[i];
@@ -414,6 +456,9 @@ fn side_series(
             let what = match m {
                 Metric::FrameTime => "frame times (cpu_frame_ns)",
                 Metric::GpuBusy => "GPU busy times (gpu_busy_ns)",
+                Metric::DisplayLatency => "display latencies (display_latency_ns: no display-time source)",
+                Metric::Dropped => "displayed or dropped frames (display: no display-time source)",
+                Metric::Stutters => "frame times to judge stutters by",
                 Metric::Named(_) => "values (no counter and no label region of that name)",
             };
             return Err(format!("'{}' has no {what} for metric '{}'", show(p), escape(m.name())));
@@ -423,6 +468,8 @@ fn side_series(
     let what = match m {
         Metric::FrameTime => "frame time",
         Metric::GpuBusy => "GPU busy",
+        Metric::DisplayLatency => "display latency",
+        Metric::Dropped | Metric::Stutters => "rate",
         Metric::Named(_) if counter => "counter",
         Metric::Named(_) => "label GPU time",
     };
@@ -481,6 +528,24 @@ fn compare(o: &Options) -> Result<(Vec<Row>, Vec<String>), String> {
                 stat_name(o.stat)
             ));
         }
+        if m.is_rate() {
+            let events = |runs: &[Vec<f64>]| runs.iter().flatten().filter(|&&v| v > 0.0).count() as u64;
+            let change = crate::rates::change(
+                (events(&b), frames.0 as u64),
+                (events(&nw), frames.1 as u64),
+                o.confidence,
+            )
+            .ok_or_else(|| format!("metric '{}': a side has no frames", m.name()))?;
+            rows.push(Row {
+                metric: m.name().to_owned(),
+                what,
+                unit: "%",
+                verdict: Verdict::of(&change, o.threshold, true),
+                change,
+                frames,
+            });
+            continue;
+        }
         let change = bootstrap::change(&b, &nw, o.confidence, o.stat).map_err(|side| {
             format!(
                 "metric '{}': {}'s {} is zero, so there is no relative change to give",
@@ -507,10 +572,19 @@ fn pct(x: f64) -> String {
 }
 
 fn value(x: f64, unit: &str) -> String {
-    if unit == "ms" {
-        format!("{:.3} ms", x / 1e6)
+    match unit {
+        "ms" => format!("{:.3} ms", x / 1e6),
+        "%" => format!("{:.2}%", x * 100.0),
+        _ => format!("{x:.4}"),
+    }
+}
+
+/// A change as the table shows it: relative, or in percentage points for a rate.
+fn change_text(x: f64, unit: &str) -> String {
+    if unit == "%" {
+        format!("{:+.2}pp", x * 100.0)
     } else {
-        format!("{x:.4}")
+        pct(x)
     }
 }
 
@@ -547,8 +621,8 @@ fn render(rows: &[Row], o: &Options) -> String {
             format!("{} ({})", escape(&r.metric), r.what),
             value(c.base_value, r.unit),
             value(c.new_value, r.unit),
-            pct(c.change),
-            format!("[{}, {}]", pct(c.low), pct(c.high)),
+            change_text(c.change, r.unit),
+            format!("[{}, {}]", change_text(c.low, r.unit), change_text(c.high, r.unit)),
             format!("{}/{}", r.frames.0, r.frames.1),
             r.verdict.name()
         );
@@ -572,9 +646,10 @@ fn to_json(rows: &[Row], o: &Options, failed: bool) -> serde_json::Value {
                 "interval_method": match r.change.method {
                     Method::Percentile => "bootstrap_percentile",
                     Method::RunsT { .. } => "runs_t",
+                    Method::Wilson => "newcombe_wilson",
                 },
                 "df": match r.change.method {
-                    Method::Percentile => None,
+                    Method::Percentile | Method::Wilson => None,
                     Method::RunsT { df } => Some(df),
                 },
                 "frames": [r.frames.0, r.frames.1],

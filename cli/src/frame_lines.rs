@@ -24,6 +24,12 @@ pub struct FrameLine<'a> {
     pub t_ns: Option<u64>,
     pub cpu_frame_ns: Option<u64>,
     pub gpu_busy_ns: Option<u64>,
+    #[serde(default)]
+    pub display_latency_ns: Option<u64>,
+    #[serde(default, borrow)]
+    pub display: Option<Cow<'a, str>>,
+    #[serde(default)]
+    pub stutter: bool,
     #[serde(default, borrow)]
     pub samples: Vec<SampleLine<'a>>,
     #[serde(default, borrow)]

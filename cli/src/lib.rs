@@ -20,6 +20,7 @@ pub mod lines;
 pub mod locate;
 pub mod output;
 pub mod plot;
+pub mod rates;
 pub mod report;
 pub mod run;
 pub mod supervise;

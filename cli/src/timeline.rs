@@ -202,6 +202,9 @@ mod tests {
         assert!(text.contains("pipeline   in 1 stutters, 30.000 ms"), "{text}");
         assert!(text.contains("2 frames displayed, 1 dropped"), "{text}");
         assert!(text.contains("(from x11_present 2)"), "{text}");
-        assert!(text.contains("displayed fps 62.50 against presented fps 60.00"), "{text}");
+        assert!(
+            text.contains("displayed fps 62.50 against presented fps 60.00"),
+            "{text}"
+        );
     }
 }

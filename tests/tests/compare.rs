@@ -396,3 +396,86 @@ fn plot_writes_svg_and_png_with_axis_text_and_both_series() {
         .unwrap()
         .starts_with("{\"type\":\"header\""));
 }
+
+/// A dump of `n` frames 16 ms apart whose display latency is `latency_ms` ± 10 % (uniform)
+/// and of which every `drop_every`-th frame was dropped (0: none), and every
+/// `stutter_every`-th a stutter.
+fn with_display(path: &Path, n: u64, latency_ms: f64, drop_every: u64, stutter_every: u64, seed: u64) {
+    let mut state = seed.wrapping_mul(2862933555777941757).wrapping_add(3037000493);
+    let mut uniform = move || {
+        state = state.wrapping_mul(2862933555777941757).wrapping_add(3037000493);
+        (state >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
+    };
+    let mut lines = vec![r#"{"type":"header","schema":"framescope.v1","api":"vulkan","gpu_time":"busy"}"#.to_string()];
+    let mut t = 1_000_000_000u64;
+    for frame in 0..n {
+        t += 16_000_000;
+        let dropped = drop_every > 0 && frame % drop_every == drop_every - 1;
+        let stutter = stutter_every > 0 && frame % stutter_every == stutter_every - 1;
+        let latency = ((latency_ms + 0.1 * latency_ms * uniform()) * 1e6) as u64;
+        let display = if dropped {
+            r#""display":"dropped","display_latency_ns":null"#.to_string()
+        } else {
+            format!(r#""display":"displayed","display_latency_ns":{latency}"#)
+        };
+        lines.push(format!(
+            r#"{{"type":"frame","frame":{frame},"t_ns":{t},"cpu_frame_ns":16000000,"gpu_busy_ns":null,{display},"stutter":{stutter}}}"#
+        ));
+    }
+    std::fs::write(path, lines.join("\n") + "\n").unwrap();
+}
+
+/// The frame timeline's gates: display latency as a time metric, drops and stutters as rates
+/// compared by difference (a base run without any is the usual case).
+#[test]
+fn display_latency_drops_and_stutters_gate_a_run() {
+    let a = Artifacts::get();
+    let sb = Sandbox::new("compare-display");
+    let (base, same, worse) = (sb.path("base.jsonl"), sb.path("same.jsonl"), sb.path("worse.jsonl"));
+    with_display(&base, 1200, 40.0, 0, 0, 1);
+    with_display(&same, 1200, 40.0, 0, 0, 2);
+    // 20 % more latency, one frame in 25 dropped (4 points), one in 50 a stutter (2 points).
+    with_display(&worse, 1200, 48.0, 25, 50, 3);
+    let metrics = [
+        "--metric",
+        "display_latency",
+        "--metric",
+        "dropped",
+        "--metric",
+        "stutters",
+        "--threshold",
+        "1%",
+        "--json",
+    ];
+    let run = |new: &Path| {
+        let mut args = metrics.to_vec();
+        args.extend([s(&base), s(new)]);
+        let (code, out, err) = compare(&a, &sb, &args);
+        let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}{err}"));
+        (code, v)
+    };
+    let (code, v) = run(&same);
+    assert_eq!(code, Some(0), "{v}");
+    let (code, v) = run(&worse);
+    assert_eq!(code, Some(1), "{v}");
+    let m = v["metrics"].as_array().unwrap();
+    assert_eq!(
+        (m[0]["kind"].as_str(), m[0]["verdict"].as_str()),
+        (Some("display latency"), Some("regression")),
+        "{v}"
+    );
+    for (i, points) in [(1, 0.04), (2, 0.02)] {
+        assert_eq!(m[i]["kind"], "rate", "{v}");
+        assert_eq!(m[i]["verdict"], "regression", "{v}");
+        assert_eq!(m[i]["interval_method"], "newcombe_wilson", "{v}");
+        let change = m[i]["change"].as_f64().unwrap();
+        assert!((change - points).abs() < 0.002, "{v}");
+        assert_eq!(m[i]["base"], 0.0, "{v}");
+    }
+    // A dump without display fields cannot be gated on them: exit 2, naming the metric.
+    let plain = sb.path("plain.jsonl");
+    synthetic(&plain, 100, 16.0, 50.0, 9);
+    let (code, _, err) = compare(&a, &sb, &["--metric", "display_latency", s(&plain), s(&base)]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("display_latency"), "{err}");
+}
