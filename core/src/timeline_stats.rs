@@ -243,15 +243,30 @@ mod tests {
     #[test]
     fn display_counts_states_sources_and_the_displayed_rate() {
         let mut t = TimelineStats::default();
-        t.add_display("displayed", Some("x11_present"), Some(100 * MS), Some(30 * MS), Some(20 * MS));
+        t.add_display(
+            "displayed",
+            Some("x11_present"),
+            Some(100 * MS),
+            Some(30 * MS),
+            Some(20 * MS),
+        );
         t.add_display("dropped", Some("x11_present"), None, None, None);
-        t.add_display("displayed", Some("x11_present"), Some(120 * MS), Some(32 * MS), Some(20 * MS));
+        t.add_display(
+            "displayed",
+            Some("x11_present"),
+            Some(120 * MS),
+            Some(32 * MS),
+            Some(20 * MS),
+        );
         t.add_display("displayed", Some("x11_present"), Some(140 * MS), Some(34 * MS), None);
         t.add_display("no_source", None, None, None, None);
         t.add_display("sideways", None, None, None, None);
         let d = t.summary().unwrap().display.unwrap();
         assert_eq!(d.frames["displayed"], 3);
-        assert_eq!((d.frames["dropped"], d.frames["no_source"], d.frames["no_report"]), (1, 1, 0));
+        assert_eq!(
+            (d.frames["dropped"], d.frames["no_source"], d.frames["no_report"]),
+            (1, 1, 0)
+        );
         assert_eq!(d.sources["x11_present"], 3);
         assert!((d.displayed_fps.unwrap() - 50.0).abs() < 1e-9);
         assert_eq!(d.display_latency_ns.unwrap().p50, 32 * MS);

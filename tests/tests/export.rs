@@ -12,7 +12,7 @@ const FRAMES: usize = 30;
 
 const MANGOHUD_SYSTEM: &str = "os,cpu,gpu,ram,kernel,driver,cpuscheduler";
 const MANGOHUD_COLUMNS: &str = "fps,frametime,cpu_load,cpu_power,gpu_load,cpu_temp,gpu_temp,gpu_core_clock,gpu_mem_clock,gpu_vram_used,gpu_power,ram_used,swap_used,process_rss,cpu_mhz,elapsed";
-const PRESENTMON_COLUMNS: &str = "Application,ProcessID,SwapChainAddress,PresentRuntime,SyncInterval,PresentFlags,AllowsTearing,PresentMode,TimeInSeconds,MsBetweenPresents,MsBetweenDisplayChange,MsInPresentAPI,MsUntilDisplayed,MsCPUBusy,MsCPUWait,MsGPULatency,MsGPUTime,MsGPUBusy,MsGPUWait";
+const PRESENTMON_COLUMNS: &str = "Application,ProcessID,SwapChainAddress,PresentRuntime,SyncInterval,PresentFlags,AllowsTearing,PresentMode,TimeInSeconds,MsBetweenPresents,MsBetweenDisplayChange,MsInPresentAPI,MsUntilDisplayed,MsCPUBusy,MsCPUWait,MsGPULatency,MsGPUTime,MsGPUBusy,MsGPUWait,Dropped,MsDisplayLatency,MsDisplayedTime,MsAnimationError";
 
 use framescope_tests::python::python_json;
 
@@ -250,4 +250,68 @@ fn export_refuses_a_symbolic_link_and_a_non_dump() {
     assert_eq!(out.code(), Some(1), "{}", out.describe());
     assert_eq!(out.stderr.lines().count(), 1, "one line: {}", out.describe());
     assert!(out.stderr.contains("not a framescope dump"), "{}", out.describe());
+}
+
+/// The frame timeline in Perfetto: one display slice per displayed frame, an instant per
+/// dropped one, and a hitch slice per stutter frame named by its causes; and the same frames'
+/// display columns in PresentMon's layout.
+#[test]
+fn display_and_hitch_tracks_follow_the_frames() {
+    let a = Artifacts::get();
+    let sb = Sandbox::new("export-display");
+    let dump = sb.path("display.jsonl");
+    let mut lines = vec![
+        r#"{"type":"header","schema":"framescope.v1","api":"vulkan","gpu_time":"busy","pid":7,"exe":"/bin/app","start_ns":1000000000}"#.to_string(),
+    ];
+    // 40 frames 16 ms apart, shown 30 ms after their start; every 8th dropped; frame 20 a
+    // stutter caused by a pipeline.
+    let (mut displayed, mut dropped) = (0, 0);
+    for i in 0..40u64 {
+        let t = 1_000_000_000 + (i + 1) * 16_000_000;
+        let start = t - 14_000_000;
+        let display = if i % 8 == 7 {
+            dropped += 1;
+            r#""display":"dropped","shown_ns":null,"displayed_time_ns":null,"display_latency_ns":null"#.to_string()
+        } else {
+            displayed += 1;
+            format!(
+                r#""display":"displayed","shown_ns":{},"displayed_time_ns":16000000,"display_latency_ns":30000000,"until_displayed_ns":16000000"#,
+                start + 30_000_000
+            )
+        };
+        let stutter = if i == 20 {
+            r#""stutter":true,"stutter_causes":[{"cause":"pipeline","ns":25000000,"calls":1}]"#
+        } else {
+            r#""stutter":false"#
+        };
+        lines.push(format!(
+            r#"{{"type":"frame","frame":{i},"t_ns":{t},"cpu_frame_ns":16000000,"cpu_start_ns":{start},"gpu_busy_ns":null,"samples":[],{display},{stutter}}}"#
+        ));
+    }
+    std::fs::write(&dump, lines.join("\n") + "\n").unwrap();
+    let trace = sb.path("display.perfetto-trace");
+    let out = sb.run(
+        &a.framescope,
+        &["export", dump.to_str().unwrap(), "--perfetto", trace.to_str().unwrap()],
+        LIMIT,
+    );
+    assert_eq!(out.code(), Some(0), "{}{}", out.stdout, out.stderr);
+    let v = decode(&sb, &trace);
+    assert_eq!(v["errors"], Value::Array(vec![]), "{v}");
+    assert_eq!(v["display_slices"], displayed, "{v}");
+    assert_eq!(v["display_instants"], dropped, "{v}");
+    assert_eq!(v["hitch_slices"], 1, "{v}");
+    assert_eq!(v["hitch_names"][0], "stutter, frame 20: pipeline 25.0 ms", "{v}");
+    let csv = sb.path("display.csv");
+    let out = sb.run(
+        &a.framescope,
+        &["export", dump.to_str().unwrap(), "--presentmon", csv.to_str().unwrap()],
+        LIMIT,
+    );
+    assert_eq!(out.code(), Some(0), "{}{}", out.stdout, out.stderr);
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let rows: Vec<&str> = text.lines().skip(1).collect();
+    assert_eq!(rows.len(), 40);
+    assert!(rows[0].ends_with(",0,30.0000,16.0000,NA"), "{}", rows[0]);
+    assert!(rows[7].ends_with(",1,NA,NA,NA"), "{}", rows[7]);
 }

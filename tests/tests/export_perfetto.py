@@ -77,6 +77,14 @@ def main(path):
         if st:
             err(f"{len(st)} slice(s) left open on track {u}")
     out["frame_slices"] = begins.get(frames, 0)
+    display = by_name.get("display (frames on screen; dropped frames as instants)")
+    hitches = by_name.get("hitches (stutter frames and their causes)")
+    out["display_slices"] = begins.get(display, 0)
+    out["display_instants"] = sum(
+        1 for _, _, e in events if e.track_uuid == display and e.type == pb.TrackEvent.TYPE_INSTANT)
+    out["hitch_slices"] = begins.get(hitches, 0)
+    out["hitch_names"] = [e.name for _, _, e in events
+                          if e.track_uuid == hitches and e.type == pb.TrackEvent.TYPE_SLICE_BEGIN]
     out["counter_tracks"] = sorted(d.name for d in tracks.values() if d.HasField("counter"))
     out["counter_values"] = {tracks[u].name: n for u, n in counter_values.items()}
     out["process"] = [{"pid": d.process.pid, "name": d.process.process_name}

@@ -137,6 +137,10 @@ const UNITS: &[(&str, u64)] = &[
 const PROCESS_UUID: u64 = 1;
 const FRAMES_UUID: u64 = 2;
 const MARKS_UUID: u64 = 5;
+/// One slice per displayed frame, from reaching the screen to the next frame doing so.
+const DISPLAY_UUID: u64 = 6;
+/// Stutter frames over their CPU time, named by their causes.
+const HITCHES_UUID: u64 = 7;
 /// CPU counter tracks are `COUNTER_UUID_BASE + index in the catalogue`.
 const COUNTER_UUID_BASE: u64 = 1 << 20;
 /// The one graphics context (the app's device).
@@ -193,6 +197,8 @@ pub struct Perfetto<W: Write> {
     lanes_of: HashMap<u32, Vec<usize>>,
     next_event_id: u64,
     last_frame_end: Option<u64>,
+    /// Where the display track's last slice ended (slices on a track must not overlap).
+    last_display_end: u64,
     dropped_samples: u64,
     untimed_samples: u64,
     uncalibrated: bool,
@@ -276,6 +282,7 @@ impl<W: Write> Perfetto<W> {
             lanes_of: HashMap::new(),
             next_event_id: 1,
             last_frame_end: None,
+            last_display_end: 0,
             dropped_samples: 0,
             untimed_samples: 0,
             uncalibrated: false,
@@ -445,6 +452,34 @@ impl<W: Write> Perfetto<W> {
         Ok(())
     }
 
+    /// The frame on the display track: a slice while it was on screen (zero-length when the
+    /// next displayed frame is not known), or an instant at its present when dropped.
+    fn display(&mut self, f: &Frame) -> io::Result<()> {
+        match (f.display.as_deref(), f.shown_ns) {
+            (Some("displayed"), Some(shown)) => {
+                let begin = shown.max(self.last_display_end);
+                let end = shown.saturating_add(f.displayed_time_ns.unwrap_or(0)).max(begin);
+                let name = match f.display_latency_ns {
+                    Some(l) => format!("frame {} ({:.2} ms after its start)", f.frame, l as f64 / 1e6),
+                    None => format!("frame {}", f.frame),
+                };
+                self.event(begin, DISPLAY_UUID, TYPE_SLICE_BEGIN, |e| {
+                    e.string(field::EVENT_NAME, &name);
+                })?;
+                self.event(end, DISPLAY_UUID, TYPE_SLICE_END, |_| {})?;
+                self.last_display_end = end;
+                Ok(())
+            }
+            (Some("dropped"), _) => {
+                let name = format!("frame {} dropped", f.frame);
+                self.event(f.t_ns, DISPLAY_UUID, TYPE_INSTANT, |e| {
+                    e.string(field::EVENT_NAME, &name);
+                })
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// One `GpuCounterEvent` with the frame's GPU counter values.
     fn gpu_counters(&mut self, f: &Frame) -> io::Result<()> {
         let mut ev = Msg::new();
@@ -500,6 +535,18 @@ impl<W: Write> Sink for Perfetto<W> {
             |_| {},
         )?;
         self.track(MARKS_UUID, Some(PROCESS_UUID), "marks (framescope ctl)", |_| {})?;
+        self.track(
+            DISPLAY_UUID,
+            Some(PROCESS_UUID),
+            "display (frames on screen; dropped frames as instants)",
+            |_| {},
+        )?;
+        self.track(
+            HITCHES_UUID,
+            Some(PROCESS_UUID),
+            "hitches (stutter frames and their causes)",
+            |_| {},
+        )?;
 
         // The GPU side's interned names: the app's graphics context and the render stages.
         let mut data = Msg::new();
@@ -593,6 +640,22 @@ impl<W: Write> Sink for Perfetto<W> {
         })?;
         self.event(end, FRAMES_UUID, TYPE_SLICE_END, |_| {})?;
         self.last_frame_end = Some(end);
+        if f.stutter {
+            let causes: Vec<String> = f
+                .stutter_causes
+                .iter()
+                .map(|c| format!("{} {:.1} ms", clip(&c.cause), c.ns as f64 / 1e6))
+                .collect();
+            let name = match causes.is_empty() {
+                true => format!("stutter, frame {} (no known cause)", f.frame),
+                false => format!("stutter, frame {}: {}", f.frame, causes.join(", ")),
+            };
+            self.event(start, HITCHES_UUID, TYPE_SLICE_BEGIN, |e| {
+                e.string(field::EVENT_NAME, clip(&name));
+            })?;
+            self.event(end, HITCHES_UUID, TYPE_SLICE_END, |_| {})?;
+        }
+        self.display(f)?;
         self.gpu_counters(f)?;
         let counters = std::mem::take(&mut self.counters);
         let mut res = Ok(());
@@ -703,16 +766,7 @@ mod tests {
             frame: 1,
             t_ns: 1000,
             cpu_frame_ns: Some(100),
-            cpu_start_ns: None,
-            present_call_ns: None,
             gpu_busy_ns: Some(10),
-            gpu_span_ns: None,
-            gpu_begin_ns: None,
-            draws: None,
-            dispatches: None,
-            submits: None,
-            swapchain: None,
-            counters: None,
             samples: vec![
                 sample("cmdbuf", "", 0, 100, 200),
                 sample("renderpass", "A", 0, 110, 190),
@@ -726,6 +780,7 @@ mod tests {
                     ..sample("draw", "", 0, 1, 1)
                 },
             ],
+            ..Frame::default()
         };
         p.frame(&f).unwrap();
         assert_eq!(p.lanes_of[&0], [0, 2]);

@@ -2,13 +2,18 @@
 //! Names are PresentMon 2.x's (its default metrics, `Ms` prefix), with 1.x's and early
 //! 2.x's `TimeInSeconds` as the time column (seconds since the dump's start). Columns
 //! framescope has no value for are `NA`, PresentMon's own marker: `SyncInterval`,
-//! `PresentFlags`, `MsBetweenDisplayChange`, `MsUntilDisplayed` always; `SwapChainAddress`,
+//! `PresentFlags` always; the display columns (`MsBetweenDisplayChange`, `MsUntilDisplayed`,
+//! `Dropped`, `MsDisplayLatency`, `MsDisplayedTime`, `MsAnimationError`) for frames without
+//! a display-time source (`display` is `no_source` or `no_report`); `SwapChainAddress`,
 //! `AllowsTearing` and `PresentMode` for frames without a swapchain; the CPU columns for
 //! frames without the frame timeline's CPU start or time in present (dumps that predate
 //! it, the first frame); the GPU columns for frames without GPU times.
 //! `MsCPUBusy` and `MsCPUWait` follow PresentMon's definitions (the CPU start to the present
 //! call, and the time in it), not the dump's `cpu_busy_ns`/`cpu_wait_ns`, which also count
 //! the app's other waits as waiting.
+//! PresentMon 2.x's DisplayLatency, DisplayedTime and AnimationError metrics are written as
+//! `Ms`-prefixed columns after its 1.x `Dropped` column, at the end, so readers that take
+//! columns by name find the older ones where they were.
 //! `PresentMode` is the Vulkan present mode's name (`FIFO`, `MAILBOX`, ...), not one of
 //! Windows' presentation models.
 
@@ -16,7 +21,7 @@ use super::records::{Frame, Header};
 use super::sink::{cell, Sink};
 use std::io::{self, Write};
 
-pub const COLUMNS: &str = "Application,ProcessID,SwapChainAddress,PresentRuntime,SyncInterval,PresentFlags,AllowsTearing,PresentMode,TimeInSeconds,MsBetweenPresents,MsBetweenDisplayChange,MsInPresentAPI,MsUntilDisplayed,MsCPUBusy,MsCPUWait,MsGPULatency,MsGPUTime,MsGPUBusy,MsGPUWait";
+pub const COLUMNS: &str = "Application,ProcessID,SwapChainAddress,PresentRuntime,SyncInterval,PresentFlags,AllowsTearing,PresentMode,TimeInSeconds,MsBetweenPresents,MsBetweenDisplayChange,MsInPresentAPI,MsUntilDisplayed,MsCPUBusy,MsCPUWait,MsGPULatency,MsGPUTime,MsGPUBusy,MsGPUWait,Dropped,MsDisplayLatency,MsDisplayedTime,MsAnimationError";
 
 const NA: &str = "NA";
 /// VK_PRESENT_MODE_IMMEDIATE_KHR and FIFO_RELAXED: the modes that may tear.
@@ -84,6 +89,16 @@ impl<W: Write> Sink for PresentMon<W> {
             (Some(span), Some(busy)) => Some(span.saturating_sub(busy)),
             _ => None,
         };
+        // A dropped frame has no display times but a known `Dropped`; a frame without a
+        // source has neither.
+        let dropped = match f.display.as_deref() {
+            Some("displayed") => "0",
+            Some("dropped") => "1",
+            _ => NA,
+        };
+        let error = f
+            .animation_error_ns
+            .map_or_else(|| NA.into(), |n| format!("{:.4}", n as f64 / 1e6));
         let cols = [
             self.app.clone(),
             self.pid.clone(),
@@ -95,15 +110,19 @@ impl<W: Write> Sink for PresentMon<W> {
             mode,
             format!("{:.6}", f.t_ns.saturating_sub(start) as f64 / 1e9),
             ms(f.cpu_frame_ns),
-            NA.into(),
+            ms(f.between_display_change_ns),
             ms(f.present_call_ns),
-            NA.into(),
+            ms(f.until_displayed_ns),
             ms(cpu_busy),
             ms(f.present_call_ns),
             ms(latency),
             ms(f.gpu_span_ns),
             ms(f.gpu_busy_ns),
             ms(wait),
+            dropped.into(),
+            ms(f.display_latency_ns),
+            ms(f.displayed_time_ns),
+            error,
         ];
         writeln!(self.out, "{}", cols.join(","))
     }
@@ -138,16 +157,36 @@ mod tests {
         )
         .unwrap();
         p.frame(&f).unwrap();
+        // Displayed 20 ms after its present, 36 ms after its start, on screen for 16.7 ms; then
+        // a dropped frame.
+        let f: Frame = serde_json::from_str(
+            r#"{"frame":5,"t_ns":1532000000,"cpu_frame_ns":16000000,"gpu_busy_ns":null,"gpu_span_ns":null,"swapchain":null,
+               "display":"displayed","display_latency_ns":36000000,"until_displayed_ns":20000000,"displayed_time_ns":16700000,
+               "between_display_change_ns":16600000,"animation_error_ns":-600000}"#,
+        )
+        .unwrap();
+        p.frame(&f).unwrap();
+        let f: Frame = serde_json::from_str(
+            r#"{"frame":6,"t_ns":1533000000,"cpu_frame_ns":1000000,"gpu_busy_ns":null,"gpu_span_ns":null,"swapchain":null,
+               "display":"dropped","display_latency_ns":null}"#,
+        )
+        .unwrap();
+        p.frame(&f).unwrap();
         let text = String::from_utf8(p.out.clone()).unwrap();
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines[0], COLUMNS);
         assert_eq!(
             lines[1],
-            "vk cube,42,0x1,Vulkan,NA,NA,0,FIFO,0.500000,16.0000,NA,NA,NA,NA,NA,1.0000,3.0000,2.0000,1.0000"
+            "vk cube,42,0x1,Vulkan,NA,NA,0,FIFO,0.500000,16.0000,NA,NA,NA,NA,NA,1.0000,3.0000,2.0000,1.0000,NA,NA,NA,NA"
         );
         assert_eq!(
             lines[2],
-            "vk cube,42,NA,Vulkan,NA,NA,NA,NA,0.516000,16.0000,NA,0.5000,NA,13.0000,0.5000,NA,NA,NA,NA"
+            "vk cube,42,NA,Vulkan,NA,NA,NA,NA,0.516000,16.0000,NA,0.5000,NA,13.0000,0.5000,NA,NA,NA,NA,NA,NA,NA,NA"
         );
+        assert_eq!(
+            lines[3],
+            "vk cube,42,NA,Vulkan,NA,NA,NA,NA,0.532000,16.0000,16.6000,NA,20.0000,NA,NA,NA,NA,NA,NA,0,36.0000,16.7000,-0.6000"
+        );
+        assert!(lines[4].ends_with(",1,NA,NA,NA"), "{}", lines[4]);
     }
 }

@@ -64,8 +64,16 @@ pub struct Sample {
     pub gpu_end_ns: Option<u64>,
 }
 
+/// A stutter's cause.
+#[derive(Deserialize, Default)]
+pub struct Cause {
+    pub cause: String,
+    #[serde(default)]
+    pub ns: u64,
+}
+
 /// The frame fields the exporters read.
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
 pub struct Frame {
     pub frame: u64,
     pub t_ns: u64,
@@ -78,6 +86,26 @@ pub struct Frame {
     pub gpu_busy_ns: Option<u64>,
     pub gpu_span_ns: Option<u64>,
     pub gpu_begin_ns: Option<u64>,
+    /// When it reached the screen (dumps before the display times have none).
+    #[serde(default)]
+    pub display: Option<String>,
+    #[serde(default)]
+    pub shown_ns: Option<u64>,
+    #[serde(default)]
+    pub display_latency_ns: Option<u64>,
+    #[serde(default)]
+    pub displayed_time_ns: Option<u64>,
+    #[serde(default)]
+    pub until_displayed_ns: Option<u64>,
+    #[serde(default)]
+    pub between_display_change_ns: Option<u64>,
+    #[serde(default)]
+    pub animation_error_ns: Option<i64>,
+    /// Stutter frames: their causes (largest first).
+    #[serde(default)]
+    pub stutter: bool,
+    #[serde(default)]
+    pub stutter_causes: Vec<Cause>,
     pub draws: Option<u64>,
     pub dispatches: Option<u64>,
     pub submits: Option<u64>,
