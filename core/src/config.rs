@@ -157,7 +157,7 @@ config_keys! {
     hud_preset: HudPreset {
         ty: ValueType::Choice(HudPreset::NAMES),
         default: "full",
-        doc: "which rows the HUD shows, each still subject to its own hud_* key: `minimal` FPS and frame time; `standard` (MangoHud-like) plus the frame and GPU graphs, GPU time and the device rows (GPU, VRAM, the app's own use, CPU, RAM); `full` plus counts, the device and driver, the swapchain and the regions and draws tables; `profiling` plus the PM and driver counters (`hud_counters` pm and driver)",
+        doc: "which rows the HUD shows, each still subject to its own hud_* key: `minimal` FPS and frame time; `standard` (MangoHud-like) plus the frame and GPU graphs, GPU time and the device rows (GPU, VRAM, the app's own use, CPU, RAM); `full` plus counts, the device and driver, the swapchain, the frame timeline and the regions and draws tables; `profiling` plus the PM and driver counters (`hud_counters` pm and driver); `latency` FPS, frame time and its graph, and the frame timeline (CPU busy/wait, display latency, dropped frames, the last hitch)",
     },
     hud_fps: bool {
         ty: ValueType::Bool,
@@ -198,6 +198,11 @@ config_keys! {
         ty: ValueType::Bool,
         default: "1",
         doc: "HUD line: resolution, format and present mode of the swapchain (GL: size of the swapped drawable)",
+    },
+    hud_timeline: bool {
+        ty: ValueType::Bool,
+        default: "1",
+        doc: "HUD lines of the frame timeline: CPU busy and wait time of the app's thread; display latency and its source (or why there is none); frames dropped; the last hitch in the graph window and its largest cause (presets `full`, `profiling` and `latency`)",
     },
     ///
     /// Normalised to names and presets joined by `,` (see [`Config::hud_counter_names`]).
@@ -690,6 +695,7 @@ mod tests {
             "hud_counts",
             "hud_device",
             "hud_swapchain",
+            "hud_timeline",
             "hud_counters",
             "hud_regions",
             "hud_draws",
@@ -824,7 +830,7 @@ mod tests {
             "framescope: unknown config key 'bogus' in FRAMESCOPE_CONFIG; ignored \
              (valid keys: dump, dump_start, dump_duration, dump_paused, dump_toggle_key, ctl, hud, hud_refresh_ms, hud_position, hud_scale, \
              hud_font_size, hud_alpha, hud_history, hud_toggle_key, hud_preset, hud_fps, hud_frame_time, hud_frame_graph, \
-             hud_gpu, hud_gpu_graph, hud_counts, hud_device, hud_swapchain, hud_counters, hud_regions, hud_draws, screenshot, \
+             hud_gpu, hud_gpu_graph, hud_counts, hud_device, hud_swapchain, hud_timeline, hud_counters, hud_regions, hud_draws, screenshot, \
              screenshot_path, gpu_timing, samples, sample_stats, sample_stats_every, sample_budget, fps_limit, fps_limit_key, driver_counters, command_counts, counters, counter_interval_ms, log)"
         );
         assert_eq!(

@@ -102,6 +102,32 @@ pub fn causes(cpu: &CpuFrameTime, out: &mut Vec<Cause>) {
     out.sort_by_key(|c| std::cmp::Reverse(c.ns));
 }
 
+/// The largest of a frame's causes (as [`causes`] lists them first), without allocating: for
+/// the HUD on the app's thread.
+pub fn largest_cause(cpu: &CpuFrameTime) -> Option<Cause> {
+    let creation = CreationKind::ALL
+        .iter()
+        .filter(|&&k| cpu.creation.calls(k) > 0)
+        .map(|&k| Cause {
+            name: k.name(),
+            ns: cpu.creation.ns(k),
+            calls: cpu.creation.calls(k),
+        });
+    let waits = WaitKind::ALL
+        .iter()
+        .filter(|&&k| k != WaitKind::FpsLimit && cpu.waits.get(k) >= MIN_WAIT_NS)
+        .map(|&k| Cause {
+            name: k.name(),
+            ns: cpu.waits.get(k),
+            calls: 0,
+        });
+    // The first of equals, as the stable sort in `causes` keeps it.
+    creation.chain(waits).fold(None, |best: Option<Cause>, c| match best {
+        Some(b) if b.ns >= c.ns => Some(b),
+        _ => Some(c),
+    })
+}
+
 /// Whether one of `causes` took at least half of `excess_ns` (the frame's time over the median).
 pub fn explained(causes: &[Cause], excess_ns: u64) -> bool {
     causes.iter().any(|c| c.ns.saturating_mul(2) >= excess_ns)

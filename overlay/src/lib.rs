@@ -15,6 +15,7 @@ pub mod mangohud;
 pub mod model;
 pub mod rows;
 pub mod screenshot;
+pub mod timeline_rows;
 pub mod ui;
 
 pub use model::{HudData, HudOptions, SurfaceInfo};

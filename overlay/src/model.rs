@@ -26,6 +26,8 @@ pub struct HudOptions {
     pub counts: bool,
     pub device: bool,
     pub swapchain: bool,
+    /// The frame timeline's lines ([`crate::timeline_rows`]).
+    pub timeline: bool,
     /// Counter lines, by name, in order (`all`: every counter of the catalogue).
     pub counters: Vec<String>,
     /// Rows of the "top regions" table (0: hidden).
@@ -58,6 +60,7 @@ impl HudOptions {
             counts: c.hud_counts,
             device: c.hud_device,
             swapchain: c.hud_swapchain,
+            timeline: c.hud_timeline,
             counters: c.hud_counter_names(),
             regions: c.hud_regions as usize,
             draws: c.hud_draws as usize,
@@ -68,7 +71,19 @@ impl HudOptions {
     pub fn with_preset(all: HudOptions, preset: framescope_core::config::HudPreset) -> HudOptions {
         use framescope_core::config::HudPreset as P;
         let mut o = all;
+        if preset == P::Latency {
+            o.gpu = false;
+            o.gpu_graph = false;
+            o.counts = false;
+            o.device = false;
+            o.swapchain = false;
+            o.counters.clear();
+            o.regions = 0;
+            o.draws = 0;
+            return o;
+        }
         if preset < P::Full {
+            o.timeline = false;
             o.counts = false;
             o.device = false;
             o.swapchain = false;
@@ -203,6 +218,8 @@ pub struct HudData {
     /// Driver counters (`driver_counters=1`, with `hud_counters` naming `driver` or `all`):
     /// each with the newest frame that carried its group.
     pub driver_counters: Vec<CounterLine>,
+    /// The frame timeline's rows.
+    pub timeline: crate::timeline_rows::TimelineRows,
 }
 
 impl HudData {
@@ -210,6 +227,18 @@ impl HudData {
     pub fn update_regions(&mut self, table: &framescope_core::regions::RegionTable, opts: &HudOptions) {
         table.top(opts.regions, &mut self.regions);
         table.top_draws(opts.draws, &mut self.top_draws);
+    }
+
+    /// Refreshes the frame timeline's rows from `history` and the session's display feed.
+    pub fn update_timeline(
+        &mut self,
+        history: &FrameHistory,
+        feed: &framescope_core::display::DisplayFeed,
+        opts: &HudOptions,
+    ) {
+        if opts.timeline {
+            self.timeline.update(history, opts.history.max(2), Some(feed));
+        }
     }
 
     /// Refreshes the driver-counter lines from their newest values (at HUD refreshes only: the
@@ -540,7 +569,12 @@ mod tests {
         assert_eq!(std.counters, ["gpu_util_pct"]);
         let full = HudOptions::with_preset(all.clone(), HudPreset::Full);
         assert_eq!((full.regions, full.device), (5, all.device));
-        let prof = HudOptions::with_preset(all, HudPreset::Profiling);
+        assert!(full.timeline && !std.timeline && !min.timeline);
+        let prof = HudOptions::with_preset(all.clone(), HudPreset::Profiling);
         assert!(prof.counters.iter().any(|c| c == "driver") && prof.counters.iter().any(|c| c == "pm_sm_active_pct"));
+        assert!(prof.timeline);
+        let latency = HudOptions::with_preset(all, HudPreset::Latency);
+        assert!(latency.fps && latency.frame_time && latency.frame_graph && latency.timeline);
+        assert!(!latency.gpu && !latency.counts && !latency.device && latency.counters.is_empty() && latency.regions == 0);
     }
 }

@@ -473,6 +473,15 @@ fn frame(s: &mut Shared, data: &HudData, opts: &HudOptions, canvas: [u32; 2], fi
                 draw_graph(ui, "##gpu", &data.gpu_graph, top, "", [graph_w, graph_h], points);
                 graphs = true;
             }
+            if opts.timeline {
+                let tl = &data.timeline;
+                line(&mut |t| tl.write_cpu(t));
+                line(&mut |t| tl.write_display(t));
+                if tl.displayed + tl.dropped > 0 {
+                    line(&mut |t| tl.write_dropped(t));
+                }
+                line(&mut |t| tl.write_hitch(t));
+            }
             if opts.counts {
                 line(&mut |t| {
                     let _ = if opts.gpu_span {

@@ -81,16 +81,20 @@ pub enum HudPreset {
     Full,
     /// Plus the PM and driver counters.
     Profiling,
+    /// FPS, frame time and its graph, and the frame timeline: for judging latency and
+    /// smoothness (not a superset of the others: it comes after them only in this list).
+    Latency,
 }
 
 impl HudPreset {
     /// Valid values, in the order of [`HudPreset::ALL`].
-    pub const NAMES: &'static [&'static str] = &["minimal", "standard", "full", "profiling"];
-    pub const ALL: [HudPreset; 4] = [
+    pub const NAMES: &'static [&'static str] = &["minimal", "standard", "full", "profiling", "latency"];
+    pub const ALL: [HudPreset; 5] = [
         HudPreset::Minimal,
         HudPreset::Standard,
         HudPreset::Full,
         HudPreset::Profiling,
+        HudPreset::Latency,
     ];
 
     /// The config spelling of this value.

@@ -469,6 +469,7 @@ pub fn hud_data(data: &mut HudData, opts: &HudOptions) {
     let Some(session) = &st.session else { return };
     if let Some(h) = session.history() {
         data.update(h, opts, session.counters().and_then(|b| b.catalogue()));
+        data.update_timeline(h, session.display(), opts);
     }
     if let Some(r) = session.regions() {
         data.update_regions(r, opts);

@@ -593,6 +593,7 @@ impl HudSource for FrameSource<'_> {
             let session = &frames.session;
             if let Some(h) = session.history() {
                 data.update(h, opts, session.counters().and_then(|b| b.catalogue()));
+                data.update_timeline(h, session.display(), opts);
             }
             if let Some(r) = session.regions() {
                 data.update_regions(r, opts);
