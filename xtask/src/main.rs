@@ -32,7 +32,8 @@ const USAGE: &str = "usage: cargo xtask <demo|test|package|bench|soak|deps|fuzz|
                 vkcube section (vs bare, MangoHud, Mesa overlay); `bench samples`: only the
                 CPU cost per draw of each samples mode; `bench gl`: only the GL sections (glxgears
                 and glmark2); `bench glmark`: only the glmark2/glmark2-es2 scores section;
-                `bench counters`: only the counters' cost on the app's thread; `bench h100`: only
+                `bench counters`: only the counters' cost on the app's thread; `bench timeline`:
+                only the frame timeline's cost on the app's thread (wall time and callgrind); `bench h100`: only
                 the H100 section, from the committed run of tests/device/h100-costs.sh;
                 `bench callgrind`: only vkcube's instructions per frame, printed (before/after);
                 `bench fps-limit`: only the frame limiter's pacing of vkcube at 60 and 144;
@@ -66,6 +67,7 @@ fn main() -> ExitCode {
         Some("bench") if args.get(1).map(String::as_str) == Some("gl") => bench::bench_gl_only(),
         Some("bench") if args.get(1).map(String::as_str) == Some("glmark") => bench::bench_glmark_only(),
         Some("bench") if args.get(1).map(String::as_str) == Some("counters") => bench::bench_counters_only(),
+        Some("bench") if args.get(1).map(String::as_str) == Some("timeline") => bench::bench_timeline_only(),
         Some("bench") if args.get(1).map(String::as_str) == Some("h100") => bench::bench_h100_only(),
         Some("bench") if args.get(1).map(String::as_str) == Some("callgrind") => bench::bench_callgrind_only(),
         Some("bench") if args.get(1).map(String::as_str) == Some("fps-limit") => bench::bench_fps_only(),
