@@ -23,17 +23,18 @@ fn per_core(name: &str) -> Option<String> {
     Some(format!("cpu*{}", &rest[digits..]))
 }
 
-/// A number with 3 decimals (the columns are as wide as their values need), in exponent form
-/// where that would print nothing but zeros or more than 18 digits.
-fn num(v: f64) -> String {
-    if !v.is_finite() {
-        return "-".into();
-    }
-    if v != 0.0 && (v.abs() >= 1e15 || v.abs() < 1e-3) {
-        format!("{v:.4e}")
-    } else {
-        format!("{v:.3}")
-    }
+/// A row's cells in the unit its largest value picks ([`framescope_core::units`]): the unit,
+/// then the values.
+fn scaled(unit: &str, values: &[f64]) -> (String, Vec<String>) {
+    let max = values
+        .iter()
+        .filter(|v| v.is_finite())
+        .fold(0.0f64, |m, v| m.max(v.abs()));
+    let (div, unit) = framescope_core::units::scale(unit, max);
+    (
+        unit,
+        values.iter().map(|v| framescope_core::units::number(v / div)).collect(),
+    )
 }
 
 /// Rows of cells, right-aligned but the first, columns two spaces apart and as wide as their
@@ -150,28 +151,20 @@ pub fn render(
             e.4 = e.4.max(c.frames);
             continue;
         }
-        grouped.entry(describe(name).1).or_default().push(vec![
-            label(name),
-            unit(name),
-            num(c.mean),
-            num(c.min),
-            num(c.max),
-            c.frames.to_string(),
-            escape(name),
-        ]);
+        let (u, v) = scaled(&unit(name), &[c.mean, c.min, c.max]);
+        let mut row = vec![label(name), u];
+        row.extend(v);
+        row.extend([c.frames.to_string(), escape(name)]);
+        grouped.entry(describe(name).1).or_default().push(row);
     }
     for (key, (u, means, min, max, frames)) in &folded {
         let mean = means.iter().sum::<f64>() / means.len().max(1) as f64;
         let what = display_name(&key.replacen("cpu*", "cpu", 1));
-        grouped.entry(Group::System).or_default().push(vec![
-            format!("{what} per core ({} cores)", means.len()),
-            u.clone(),
-            num(mean),
-            num(*min),
-            num(*max),
-            frames.to_string(),
-            escape(key),
-        ]);
+        let (u, v) = scaled(u, &[mean, *min, *max]);
+        let mut row = vec![format!("{what} per core ({} cores)", means.len()), u];
+        row.extend(v);
+        row.extend([frames.to_string(), escape(key)]);
+        grouped.entry(Group::System).or_default().push(row);
     }
     // One layout for every group, so their columns line up; a title row above each group.
     let mut rows = vec![header];
@@ -193,11 +186,17 @@ pub fn render(
         for (name, c) in totals {
             let grew = c.max - c.min;
             let rate = if secs > 0.0 { grew / secs } else { f64::NAN };
+            let (u, g) = scaled(&unit(name), &[grew]);
+            let (ru, r) = scaled(&unit(name), &[rate]);
             rows.push(vec![
                 label(name),
-                unit(name),
-                num(grew),
-                num(rate),
+                u,
+                g[0].clone(),
+                // Energy over time is power.
+                match ru.as_str() {
+                    "J" => format!("{} W", r[0]),
+                    _ => format!("{} {ru}/s", r[0]),
+                },
                 c.frames.to_string(),
                 escape(name),
             ]);
@@ -246,9 +245,9 @@ mod tests {
             [
                 "Big",
                 "u",
-                "1618312208139.000",
-                "1600000000000.000",
-                "3120000000000.000",
+                "1,618,312,208,139",
+                "1,600,000,000,000",
+                "3,120,000,000,000",
                 "10",
                 "big"
             ]
@@ -346,18 +345,11 @@ mod tests {
         assert!(!t.contains("5000000000"), "no mean of a running total:\n{t}");
         assert_eq!(
             row(&t, "proc_cpu_time_ns"),
-            [
-                "Proc CPU time",
-                "ns",
-                "2500000000.000",
-                "250000000.000",
-                "10",
-                "proc_cpu_time_ns"
-            ]
+            ["Proc CPU time", "s", "2.500", "250.000 ms/s", "10", "proc_cpu_time_ns"]
         );
         assert_eq!(
             row(&t, "gpu_energy_j"),
-            ["GPU energy", "J", "300.000", "30.000", "10", "gpu_energy_j"]
+            ["GPU energy", "J", "300.000", "30.000 W", "10", "gpu_energy_j"]
         );
     }
 }

@@ -68,7 +68,11 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    if let Some(n) = args.iter().position(|a| a == "--callgrind").and_then(|i| args.get(i + 1)) {
+    if let Some(n) = args
+        .iter()
+        .position(|a| a == "--callgrind")
+        .and_then(|i| args.get(i + 1))
+    {
         let n: u64 = n.parse().expect("--callgrind N: a frame count");
         black_box(per_frame(n, true));
         return;

@@ -22,6 +22,7 @@ pub mod counters;
 pub mod creation;
 pub mod ctl;
 pub mod display;
+pub mod distribution;
 pub mod draw_keys;
 pub mod driver_latest;
 pub mod driver_values;
@@ -44,6 +45,7 @@ pub mod stats;
 pub mod stutter;
 pub mod sync;
 pub mod timeline_stats;
+pub mod units;
 pub mod waits;
 
 /// The dump schema id written in every header record.

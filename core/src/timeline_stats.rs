@@ -6,7 +6,7 @@
 
 use crate::creation::CreationKind;
 use crate::display::{DisplaySource, DisplayState};
-use crate::stats::{Distribution, Values};
+use crate::distribution::{Distribution, Values};
 use crate::waits::WaitKind;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

@@ -575,6 +575,8 @@ mod tests {
         assert!(prof.timeline);
         let latency = HudOptions::with_preset(all, HudPreset::Latency);
         assert!(latency.fps && latency.frame_time && latency.frame_graph && latency.timeline);
-        assert!(!latency.gpu && !latency.counts && !latency.device && latency.counters.is_empty() && latency.regions == 0);
+        assert!(
+            !latency.gpu && !latency.counts && !latency.device && latency.counters.is_empty() && latency.regions == 0
+        );
     }
 }

@@ -79,10 +79,7 @@ impl TimelineRows {
         let mid = self.scratch.len() / 2;
         let median = *self.scratch.select_nth_unstable(mid).1;
         let is_hitch = |ft: u64| ft >= MIN_NS && u128::from(ft) * 2 >= u128::from(median) * 5;
-        let newest = history
-            .last(n)
-            .rev()
-            .find(|r| r.cpu_frame_ns.is_some_and(is_hitch));
+        let newest = history.last(n).rev().find(|r| r.cpu_frame_ns.is_some_and(is_hitch));
         if let Some(r) = newest {
             if self.hitch.is_none_or(|h| h.frame < r.frame) {
                 self.hitch = Some(Hitch {
@@ -102,7 +99,11 @@ impl TimelineRows {
             (Ok(source), Some((frame, shown))) => {
                 // The displayed frame is in the history once its GPU part came in; its CPU
                 // start is the latency's other end.
-                let start = history.iter().rev().find(|r| r.frame == frame).and_then(|r| r.cpu.start_ns);
+                let start = history
+                    .iter()
+                    .rev()
+                    .find(|r| r.frame == frame)
+                    .and_then(|r| r.cpu.start_ns);
                 match start {
                     Some(s) => DisplayRow::Latency {
                         ms: shown.saturating_sub(s) as f64 / 1e6,

@@ -108,7 +108,11 @@ fn vkcube_screenshot_shows_the_hud_over_the_same_frame() {
     // the HUD's background showed 37 colours, under the 64 this asks for.
     for (name, config, opaque) in [
         ("hudshot-opaque", "screenshot=100,hud_timeline=0", true),
-        ("hudshot-translucent", "screenshot=100,hud_alpha=0.6,hud_timeline=0", false),
+        (
+            "hudshot-translucent",
+            "screenshot=100,hud_alpha=0.6,hud_timeline=0",
+            false,
+        ),
     ] {
         let (on_sb, on_out) = screenshot_run(&a, &x, name, config, "vkcube", &args);
         let on_png = on_sb.path("shot-100.png");

@@ -288,12 +288,23 @@ const TIMELINE_CG: [u64; 2] = [10_000, 20_000];
 fn timeline_section() -> Result<String, String> {
     let root = crate::shell::root();
     let out = std::process::Command::new(env!("CARGO"))
-        .args(["run", "--release", "-q", "-p", "framescope-core", "--example", "timeline_cost"])
+        .args([
+            "run",
+            "--release",
+            "-q",
+            "-p",
+            "framescope-core",
+            "--example",
+            "timeline_cost",
+        ])
         .current_dir(&root)
         .output()
         .map_err(|e| format!("cargo run timeline_cost: {e}"))?;
     if !out.status.success() {
-        return Err(format!("timeline_cost failed: {}", String::from_utf8_lossy(&out.stderr)));
+        return Err(format!(
+            "timeline_cost failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
     }
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     let ns: f64 = text
@@ -306,7 +317,11 @@ fn timeline_section() -> Result<String, String> {
     let mut ir = [0f64; 2];
     for (slot, frames) in ir.iter_mut().zip(TIMELINE_CG) {
         let out = std::process::Command::new("valgrind")
-            .args(["--tool=callgrind", "--toggle-collect=*timeline_frame*", "--callgrind-out-file=/dev/null"])
+            .args([
+                "--tool=callgrind",
+                "--toggle-collect=*timeline_frame*",
+                "--callgrind-out-file=/dev/null",
+            ])
             .arg(&exe)
             .args(["--callgrind", &frames.to_string()])
             .output()

@@ -5,7 +5,7 @@
 //! ([`DisplayFeed::latest`]) from atomics, so it needs no dump. A full queue drops the report
 //! (counted) rather than wait: the frame then goes out as `no_report`.
 
-use super::{DisplayReport, DisplaySource, NoSourceReason};
+use super::model::{DisplayReport, DisplaySource, NoSourceReason};
 use crossbeam_queue::ArrayQueue;
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 
@@ -118,7 +118,7 @@ impl DisplayFeed {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::display::PresentationMode;
+    use crate::display::model::PresentationMode;
 
     fn shown(frame: u64, t: Option<u64>) -> DisplayReport {
         DisplayReport {

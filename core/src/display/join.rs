@@ -5,7 +5,8 @@
 //! present, whichever comes first. Reports normally arrive in frame order; one for a frame
 //! already written is dropped.
 
-use super::{DisplayFeed, DisplayReport, DisplayState, FrameDisplay, NoSourceReason};
+use super::feed::DisplayFeed;
+use super::model::{DisplayReport, DisplayState, FrameDisplay, NoSourceReason};
 use crate::frame::{FrameEnd, FrameRecord};
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -141,7 +142,7 @@ impl DisplayJoin {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::display::{DisplaySource, PresentationMode};
+    use crate::display::model::{DisplaySource, PresentationMode};
 
     const MS: u64 = 1_000_000;
 
