@@ -652,10 +652,10 @@ fn render(path: &OsStr, d: &Dump, rec: &SummaryRecord, notes: &[String], all: bo
                 escape(label)
             };
             out.push_str(&format!(
-                "  {:<36}{:<26}{:>14.3}{:>9}\n",
+                "  {:<36}{:<26}{:>14}{:>9}\n",
                 label,
                 escape(name),
-                sum / (*n).max(1) as f64,
+                framescope_core::units::number(sum / (*n).max(1) as f64),
                 n
             ));
         }

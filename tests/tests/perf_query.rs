@@ -224,7 +224,7 @@ fn per_pass_driver_counters_equal_the_work_and_the_two_groups_alternate() {
         .find(|r| r.len() == 8 && r[6..] == ["driver:", "Draws"])
         .unwrap_or_else(|| panic!("no driver: Draws row: {text}"));
     assert_eq!(counter[..6], ["Draws", "generic", "111.000", "111.000", "111.000", "6"]);
-    // `Frame/Shadows  Vertices  3000.000  6`: label, counter name, mean, passes.
+    // `Frame/Shadows  Vertices  3,000.0  6`: label, counter name, mean, passes.
     let pass = |label: &str, name: &str| -> (String, String) {
         let r = rows
             .iter()
@@ -232,8 +232,8 @@ fn per_pass_driver_counters_equal_the_work_and_the_two_groups_alternate() {
             .unwrap_or_else(|| panic!("no {label} {name} row: {text}"));
         (r[r.len() - 2].to_string(), r[r.len() - 1].to_string())
     };
-    assert_eq!(pass("Frame/Shadows", "Vertices"), ("3000.000".into(), "6".into()));
-    assert_eq!(pass("Frame/Main", "Draws x 1000"), ("100000.000".into(), "6".into()));
+    assert_eq!(pass("Frame/Shadows", "Vertices"), ("3,000.0".into(), "6".into()));
+    assert_eq!(pass("Frame/Main", "Draws x 1000"), ("100,000".into(), "6".into()));
     assert_eq!(pass("Frame/Post", "Vertices per draw"), ("3.000".into(), "6".into()));
 }
 
