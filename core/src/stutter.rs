@@ -8,7 +8,7 @@
 //! keeps one earlier stutter from raising the bar for the next.
 //!
 //! Its causes are what the presenting thread did in the frame that can take that long: every
-//! creation (pipelines, shaders, programs, memory) and every wait of at least 1 ms but the
+//! creation (pipelines, shaders, programs, memory, a GL program's first draw) and every wait of at least 1 ms but the
 //! frame limiter's, largest first. A cause *explains* the stutter when it took at least half
 //! the frame's time over the median.
 

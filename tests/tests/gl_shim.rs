@@ -78,10 +78,12 @@ const EXPECTED_EXPORTS: &[&str] = &[
     "glEndList",
     "glEndQuery",
     "glEndQueryIndexed",
-    // The app's shader compiles and program links, timed into its frame's `creation_by_kind`.
+    // The app's shader compiles and program links, timed into its frame's `creation_by_kind`,
+    // and its program changes (the first draw with a new program is its `first_use`).
     "glCompileShader",
     "glLinkProgram",
     "glProgramBinary",
+    "glUseProgram",
     // The app's waits, timed into its frame's `cpu_wait_by_kind_ns`.
     "glClientWaitSync",
     "glFinish",

@@ -660,6 +660,10 @@ impl Serialize for FrameLine<'_> {
         m.serialize_entry("between_display_change_ns", &d.between_changes_ns)?;
         m.serialize_entry("animation_error_ns", &d.animation_error_ns)?;
         m.serialize_entry("creation_by_kind", &Creation(&cpu.creation))?;
+        let fb = &cpu.creation.pipelines;
+        m.serialize_entry("pipeline_feedback", &fb.count)?;
+        m.serialize_entry("pipeline_driver_ns", &fb.driver_ns)?;
+        m.serialize_entry("pipeline_cache_hits", &fb.cache_hits)?;
         m.serialize_entry("stutter", &r.stutter_median_ns.is_some())?;
         if let Some(median) = r.stutter_median_ns {
             let mut causes = Vec::new();

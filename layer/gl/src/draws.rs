@@ -16,9 +16,12 @@
 //! for element draws, `instance_count` (1 for non-instanced draws), all 0 for indirect and
 //! multi draws (their counts are in GPU or array memory), as the Vulkan layer reports them.
 //! Below `draw` level a wrapper reads one thread-local flag and takes no lock.
+//!
+//! Each wrapper also reads one relaxed atomic (`creation::first_use_pending`): while a program
+//! waits for its first draw, that draw is timed as the program's first use (see `creation`).
 
 use crate::dl::{Family, Real, Slot};
-use crate::samples;
+use crate::{creation, samples};
 use framescope_core::frame::{DrawCounts, DrawKind};
 use libc::c_void;
 use std::cell::Cell;
@@ -88,19 +91,41 @@ macro_rules! draw_wrappers {
             };
 
             unsafe extern "C" fn $wrapper($($arg: $ty),*) {
+                type Real = unsafe extern "C" fn($($ty),*);
+                /// The draw, sampled or not.
+                // The GL function's own arguments (up to 7) and the real function.
+                #[allow(clippy::too_many_arguments)]
+                #[inline(always)]
+                unsafe fn draw(f: Real, $($arg: $ty),*) {
+                    // SAFETY: f is the real GL function of this name (never one of ours, see
+                    // `Slot::offer`), with the signature from the GL registry; the arguments
+                    // are the app's own.
+                    let real = || unsafe { f($($arg),*) };
+                    if samples::draws_sampled() {
+                        samples::around_draw(DrawKind::$kind, || params($v, $ix, $inst, $ind), real);
+                    } else {
+                        real();
+                    }
+                }
+                /// The draw that may be a program's first (out of line, so the steady path
+                /// builds nothing for it: measured in docs/performance.md).
+                #[allow(clippy::too_many_arguments)]
+                #[cold]
+                #[inline(never)]
+                unsafe fn first_use(f: Real, $($arg: $ty),*) {
+                    // SAFETY: forwarded as `draw` requires.
+                    creation::first_draw(|| unsafe { draw(f, $($arg),*) })
+                }
                 count(DrawKind::$kind);
                 let Some(f) = $slot.get() else {
                     return;
                 };
-                // SAFETY: f is the real GL function of this name (never one of ours, see
-                // `Slot::offer`), with the signature from the GL registry; the arguments are
-                // the app's own.
-                let real = || unsafe { f($($arg),*) };
-                if samples::draws_sampled() {
-                    samples::around_draw(DrawKind::$kind, || params($v, $ix, $inst, $ind), real);
-                } else {
-                    real();
+                if creation::first_use_pending() {
+                    // SAFETY: f and the arguments as `draw` requires.
+                    return unsafe { first_use(f, $($arg),*) };
                 }
+                // SAFETY: as above.
+                unsafe { draw(f, $($arg),*) }
             }
         )*
 

@@ -211,8 +211,8 @@ pub unsafe extern "C" fn glGetQueryIndexediv(target: u32, index: u32, pname: u32
     unsafe { sample_hooks::get_query_indexediv(target, index, pname, params) }
 }
 
-// The app's shader compiles and program links, exported because most apps import them
-// straight from libGL (see `creation`).
+// The app's shader compiles, program links and program changes, exported because most apps
+// import them straight from libGL (see `creation`).
 
 #[no_mangle]
 pub unsafe extern "C" fn glCompileShader(shader: u32) {
@@ -230,6 +230,12 @@ pub unsafe extern "C" fn glLinkProgram(program: u32) {
 pub unsafe extern "C" fn glProgramBinary(program: u32, format: u32, binary: *const c_void, length: i32) {
     // SAFETY: forwarded unchanged.
     unsafe { creation::program_binary(program, format, binary, length) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn glUseProgram(program: u32) {
+    // SAFETY: forwarded unchanged.
+    unsafe { creation::use_program(program) }
 }
 
 // The app's GL waits, exported because most apps import them straight from libGL (see

@@ -69,6 +69,19 @@ pub struct Device {
     pub augment: DeviceAugment,
     pub properties: vk::PhysicalDeviceProperties,
     pub queue_families: Vec<vk::QueueFamilyProperties>,
+    /// `VkPipelineCreationFeedbackCreateInfo` may be chained into pipeline creations: the
+    /// device and the app's instance are both at Vulkan 1.3 (where it is core), or
+    /// `VK_EXT_pipeline_creation_feedback` is enabled (by the app or by us).
+    pub pipeline_feedback: bool,
+}
+
+/// Whether pipeline creation feedback is core for a device of `device_api` under an instance
+/// that asked for `instance_api`: a device may use core functionality up to the lower of the
+/// two (Vulkan spec, "Version Numbers": the instance's apiVersion is the highest version the
+/// app uses).
+pub fn feedback_is_core(instance_api: u32, device_api: u32) -> bool {
+    let v = instance_api.min(device_api);
+    (vk::api_version_major(v), vk::api_version_minor(v)) >= (1, 3)
 }
 
 impl Device {
@@ -108,6 +121,8 @@ impl Device {
         let properties = unsafe { instance.fns.get_physical_device_properties(physical) };
         // SAFETY: as above.
         let queue_families = unsafe { instance.fns.get_physical_device_queue_family_properties(physical) };
+        let pipeline_feedback = feedback_is_core(instance.api_version, properties.api_version)
+            || has(ash::ext::pipeline_creation_feedback::NAME);
         Device {
             handle,
             instance,
@@ -125,6 +140,7 @@ impl Device {
             augment,
             properties,
             queue_families,
+            pipeline_feedback,
         }
     }
 

@@ -399,6 +399,17 @@ unsafe fn augment_plan(inst: &Instance, phys: vk::PhysicalDevice, ci: *const vk:
             "VK_EXT_calibrated_timestamps not supported by the device".into(),
         ));
     }
+    // Pipeline creation feedback (`hooks::creation`): core in 1.3; below that, the extension
+    // where the device has it.
+    // SAFETY: querying a physical device of this instance.
+    let device_api = unsafe { inst.fns.get_physical_device_properties(phys) }.api_version;
+    let feedback = ash::ext::pipeline_creation_feedback::NAME;
+    if !device::feedback_is_core(inst.api_version, device_api)
+        && supported(feedback)
+        && !app.iter().any(|e| e.as_bytes() == feedback.to_bytes())
+    {
+        plan.add.push(feedback);
+    }
     if supported(crate::perf_counters::EXTENSION) {
         // SAFETY: the device supports the extension.
         plan.driver_counters = unsafe { crate::perf_counters::enumerate(inst, phys) };
