@@ -18,13 +18,15 @@ const FRAMES: usize = 40;
 /// Runs the windowed test app (FIFO, small window) under framescope, with the double below it
 /// when `double`, and config `config`.
 fn run(name: &str, double: bool, config: &str) -> dump::Dump {
-    run_with(name, double, config, REFRESH_MS, FRAMES, &[]).0
+    run_with(name, double, "", config, REFRESH_MS, FRAMES, &[]).0
 }
 
-/// [`run`] with the double's refresh, the frame count and further environment.
+/// [`run`] with the fault layer's `FRAMESCOPE_FAULT` (between framescope and the double; none
+/// when empty), the double's refresh, the frame count and further environment.
 fn run_with(
     name: &str,
     double: bool,
+    fault: &str,
     config: &str,
     refresh_ms: u64,
     frames: usize,
@@ -43,6 +45,9 @@ fn run_with(
     }
     for (k, v) in env {
         sb.set(k, *v);
+    }
+    if !fault.is_empty() {
+        test_layers::enable_faults(&mut sb, fault);
     }
     if double {
         test_layers::PRESENT_DOUBLE.enable(&mut sb);
@@ -91,27 +96,37 @@ fn frames_are_shown_one_refresh_apart_on_the_double_s_refresh_boundaries() {
     let d = run("pw-double", true, "");
     assert_eq!(unavailable(&d.header, "present_wait"), None, "{}", d.header);
     let period = REFRESH_MS * MS;
-    // Every frame reached the screen through present_wait; the last has no next one to end
-    // its time on screen.
-    for f in &d.frames {
-        assert_eq!(f["display"], "displayed", "{f}");
+    // Every frame reached the screen through present_wait, but for the last one or two: the
+    // app destroys its swapchain right after its last present, while the image it presented
+    // (and with the waiting thread late, the one before) is still queued, and no wait may
+    // outlive the swapchain; those go out as `no_report`.
+    let shown = d.frames.iter().take_while(|f| f["display"] == "displayed").count();
+    assert!(shown >= FRAMES - 2, "only the first {shown} frames displayed");
+    for f in &d.frames[shown..] {
+        assert_eq!(f["display"], "no_report", "{f}");
+    }
+    for f in &d.frames[..shown] {
         assert_eq!(f["display_source"], "present_wait", "{f}");
         let shown = u(f, "shown_ns");
         assert!(shown >= u(f, "t_ns"), "shown before its present: {f}");
         // Frame 0 has no CPU start, so no latency.
         assert_eq!(f["display_latency_ns"].is_null(), f["cpu_start_ns"].is_null(), "{f}");
     }
-    let steady = &d.frames[1..FRAMES - 1];
+    // The last displayed frame has no next one to end its time on screen.
+    let steady = &d.frames[1..shown - 1];
     let displayed = median(steady.iter().map(|f| u(f, "displayed_time_ns")).collect());
     assert!(
         displayed.abs_diff(period) <= MS,
         "median displayed time {:.3} ms, the double's refresh {REFRESH_MS} ms",
         displayed as f64 / 1e6
     );
-    // The wait returns at the boundary, plus the waiting thread's wake-up.
+    // The wait returns at the boundary, plus the waiting thread's wake-up: about 0.1 ms on
+    // an idle machine, up to 1 ms seen with the 2 cores loaded 3 times over; a quarter of the
+    // refresh leaves room for that and still fails times taken anywhere else in the refresh
+    // (at the present, or when the wait was queued: spread over the whole period).
     let past_boundary = median(steady.iter().map(|f| u(f, "shown_ns") % period).collect());
     assert!(
-        past_boundary <= MS,
+        past_boundary <= period / 4,
         "shown {:.3} ms past a refresh boundary (median)",
         past_boundary as f64 / 1e6
     );
@@ -188,6 +203,7 @@ fn chaining_ids_and_queueing_waits_allocate_nothing_on_the_app_thread() {
     let (d, out) = run_with(
         "pw-allocs",
         true,
+        "",
         "hud_refresh_ms=10000",
         5,
         200,
@@ -205,4 +221,60 @@ fn chaining_ids_and_queueing_waits_allocate_nothing_on_the_app_thread() {
         "heap allocations on the app's thread in steady state:\n{}",
         out.describe()
     );
+}
+
+#[test]
+fn rebuilt_swapchains_are_waited_on_afresh_and_out_of_date_presents_are_not() {
+    // Every 10th present answers out of date (the fault layer forwards it, then says so): the
+    // app rebuilds its swapchain with oldSwapchain and destroys the old one, so framescope
+    // retires and forgets a swapchain that its thread may be waiting on, six times.
+    let (d, out) = run_with("pw-rebuild", true, "out_of_date_every=10", "", REFRESH_MS, FRAMES, &[]);
+    assert!(
+        out.lines_with("framescope: internal error").is_empty(),
+        "{}",
+        out.describe()
+    );
+    for f in &d.frames {
+        match u(f, "frame") % 10 {
+            // No wait for a present that failed: its image may never be shown.
+            9 => assert_eq!(f["display"], "no_report", "{f}"),
+            // The swapchain is retired right after the failed present: a wait still in flight
+            // for the two presents before it (the image queued, and the one on screen when
+            // the waiting thread runs late) is given up.
+            7 | 8 => assert!(matches!(f["display"].as_str(), Some("displayed" | "no_report")), "{f}"),
+            // Everything else, on the old swapchains and the new, is waited for.
+            _ => {
+                assert_eq!(f["display"], "displayed", "{f}");
+                assert_eq!(f["display_source"], "present_wait", "{f}");
+            }
+        }
+    }
+    let swapchains: std::collections::BTreeSet<&str> = d
+        .frames
+        .iter()
+        .filter_map(|f| f["swapchain"]["handle"].as_str())
+        .collect();
+    assert!(swapchains.len() >= 4, "the app did not rebuild: {swapchains:?}");
+}
+
+#[test]
+fn a_wait_answered_out_of_date_stops_the_waits_on_that_swapchain() {
+    // framescope's ids on the app's one swapchain are frame + 1: the wait for frame 19's
+    // present answers out of date, and no later present of that swapchain is waited on.
+    let (d, out) = run_with(
+        "pw-wait-ood",
+        true,
+        "",
+        "",
+        REFRESH_MS,
+        FRAMES,
+        &[("FRAMESCOPE_PRESENT_DOUBLE_WAIT_OUT_OF_DATE_FROM", "20")],
+    );
+    for f in &d.frames {
+        let want = if u(f, "frame") < 19 { "displayed" } else { "no_report" };
+        assert_eq!(f["display"], want, "{f}");
+    }
+    let said = out.lines_with("framescope: present_wait: vkWaitForPresentKHR returned");
+    assert_eq!(said.len(), 1, "{}", out.describe());
+    assert!(said[0].contains("ERROR_OUT_OF_DATE_KHR"), "{}", said[0]);
 }

@@ -7,6 +7,9 @@
 //! returns only once at most one image is queued ahead of the screen, as a driver whose
 //! queue is full blocks. `vkWaitForPresentKHR` returns when the id's image is shown.
 //!
+//! `FRAMESCOPE_PRESENT_DOUBLE_WAIT_OUT_OF_DATE_FROM=N`: waits for ids from N on answer
+//! `VK_ERROR_OUT_OF_DATE_KHR`, as a window system that lost the surface would.
+//!
 //! Both extensions are listed and their features reported; names, feature structs and
 //! `VkPresentIdKHR` are unlinked from everything passed down, so lavapipe sees its own API.
 
@@ -555,6 +558,10 @@ unsafe extern "system" fn wait_for_present(
     id: u64,
     timeout: u64,
 ) -> vk::Result {
+    let from = std::env::var("FRAMESCOPE_PRESENT_DOUBLE_WAIT_OUT_OF_DATE_FROM").ok();
+    if from.and_then(|v| v.parse::<u64>().ok()).is_some_and(|n| id >= n) {
+        return vk::Result::ERROR_OUT_OF_DATE_KHR;
+    }
     let deadline = now_ns().saturating_add(timeout);
     loop {
         let now = now_ns();
