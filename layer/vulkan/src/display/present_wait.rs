@@ -17,7 +17,8 @@
 //! (VUID-vkWaitForPresentKHR-swapchain-04997). So each swapchain has a `busy` lock the waiting
 //! thread holds around every wait call, and destroying or retiring the swapchain first marks it
 //! stopped, then takes that lock: the app's thread waits at most one wait call
-//! ([`WAIT_TIMEOUT_NS`]) there, and no wait starts on it afterwards.
+//! ([`WAIT_TIMEOUT_NS`]) there, and no wait starts on it afterwards. A driver that overruns
+//! the timeout is not waited for longer than [`END_CAP`] (device destruction: [`JOIN_CAP`]).
 
 use crate::device::PresentWaitAugment as Enabled;
 use ash::vk;
@@ -44,6 +45,11 @@ pub const RING: usize = 256;
 /// A present not shown within this is given up (its present may have failed below, or the
 /// window is hidden); the dump's join gives up on it at the same age.
 const GIVE_UP_NS: u64 = framescope_core::display::join::BOUND_NS;
+/// The longest a swapchain's destruction or retirement waits for the wait in flight on it, for
+/// a driver that overruns the wait's timeout: then it goes ahead and says so in one line.
+const END_CAP: Duration = Duration::from_millis(100);
+/// The longest device destruction waits for the waiting thread (the same overrun).
+const JOIN_CAP: Duration = Duration::from_secs(1);
 /// Most swapchains one present may name and still get ids (a stack array, no heap).
 const MAX_SWAPCHAINS: usize = 8;
 
@@ -186,13 +192,17 @@ impl PresentWait {
         let f = unsafe { (dev.next_gdpa)(dev.handle, c"vkWaitForPresentKHR".as_ptr()) }?;
         // SAFETY: the command of that name has this signature.
         let wait: WaitFn = unsafe { std::mem::transmute::<unsafe extern "system" fn(), WaitFn>(f) };
+        Self::spawn(wait, dev.handle, enabled.app_ids, feed)
+    }
+
+    /// Starts the waiting thread on `wait` for `device`.
+    fn spawn(wait: WaitFn, device: vk::Device, app_ids: bool, feed: Arc<DisplayFeed>) -> Option<PresentWait> {
         let shared = Arc::new(Shared {
             ring: ArrayQueue::new(RING),
             chains: RwLock::new(HashMap::default()),
             stop: AtomicBool::new(false),
             lost: AtomicU64::new(0),
         });
-        let device = dev.handle;
         let (s, fd) = (Arc::clone(&shared), Arc::clone(&feed));
         let thread = std::thread::Builder::new()
             .name("fs-present-wait".into())
@@ -200,7 +210,7 @@ impl PresentWait {
             .map_err(|e| framescope_core::log::error(format_args!("present_wait: no waiting thread ({e})")))
             .ok()?;
         Some(PresentWait {
-            app_ids: enabled.app_ids,
+            app_ids,
             feed,
             shared,
             waker: thread.thread().clone(),
@@ -230,7 +240,12 @@ impl PresentWait {
         };
         if let Some(c) = c {
             c.stopped.store(true, Ordering::Release);
-            drop(c.busy.lock());
+            if c.busy.try_lock().or_else(|| c.busy.try_lock_for(END_CAP)).is_none() {
+                framescope_core::log::error(format_args!(
+                    "present_wait: vkWaitForPresentKHR overran its timeout by {} ms; the swapchain goes ahead",
+                    END_CAP.as_millis()
+                ));
+            }
         }
     }
 
@@ -323,7 +338,19 @@ impl PresentWait {
         self.shared.stop.store(true, Ordering::Release);
         self.waker.unpark();
         if let Some(t) = self.thread.lock().take() {
-            let _ = t.join();
+            // JoinHandle has no timed join: poll (device destruction only, never per frame).
+            let deadline = std::time::Instant::now() + JOIN_CAP;
+            while !t.is_finished() && std::time::Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            if t.is_finished() {
+                let _ = t.join();
+            } else {
+                framescope_core::log::error(format_args!(
+                    "present_wait: the waiting thread did not return within {} s; leaving it",
+                    JOIN_CAP.as_secs()
+                ));
+            }
         }
         let lost = self.shared.lost.load(Ordering::Relaxed);
         if lost > 0 {
@@ -408,5 +435,180 @@ fn wait_for(s: &Shared, device: vk::Device, wait: WaitFn, p: &Pending, logged: &
                 return None;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ash::vk::Handle;
+    use std::sync::atomic::AtomicU32;
+    use std::time::Instant;
+
+    fn info(swapchain: &vk::SwapchainKHR) -> vk::PresentInfoKHR<'_> {
+        vk::PresentInfoKHR {
+            swapchain_count: 1,
+            p_swapchains: swapchain,
+            ..Default::default()
+        }
+    }
+
+    /// Presents one frame on `sc` as the hook does; the id chained.
+    fn present(pw: &PresentWait, sc: vk::SwapchainKHR, frame: u64) -> u64 {
+        let scs = [sc];
+        let i = info(&scs[0]);
+        // SAFETY: a present info of one swapchain, valid for the call.
+        let mut ids = unsafe { pw.ids_for(&i) };
+        let down = ids.chain_onto(&i).expect("ids chained");
+        // SAFETY: our VkPresentIdKHR, as the hook passes it down.
+        let id = unsafe { *(*(down.p_next as *const vk::PresentIdKHR<'_>)).p_present_ids };
+        pw.presented(&ids, frame, framescope_core::clock::monotonic_now_ns());
+        id
+    }
+
+    fn drain(feed: &DisplayFeed, n: usize) -> Vec<DisplayReport> {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let mut got = Vec::new();
+        while got.len() < n && Instant::now() < deadline {
+            feed.drain(|r| got.push(r));
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        got
+    }
+
+    static SEEN_IDS: AtomicU64 = AtomicU64::new(0);
+
+    unsafe extern "system" fn shown_at_once(_: vk::Device, _: vk::SwapchainKHR, id: u64, _: u64) -> vk::Result {
+        SEEN_IDS.fetch_add(id, Ordering::Relaxed);
+        vk::Result::SUCCESS
+    }
+
+    #[test]
+    fn each_present_gets_the_next_id_and_its_frame_a_report_after_its_wait() {
+        let feed = Arc::new(DisplayFeed::default());
+        let pw = PresentWait::spawn(shown_at_once, vk::Device::null(), false, Arc::clone(&feed)).unwrap();
+        let sc = vk::SwapchainKHR::from_raw(7);
+        pw.swapchain_created(sc);
+        assert!(pw.covers(sc));
+        let before = framescope_core::clock::monotonic_now_ns();
+        let ids: Vec<u64> = (10..13).map(|f| present(&pw, sc, f)).collect();
+        assert_eq!(ids, [1, 2, 3]);
+        let got = drain(&feed, 3);
+        assert_eq!(got.iter().map(|r| r.frame).collect::<Vec<_>>(), [10, 11, 12]);
+        assert!(got
+            .iter()
+            .all(|r| r.source == DisplaySource::PresentWait && r.shown_ns >= Some(before)));
+        assert_eq!(SEEN_IDS.load(Ordering::Relaxed), 1 + 2 + 3);
+        assert_eq!(feed.source(), Ok(DisplaySource::PresentWait));
+        pw.stop();
+    }
+
+    static SLOW_CALLS: AtomicU32 = AtomicU32::new(0);
+
+    /// A wait that never sees its present: the whole timeout, every call.
+    unsafe extern "system" fn never_shown(_: vk::Device, _: vk::SwapchainKHR, _: u64, timeout: u64) -> vk::Result {
+        SLOW_CALLS.fetch_add(1, Ordering::SeqCst);
+        std::thread::sleep(Duration::from_nanos(timeout));
+        vk::Result::TIMEOUT
+    }
+
+    #[test]
+    fn destroying_a_swapchain_waits_for_the_wait_in_flight_and_no_wait_follows() {
+        let feed = Arc::new(DisplayFeed::default());
+        let pw = PresentWait::spawn(never_shown, vk::Device::null(), false, Arc::clone(&feed)).unwrap();
+        let sc = vk::SwapchainKHR::from_raw(9);
+        pw.swapchain_created(sc);
+        present(&pw, sc, 0);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while SLOW_CALLS.load(Ordering::SeqCst) == 0 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let t = Instant::now();
+        pw.swapchain_ending(sc, true);
+        let took = t.elapsed();
+        let calls = SLOW_CALLS.load(Ordering::SeqCst);
+        assert!(calls >= 1);
+        // One wait call at most, with the scheduler's slack on a loaded machine.
+        assert!(
+            took <= Duration::from_nanos(WAIT_TIMEOUT_NS) + Duration::from_millis(100),
+            "{took:?}"
+        );
+        std::thread::sleep(Duration::from_nanos(3 * WAIT_TIMEOUT_NS));
+        assert_eq!(
+            SLOW_CALLS.load(Ordering::SeqCst),
+            calls,
+            "a wait on a destroyed swapchain"
+        );
+        assert!(!pw.covers(sc));
+        let mut reports = 0;
+        feed.drain(|_| reports += 1);
+        assert_eq!(reports, 0);
+        let t = Instant::now();
+        pw.stop();
+        assert!(t.elapsed() <= JOIN_CAP);
+    }
+
+    static OVERRUNS: AtomicU32 = AtomicU32::new(0);
+
+    /// A driver that ignores the timeout.
+    unsafe extern "system" fn overrunning(_: vk::Device, _: vk::SwapchainKHR, _: u64, _: u64) -> vk::Result {
+        OVERRUNS.fetch_add(1, Ordering::SeqCst);
+        std::thread::sleep(Duration::from_millis(400));
+        vk::Result::TIMEOUT
+    }
+
+    #[test]
+    fn a_wait_that_overruns_its_timeout_holds_the_destroy_at_most_the_cap() {
+        let feed = Arc::new(DisplayFeed::default());
+        let pw = PresentWait::spawn(overrunning, vk::Device::null(), false, Arc::clone(&feed)).unwrap();
+        let sc = vk::SwapchainKHR::from_raw(11);
+        pw.swapchain_created(sc);
+        present(&pw, sc, 0);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while OVERRUNS.load(Ordering::SeqCst) == 0 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let t = Instant::now();
+        pw.swapchain_ending(sc, true);
+        let took = t.elapsed();
+        // The cap, well before the driver's 400 ms are over.
+        assert!(
+            took >= END_CAP && took <= END_CAP + Duration::from_millis(100),
+            "{took:?}"
+        );
+        pw.stop();
+        assert_eq!(
+            OVERRUNS.load(Ordering::SeqCst),
+            1,
+            "a second wait on an ended swapchain"
+        );
+    }
+
+    static LOST_CALLS: AtomicU32 = AtomicU32::new(0);
+
+    unsafe extern "system" fn out_of_date(_: vk::Device, _: vk::SwapchainKHR, _: u64, _: u64) -> vk::Result {
+        LOST_CALLS.fetch_add(1, Ordering::SeqCst);
+        vk::Result::ERROR_OUT_OF_DATE_KHR
+    }
+
+    #[test]
+    fn an_out_of_date_wait_stops_ids_and_waits_on_that_swapchain_only() {
+        let feed = Arc::new(DisplayFeed::default());
+        let pw = PresentWait::spawn(out_of_date, vk::Device::null(), false, Arc::clone(&feed)).unwrap();
+        let (a, b) = (vk::SwapchainKHR::from_raw(1), vk::SwapchainKHR::from_raw(2));
+        pw.swapchain_created(a);
+        pw.swapchain_created(b);
+        present(&pw, a, 0);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while pw.covers(a) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert!(!pw.covers(a) && pw.covers(b));
+        let scs = [a];
+        // SAFETY: a present info of one swapchain, valid for the call.
+        let mut ids = unsafe { pw.ids_for(&info(&scs[0])) };
+        assert!(ids.chain_onto(&info(&scs[0])).is_none(), "ids for a stopped swapchain");
+        assert_eq!(LOST_CALLS.load(Ordering::SeqCst), 1);
+        pw.stop();
     }
 }
