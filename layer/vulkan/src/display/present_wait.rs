@@ -55,13 +55,24 @@ const MAX_SWAPCHAINS: usize = 8;
 
 static WAITER: Site = Site::new("present_wait thread");
 
-/// Whether the device offers both extensions and both features, asked of the layers below.
-pub fn supported(inst: &crate::instance::Instance, phys: vk::PhysicalDevice, exts: &[vk::ExtensionProperties]) -> bool {
+/// Whether the device offers both extensions and both features, asked of the layers below;
+/// `Err` says why not.
+pub fn supported(
+    inst: &crate::instance::Instance,
+    phys: vk::PhysicalDevice,
+    exts: &[vk::ExtensionProperties],
+) -> Result<(), &'static str> {
     let has = |n: &CStr| exts.iter().any(|e| e.extension_name_as_c_str() == Ok(n));
     if !has(PRESENT_ID) || !has(PRESENT_WAIT) {
-        return false;
+        return Err("VK_KHR_present_id and VK_KHR_present_wait not offered by the device \
+                    (NVIDIA and Mesa's hardware drivers have them; lavapipe 22.3 does not)");
     }
-    let Some(f2) = inst.next_features2 else { return false };
+    // The features query is an instance command of Vulkan 1.1 (or of an extension the app
+    // may not have enabled): a 1.0 instance may not call it, so framescope does not either.
+    let f2 = inst
+        .next_features2
+        .filter(|_| inst.api_version >= vk::API_VERSION_1_1)
+        .ok_or("the app's instance is Vulkan 1.0: the features of VK_KHR_present_wait cannot be asked for")?;
     let mut wait = vk::PhysicalDevicePresentWaitFeaturesKHR::default();
     let mut id = vk::PhysicalDevicePresentIdFeaturesKHR {
         p_next: std::ptr::addr_of_mut!(wait).cast(),
@@ -73,7 +84,11 @@ pub fn supported(inst: &crate::instance::Instance, phys: vk::PhysicalDevice, ext
     };
     // SAFETY: a physical device of this instance and a chain of our own structs.
     unsafe { f2(phys, &mut feats) };
-    id.present_id == vk::TRUE && wait.present_wait == vk::TRUE
+    if id.present_id == vk::TRUE && wait.present_wait == vk::TRUE {
+        Ok(())
+    } else {
+        Err("the device offers VK_KHR_present_wait without its presentId or presentWait feature")
+    }
 }
 
 /// The two feature structs for a create info, and how to undo what [`FeatureChain::apply`]

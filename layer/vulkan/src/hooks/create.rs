@@ -478,13 +478,8 @@ unsafe fn plan_present_wait(
         Some("the app does not enable VK_KHR_swapchain")
     } else if !framescope_core::settings::get().display_times {
         Some("display_times=0")
-    } else if !present_wait::supported(inst, phys, available) {
-        Some(
-            "VK_KHR_present_id and VK_KHR_present_wait (with their features) not offered by the device \
-             (NVIDIA and Mesa's hardware drivers have them; lavapipe 22.3 does not)",
-        )
     } else {
-        None
+        present_wait::supported(inst, phys, available).err()
     };
     if let Some(why) = why_not {
         plan.unavailable.push(("present_wait".into(), why.into()));
