@@ -274,6 +274,11 @@ config_keys! {
         default: "0",
         doc: "Vulkan: the driver's own counters (`VK_KHR_performance_query`: RADV, ANV, Turnip, v3dv) per render pass (per command buffer where a counter's scope or `samples=cmdbuf` asks for it): every counter the queue family lists, split into groups that each need one pass and rotated across frames, one group a frame (samples and frames carry `driver_counters` with the group; summary means are over the frames that carried each counter). Needs `samples` at `cmdbuf` or finer and the driver's profiling lock; why it is off is in the header's `unavailable` (`vk_performance_query`). Off by default: drivers may serialise work around these queries (RADV waits for idle)",
     },
+    display_times: bool {
+        ty: ValueType::Bool,
+        default: "1",
+        doc: "when frames reached the screen (frames' `display`, `shown_ns`, `display_latency_ns`, `displayed_time_ns`): Vulkan enables `VK_KHR_present_id` and `VK_KHR_present_wait` below the app where the driver has them (hidden from the app) and waits for each present on a thread of its own; `shown_ns` is when that wait returned, an upper bound. 0: no display-time source (frames say `disabled`)",
+    },
     ///
     /// See [`Config::counts_commands`].
     command_counts: bool {
@@ -721,6 +726,7 @@ mod tests {
             "fps_limit",
             "fps_limit_key",
             "driver_counters",
+            "display_times",
             "command_counts",
             "counters",
             "counter_interval_ms",
@@ -831,7 +837,7 @@ mod tests {
              (valid keys: dump, dump_start, dump_duration, dump_paused, dump_toggle_key, ctl, hud, hud_refresh_ms, hud_position, hud_scale, \
              hud_font_size, hud_alpha, hud_history, hud_toggle_key, hud_preset, hud_fps, hud_frame_time, hud_frame_graph, \
              hud_gpu, hud_gpu_graph, hud_counts, hud_device, hud_swapchain, hud_timeline, hud_counters, hud_regions, hud_draws, screenshot, \
-             screenshot_path, gpu_timing, samples, sample_stats, sample_stats_every, sample_budget, fps_limit, fps_limit_key, driver_counters, command_counts, counters, counter_interval_ms, log)"
+             screenshot_path, gpu_timing, samples, sample_stats, sample_stats_every, sample_budget, fps_limit, fps_limit_key, driver_counters, display_times, command_counts, counters, counter_interval_ms, log)"
         );
         assert_eq!(
             lines[1],

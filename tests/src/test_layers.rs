@@ -1,6 +1,7 @@
 //! The project's test-only Vulkan layers in a sandbox: the fault layer
 //! (`VK_LAYER_FRAMESCOPE_fault`, tests/faultlayer) and the driver-counter double
-//! (`VK_LAYER_FRAMESCOPE_perf_double`, tests/perfdouble). Each gets its manifest in the sandbox
+//! (`VK_LAYER_FRAMESCOPE_perf_double`, tests/perfdouble) and the present-wait double
+//! (`VK_LAYER_FRAMESCOPE_present_double`, tests/presentdouble). Each gets its manifest in the sandbox
 //! and is enabled below the lane's layers (the validation layer when it is there) and below
 //! framescope, whose manifest is implicit.
 
@@ -24,6 +25,12 @@ pub const PERF_DOUBLE: TestLayer = TestLayer {
     name: "VK_LAYER_FRAMESCOPE_perf_double",
     library: "libframescope_perf_double.so",
     description: "framescope test double: VK_KHR_performance_query on lavapipe",
+};
+
+pub const PRESENT_DOUBLE: TestLayer = TestLayer {
+    name: "VK_LAYER_FRAMESCOPE_present_double",
+    library: "libframescope_present_double.so",
+    description: "framescope test double: VK_KHR_present_id and VK_KHR_present_wait on lavapipe",
 };
 
 impl TestLayer {

@@ -24,6 +24,15 @@ pub enum FrameBoundaryMode {
     Emulated,
 }
 
+/// `VK_KHR_present_id` + `VK_KHR_present_wait` on the device (see `display::present_wait`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PresentWaitAugment {
+    /// Both extensions and both features are on for the device (the app's or ours).
+    pub on: bool,
+    /// The app enabled `VK_KHR_present_id` itself: its ids are used, none are added.
+    pub app_ids: bool,
+}
+
 /// What the layer changed in the app's device create info.
 #[derive(Clone, Debug, Default)]
 pub struct DeviceAugment {
@@ -41,6 +50,8 @@ pub struct DeviceAugment {
     /// We enabled `VK_KHR_performance_query` with `performanceCounterQueryPools` to collect
     /// them (`driver_counters=1`).
     pub perf_query: bool,
+    /// The display-time source `VK_KHR_present_wait` can run.
+    pub present_wait: PresentWaitAugment,
 }
 
 /// Extension commands that create what a frame may stall on (pipelines, shaders); the hooks

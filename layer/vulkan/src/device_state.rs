@@ -42,6 +42,8 @@ pub struct DeviceState {
     pub driver_groups: Vec<framescope_core::driver_values::DriverGroup>,
     pub driver_counters_off: Option<String>,
     pub hud: DeviceHud,
+    /// The `VK_KHR_present_wait` display-time source, where the device has it.
+    pub present_wait: Option<crate::display::present_wait::PresentWait>,
 }
 
 impl std::ops::Deref for DeviceState {
@@ -147,12 +149,24 @@ impl DeviceState {
             }
         }
         let hint = counters::gpu_hint(&dev.instance, dev.physical, &dev.properties);
+        let frames = FrameState::new(hint);
+        if !cfg.display_times {
+            frames
+                .session
+                .display()
+                .set_none(framescope_core::display::NoSourceReason::Disabled);
+        }
+        let present_wait = crate::display::present_wait::PresentWait::start(
+            &dev,
+            dev.augment.present_wait,
+            Arc::clone(frames.session.display()),
+        );
         DeviceState {
             dev: Arc::new(dev),
             samples,
             count_commands: cfg.counts_commands(),
             stats: DeviceStats::default(),
-            frames: Mutex::new(FrameState::new(hint)),
+            frames: Mutex::new(frames),
             queues: RwLock::new(HashMap::default()),
             command_buffers: RwLock::new(HashMap::default()),
             swapchains: RwLock::new(HashMap::default()),
@@ -160,6 +174,7 @@ impl DeviceState {
             driver_groups,
             driver_counters_off,
             hud: DeviceHud::new(),
+            present_wait,
         }
     }
 

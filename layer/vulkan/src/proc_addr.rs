@@ -200,4 +200,5 @@ fn hidden_from_app(d: &device_state::DeviceState, name: &[u8]) -> bool {
     (name == b"vkGetCalibratedTimestampsEXT" && added(calibrated))
         || (matches!(name, b"vkAcquireProfilingLockKHR" | b"vkReleaseProfilingLockKHR")
             && added(crate::perf_counters::EXTENSION))
+        || (name == b"vkWaitForPresentKHR" && added(crate::display::present_wait::PRESENT_WAIT))
 }

@@ -4,6 +4,7 @@
 use crate::chain::Unlinked;
 use crate::device::{self, Device, DeviceAugment, FrameBoundaryMode};
 use crate::device_state::{self, DeviceState};
+use crate::display::present_wait;
 use crate::hooks::frame_boundary;
 use crate::instance::{self, Instance, INSTANCES};
 use crate::loader_abi::*;
@@ -196,7 +197,7 @@ pub unsafe extern "system" fn create_device(
     };
     // SAFETY: `ci` is the app's create info of this call.
     let stats = guarded(&device::CREATE_DEVICE, || unsafe { StatsPlan::new(&inst, phys, ci) }).unwrap_or_default();
-    let create_with = |names: &[*const c_char], stats: Option<&StatsPlan>| {
+    let create_with = |names: &[*const c_char], stats: Option<&StatsPlan>, with_present_wait: bool| {
         // SAFETY: a copy of the app's create info differing only in its extension list, which
         // holds names the app asked for or the physical device supports, and in the
         // pipelineStatisticsQuery feature where the device supports it.
@@ -219,6 +220,12 @@ pub unsafe extern "system" fn create_device(
             perf_features.p_next = copy.p_next as *mut c_void;
             copy.p_next = std::ptr::addr_of!(perf_features).cast();
         }
+        // presentId and presentWait with the extensions we add (VUID-vkWaitForPresentKHR-presentWait-06234).
+        let mut present_features = present_wait::FeatureChain::default();
+        if with_present_wait {
+            // SAFETY: `copy`'s chain is the app's, valid for this call; restored below.
+            unsafe { present_features.apply(&mut copy) };
+        }
         // SAFETY: the layers below advance the chain's link as they pass it on, so a retry
         // hands them the link as the first call did (else the layer below ours finds its
         // successor's entry and fails with VK_ERROR_INITIALIZATION_FAILED, not the driver's
@@ -230,6 +237,10 @@ pub unsafe extern "system" fn create_device(
         if let Some(restore) = patched {
             restore();
         }
+        if with_present_wait {
+            // SAFETY: the app's structs `apply` patched, still valid.
+            unsafe { present_features.restore() };
+        }
         r
     };
     let mut r = vk::Result::ERROR_INITIALIZATION_FAILED;
@@ -237,14 +248,15 @@ pub unsafe extern "system" fn create_device(
     let want_stats = stats.enable
         && cfg.samples != framescope_core::config::Samples::Off
         && cfg.sample_stats != framescope_core::config::SampleStats::Off;
-    if !plan.add.is_empty() || want_stats {
+    if !plan.add.is_empty() || want_stats || plan.present_wait.on {
         let mut names = kept.clone();
         names.extend(plan.add.iter().map(|n| n.as_ptr()));
-        r = create_with(&names, want_stats.then_some(&stats));
+        r = create_with(&names, want_stats.then_some(&stats), plan.present_wait.on);
         if r == vk::Result::SUCCESS {
             augment.added_extensions = plan.add.clone();
             augment.perf_query = plan.perf_query;
             augment.pipeline_stats = stats.app_enabled || want_stats;
+            augment.present_wait = plan.present_wait;
         } else {
             framescope_core::log::error(format_args!(
                 "vkCreateDevice failed with our additions ({r:?}); retrying as the app asked"
@@ -259,8 +271,10 @@ pub unsafe extern "system" fn create_device(
         }
     }
     if r != vk::Result::SUCCESS {
-        r = create_with(&kept, None);
+        r = create_with(&kept, None, false);
         augment.pipeline_stats = stats.app_enabled;
+        // Where the app enabled both itself, present_wait runs on the device as the app made it.
+        augment.present_wait = plan.present_wait_app;
     }
     if cfg.sample_stats == framescope_core::config::SampleStats::Off {
         // The app's own feature is no reason for our queries.
@@ -370,6 +384,10 @@ struct AugmentPlan {
     driver_counters: Vec<crate::perf_counters::DriverCounter>,
     /// `VK_KHR_performance_query` is in `add`: `performanceCounterQueryPools` goes on too.
     perf_query: bool,
+    /// present_wait with `add` (and its features).
+    present_wait: crate::device::PresentWaitAugment,
+    /// present_wait without `add`: the app enabled both extensions and features itself.
+    present_wait_app: crate::device::PresentWaitAugment,
 }
 
 /// # Safety
@@ -410,6 +428,8 @@ unsafe fn augment_plan(inst: &Instance, phys: vk::PhysicalDevice, ci: *const vk:
     {
         plan.add.push(feedback);
     }
+    // SAFETY: the caller's contract.
+    unsafe { plan_present_wait(inst, phys, ci, &available, &app, &mut plan) };
     if supported(crate::perf_counters::EXTENSION) {
         // SAFETY: the device supports the extension.
         plan.driver_counters = unsafe { crate::perf_counters::enumerate(inst, phys) };
@@ -450,6 +470,55 @@ unsafe fn augment_plan(inst: &Instance, phys: vk::PhysicalDevice, ci: *const vk:
     plan
 }
 
+/// The display-time source `VK_KHR_present_wait`: both extensions go on below the app where
+/// the device offers them with their features, the app presents (`VK_KHR_swapchain`, which both
+/// require) and `display_times` is on.
+///
+/// # Safety
+/// `ci` is the app's create info of this `vkCreateDevice` call, valid with its chain.
+unsafe fn plan_present_wait(
+    inst: &Instance,
+    phys: vk::PhysicalDevice,
+    ci: *const vk::DeviceCreateInfo<'_>,
+    available: &[vk::ExtensionProperties],
+    app: &[String],
+    plan: &mut AugmentPlan,
+) {
+    let app_has = |n: &CStr| app.iter().any(|e| e.as_bytes() == n.to_bytes());
+    let why_not = if !app_has(ash::khr::swapchain::NAME) {
+        Some("the app does not enable VK_KHR_swapchain")
+    } else if !framescope_core::settings::get().display_times {
+        Some("display_times=0")
+    } else {
+        present_wait::supported(inst, phys, available).err()
+    };
+    if let Some(why) = why_not {
+        plan.unavailable.push(("present_wait".into(), why.into()));
+        return;
+    }
+    let app_ids = app_has(present_wait::PRESENT_ID);
+    plan.present_wait = crate::device::PresentWaitAugment { on: true, app_ids };
+    for n in [present_wait::PRESENT_ID, present_wait::PRESENT_WAIT] {
+        if !app_has(n) {
+            plan.add.push(n);
+        }
+    }
+    // Without our additions the app's own enabling still counts, if it turned both features on.
+    if app_ids && app_has(present_wait::PRESENT_WAIT) {
+        // SAFETY: the caller's contract; structs found by sType are of that type.
+        let on = unsafe {
+            let id = crate::chain::find((*ci).p_next, vk::StructureType::PHYSICAL_DEVICE_PRESENT_ID_FEATURES_KHR)
+                as *const vk::PhysicalDevicePresentIdFeaturesKHR<'static>;
+            let w = crate::chain::find(
+                (*ci).p_next,
+                vk::StructureType::PHYSICAL_DEVICE_PRESENT_WAIT_FEATURES_KHR,
+            ) as *const vk::PhysicalDevicePresentWaitFeaturesKHR<'static>;
+            !id.is_null() && (*id).present_id == vk::TRUE && !w.is_null() && (*w).present_wait == vk::TRUE
+        };
+        plan.present_wait_app = crate::device::PresentWaitAugment { on, app_ids };
+    }
+}
+
 /// # Safety
 /// `ci` must be a valid device create info.
 unsafe fn app_extension_ptrs(ci: &vk::DeviceCreateInfo<'_>) -> Vec<*const c_char> {
@@ -486,6 +555,10 @@ pub unsafe extern "system" fn destroy_device(device: vk::Device, alloc: *const v
     };
     crate::recording_cache::invalidate();
     guarded(&DESTROY_DEVICE, || {
+        // The waiting thread returns within one wait call, before the device goes.
+        if let Some(pw) = state.present_wait.as_ref() {
+            pw.stop();
+        }
         {
             // The app made the device idle before destroying it: every result is readable.
             let mut frames = state.frames.lock();

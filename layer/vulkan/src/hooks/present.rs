@@ -16,6 +16,7 @@ static CREATE_SWAPCHAIN: Site = Site::new("vkCreateSwapchainKHR");
 static HUD_PRESENT: Site = Site::new("vkQueuePresentKHR (HUD)");
 static DESTROY_SWAPCHAIN: Site = Site::new("vkDestroySwapchainKHR");
 static DESTROY_SEMAPHORE: Site = Site::new("vkDestroySemaphore");
+static PRESENT_WAIT: Site = Site::new("vkQueuePresentKHR (present_wait)");
 
 /// Calibration drifts slowly; refreshing it every so many frames is plenty.
 const RECALIBRATE_EVERY: u64 = 256;
@@ -75,11 +76,25 @@ pub unsafe extern "system" fn queue_present(queue: vk::Queue, info: *const vk::P
         info
     };
     // --- end HUD ---
-    // SAFETY: forwarding the app's arguments (or their copy with our semaphores).
-    let r = unsafe { (d.swapchain_fns.queue_present_khr)(queue, info) };
+    // present_wait: our present ids in front of the chain (stack structs; `ids` stays put
+    // until the call returns, `with_ids` points into it).
+    let mut ids = d.present_wait.as_ref().filter(|_| !info.is_null()).and_then(|pw| {
+        // SAFETY: the present info going down, valid for this call.
+        guarded(&PRESENT_WAIT, || unsafe { pw.ids_for(&*info) })
+    });
+    // SAFETY: as above.
+    let with_ids = ids.as_mut().and_then(|i| i.chain_onto(unsafe { &*info }));
+    let down = with_ids.as_ref().map_or(info, |c| c as *const vk::PresentInfoKHR<'_>);
+    // SAFETY: forwarding the app's arguments (or their copy with our semaphores or ids).
+    let r = unsafe { (d.swapchain_fns.queue_present_khr)(queue, down) };
     if let Some(frame) = closed {
         let returned = monotonic_now_ns();
         guarded(&PRESENT, || d.frames.lock().present_returned(frame, returned));
+        if let (Some(pw), Some(ids)) = (d.present_wait.as_ref(), ids.as_ref()) {
+            if matches!(r, vk::Result::SUCCESS | vk::Result::SUBOPTIMAL_KHR) {
+                guarded(&PRESENT_WAIT, || pw.presented(ids, frame, returned));
+            }
+        }
     }
     crate::hooks::fault::seen(&d, "vkQueuePresentKHR", r);
     r
@@ -211,6 +226,14 @@ pub unsafe extern "system" fn create_swapchain(
         })
         .flatten()
     };
+    // A retired swapchain must not be waited on (VUID-vkWaitForPresentKHR-swapchain-04997).
+    if let Some(pw) = d.present_wait.as_ref().filter(|_| !ci.is_null()) {
+        // SAFETY: the app's valid create info.
+        let old = unsafe { (*ci).old_swapchain };
+        if old != vk::SwapchainKHR::null() {
+            guarded(&CREATE_SWAPCHAIN, || pw.swapchain_ending(old, false));
+        }
+    }
     let mut used = ci;
     let mut r = vk::Result::ERROR_INITIALIZATION_FAILED;
     if let Some(a) = adjusted.as_ref() {
@@ -236,6 +259,9 @@ pub unsafe extern "system" fn create_swapchain(
             // SAFETY: as above.
             let concurrent = unsafe { crate::hud::concurrent_families(used) };
             crate::hud::swapchain_created(&d.hud, handle, used, concurrent);
+            if let Some(pw) = d.present_wait.as_ref() {
+                pw.swapchain_created(handle);
+            }
             d.add_swapchain(
                 handle,
                 SwapchainInfo {
@@ -259,6 +285,10 @@ pub unsafe extern "system" fn destroy_swapchain(
     // SAFETY: `device` is a handle the app (or the loader) passed to this command.
     if let Some(d) = unsafe { device_state::lookup(device.as_raw()) } {
         d.remove_swapchain(swapchain);
+        // No wait may be in flight on it when it goes: at most one wait call's timeout.
+        if let Some(pw) = d.present_wait.as_ref() {
+            guarded(&DESTROY_SWAPCHAIN, || pw.swapchain_ending(swapchain, true));
+        }
         // HUD: waits for our own work on it, then frees our objects.
         guarded(&DESTROY_SWAPCHAIN, || {
             crate::hud::swapchain_destroyed(&d, &d.hud, swapchain)

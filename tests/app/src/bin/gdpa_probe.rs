@@ -1,5 +1,6 @@
-//! Probes `vkGetDeviceProcAddr` for a device with and without `VK_KHR_swapchain`, through the
-//! loader and through the framescope layer's own export, and prints one JSON line.
+//! Probes `vkGetDeviceProcAddr` for a device with and without `VK_KHR_swapchain` (and, where
+//! the device offers them, one with `VK_KHR_present_id` + `VK_KHR_present_wait` too), through
+//! the loader and through the framescope layer's own export, and prints one JSON line.
 //!
 //! Run under `framescope run` (so the layer is in the chain) with the layer's path as argument:
 //! `gdpa_probe /path/to/libframescope_vk.so`. The layer must hand out NULL for commands of an
@@ -25,22 +26,44 @@ fn main() {
     let phys = unsafe { instance.enumerate_physical_devices() }.expect("physical devices")[0];
     let layer_gdpa = layer_gdpa(&layer_path);
     let mut results = Vec::new();
-    for (label, exts) in [
-        ("without_swapchain", vec![]),
-        ("with_swapchain", vec![ash::khr::swapchain::NAME.as_ptr()]),
-    ] {
+    let swapchain = ash::khr::swapchain::NAME.as_ptr();
+    let mut devices = vec![("without_swapchain", vec![]), ("with_swapchain", vec![swapchain])];
+    // Where the device offers present wait (a test double below), a device that enables it too.
+    let present_wait = [ash::khr::present_id::NAME, ash::khr::present_wait::NAME];
+    // SAFETY: phys is a physical device of the live instance.
+    let offered = unsafe { instance.enumerate_device_extension_properties(phys) }.unwrap_or_default();
+    if present_wait
+        .iter()
+        .all(|n| offered.iter().any(|e| e.extension_name_as_c_str() == Ok(*n)))
+    {
+        devices.push((
+            "with_present_wait",
+            vec![swapchain, present_wait[0].as_ptr(), present_wait[1].as_ptr()],
+        ));
+    }
+    for (label, exts) in devices {
         let prio = [1.0f32];
         let queues = [vk::DeviceQueueCreateInfo::default()
             .queue_family_index(0)
             .queue_priorities(&prio)];
-        let ci = vk::DeviceCreateInfo::default()
+        let mut id = vk::PhysicalDevicePresentIdFeaturesKHR::default().present_id(true);
+        let mut wait = vk::PhysicalDevicePresentWaitFeaturesKHR::default().present_wait(true);
+        let mut ci = vk::DeviceCreateInfo::default()
             .queue_create_infos(&queues)
             .enabled_extension_names(&exts);
+        if exts.len() == 3 {
+            ci = ci.push_next(&mut id).push_next(&mut wait);
+        }
         // SAFETY: valid create info for physical device 0, family 0.
         let device = unsafe { instance.create_device(phys, &ci, None) }.expect("vkCreateDevice");
         let h = device.handle();
         let mut fields = vec![format!("\"device\":\"{label}\"")];
-        for name in ["vkQueuePresentKHR", "vkCreateSwapchainKHR", "vkQueueSubmit"] {
+        for name in [
+            "vkQueuePresentKHR",
+            "vkCreateSwapchainKHR",
+            "vkQueueSubmit",
+            "vkWaitForPresentKHR",
+        ] {
             let c = CString::new(name).unwrap();
             // SAFETY: querying a command name of a live device.
             let via_loader = unsafe { (instance.fp_v1_0().get_device_proc_addr)(h, c.as_ptr()) };

@@ -1,0 +1,16 @@
+//! Display-time sources of the Vulkan layer: where they run, each frame's time on the screen
+//! goes to the device's frame session (`framescope_core::display`). Today one source,
+//! `VK_KHR_present_wait` ([`present_wait`]); other sources of a swapchain's frames (the X11
+//! Present extension) defer to it where [`present_wait_covers`] says it runs.
+
+pub mod present_wait;
+
+use ash::vk;
+
+/// Whether frames presented to `swapchain` get their display time from present_wait: where
+/// it does, it wins over every other source of that swapchain.
+// The X11 Present source (being written alongside) is its caller; nothing else needs it yet.
+#[allow(dead_code)]
+pub fn present_wait_covers(pw: Option<&present_wait::PresentWait>, swapchain: vk::SwapchainKHR) -> bool {
+    pw.is_some_and(|p| p.covers(swapchain))
+}
