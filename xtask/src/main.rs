@@ -11,6 +11,7 @@ mod bench_hud;
 mod bench_samples;
 mod deps;
 mod deps32;
+mod fnlen;
 mod fuzz;
 mod measure;
 mod modgraph;
@@ -52,7 +53,11 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("install-deps") => deps::install(),
         Some("test") => test(),
-        Some("deps") => modgraph::check(modgraph::ALL),
+        Some("deps") => {
+            let cycles = modgraph::check(modgraph::ALL);
+            let lengths = fnlen::check(&shell::root());
+            cycles.and(lengths)
+        }
         Some("readme-keys") => readme_keys(),
         Some("fuzz") => match args.get(1).map(|s| s.parse::<u32>()) {
             None => fuzz::fuzz(fuzz::CI_SECONDS),
