@@ -506,12 +506,17 @@ fn add_timeline(
     );
 }
 
-/// The writer thread's body.
-fn run(s: &Shared, opts: &DumpOptions, header: &Header) {
-    // Here, not on the app's thread: it makes a directory and binds a socket.
-    if opts.ctl {
-        crate::ctl::start();
-    }
+/// The dump file, opened by the writer thread, and what the header says about the process.
+struct Output {
+    file: std::fs::File,
+    /// The path as messages show it.
+    shown: String,
+    facts: ProcessFacts,
+}
+
+/// Opens the dump (a sibling file when the asked one exists), announces it, and says so;
+/// `None` after one line saying why it cannot be written.
+fn open_dump(s: &Shared, opts: &DumpOptions) -> Option<Output> {
     let pid = std::process::id();
     let (exe_name, exe_path) = exe_name_and_path();
     let start_unix_ns = std::time::SystemTime::now()
@@ -526,14 +531,12 @@ fn run(s: &Shared, opts: &DumpOptions, header: &Header) {
         home.as_deref(),
     ));
     let mut shown = open::display(asked.as_os_str());
-
-    let fail = |shown: &str, e: std::io::Error| {
-        eprintln!("framescope: cannot write dump '{shown}': {e}; dumping disabled");
-        s.accepting.store(false, Ordering::Relaxed);
-    };
     let opened = match open::open_output(&asked, true) {
         Ok(o) => o,
-        Err(e) => return fail(&shown, e),
+        Err(e) => {
+            fail(s, &shown, e);
+            return None;
+        }
     };
     if opened.sibling {
         let now = open::display(opened.path.as_os_str());
@@ -550,18 +553,9 @@ fn run(s: &Shared, opts: &DumpOptions, header: &Header) {
     if opened.kind == Kind::NewFile {
         super::announce::announce(&opened.path);
     }
-    let file = opened.file;
-    // The file exists before the (bounded) wait for the counter catalogue: an app killed in
-    // its first seconds leaves a dump, not no file (glxgears under `timeout 2` on a loaded
-    // machine did).
-    let mut header = header.clone();
-    complete_counters(&mut header, s);
-    let header = &header;
-    let give_up = || s.abandon.load(Ordering::Acquire);
     if opened.kind == Kind::Stream && opts.log >= LogLevel::Debug {
         eprintln!("framescope: '{shown}' is a FIFO or device: the dump streams to it");
     }
-
     let facts = ProcessFacts {
         pid,
         exe: exe_path,
@@ -571,189 +565,287 @@ fn run(s: &Shared, opts: &DumpOptions, header: &Header) {
         start_unix_ns,
         queue_capacity: s.queue.capacity(),
     };
-    let mut batch: Vec<u8> = Vec::with_capacity(64 * 1024);
-    write_header(&mut batch, header, &facts);
+    Some(Output {
+        file: opened.file,
+        shown,
+        facts,
+    })
+}
 
-    let secs = |x: f64| (x * 1e9) as u64;
-    let window_start = s.origin_ns.saturating_add(secs(opts.dump_start_s));
-    let window_end = opts.dump_duration_s.map(|d| window_start.saturating_add(secs(d)));
-    let mut stats = SummaryBuilder::new();
-    // Judges each written frame against the ones written before it.
-    let mut stutters = crate::stutter::Detector::default();
-    let mut draws: DrawTable<LabelPath> = DrawTable::new();
-    // Frames and samples taken from the queues wait here: a frame later than the capture
-    // changes taken so far, or one whose attributed counters have not arrived (bounded by
-    // the queues' capacities and the hold bound).
-    let mut frames: VecDeque<FrameRecord> = VecDeque::new();
-    let mut samples: VecDeque<SampleRecord> = VecDeque::new();
-    let mut attributing = header
-        .counter_board
-        .as_ref()
-        .and_then(|b| b.attributor())
-        .and_then(|a| Attributing::new(a, &header.counters, &header.counter_sources));
-    let mut frame_samples: Vec<SampleRecord> = Vec::new();
-    let mut driver = Vec::new();
-    let flush_interval = opts.flush_interval.min(Duration::from_millis(100));
-    // Capture changes and marks, applied to frames by their time.
-    let mut timeline = crate::capture::Timeline::new(!opts.paused);
-    let mut changes = Vec::new();
-    let mut marks: Vec<(u64, String)> = Vec::new();
-    let mut faults: Vec<Fault> = Vec::new();
-    let mut display: Option<crate::display::join::DisplayJoin> = None;
-    let mut causes = Vec::new();
+/// The dump cannot be written: one line, and pushes stop.
+fn fail(s: &Shared, shown: &str, e: std::io::Error) {
+    eprintln!("framescope: cannot write dump '{shown}': {e}; dumping disabled");
+    s.accepting.store(false, Ordering::Relaxed);
+}
 
-    loop {
-        // Read `stop` before draining: every push that happened before finish() is then
-        // already in the queue.
-        let stopping = s.stop.load(Ordering::Acquire);
+/// What the writer thread keeps between rounds: the frames and samples taken from the queues
+/// and waiting, the capture timeline, and what the summary is built from.
+struct Rounds<'a> {
+    s: &'a Shared,
+    header: &'a Header,
+    batch: Vec<u8>,
+    window_start: u64,
+    window_end: Option<u64>,
+    stats: SummaryBuilder,
+    /// Judges each written frame against the ones written before it.
+    stutters: crate::stutter::Detector,
+    draws: DrawTable<LabelPath>,
+    /// Frames and samples taken from the queues wait here: a frame later than the capture
+    /// changes taken so far, or one whose attributed counters or display report have not
+    /// arrived (bounded by the queues' capacities and the hold bounds).
+    frames: VecDeque<FrameRecord>,
+    samples: VecDeque<SampleRecord>,
+    attributing: Option<Attributing>,
+    display: Option<crate::display::join::DisplayJoin>,
+    frame_samples: Vec<SampleRecord>,
+    driver: Vec<super::driver_frames::FrameGroupValues>,
+    /// Capture changes and marks, applied to frames by their time.
+    timeline: crate::capture::Timeline,
+    changes: Vec<crate::capture::Change>,
+    marks: Vec<(u64, String)>,
+    faults: Vec<Fault>,
+    causes: Vec<crate::stutter::Cause>,
+}
+
+impl<'a> Rounds<'a> {
+    fn new(s: &'a Shared, opts: &DumpOptions, header: &'a Header) -> Self {
+        let secs = |x: f64| (x * 1e9) as u64;
+        let window_start = s.origin_ns.saturating_add(secs(opts.dump_start_s));
+        Rounds {
+            s,
+            header,
+            batch: Vec::with_capacity(64 * 1024),
+            window_start,
+            window_end: opts.dump_duration_s.map(|d| window_start.saturating_add(secs(d))),
+            stats: SummaryBuilder::new(),
+            stutters: crate::stutter::Detector::default(),
+            draws: DrawTable::new(),
+            frames: VecDeque::new(),
+            samples: VecDeque::new(),
+            attributing: header
+                .counter_board
+                .as_ref()
+                .and_then(|b| b.attributor())
+                .and_then(|a| Attributing::new(a, &header.counters, &header.counter_sources)),
+            display: None,
+            frame_samples: Vec::new(),
+            driver: Vec::new(),
+            timeline: crate::capture::Timeline::new(!opts.paused),
+            changes: Vec::new(),
+            marks: Vec::new(),
+            faults: Vec::new(),
+            causes: Vec::new(),
+        }
+    }
+
+    /// Takes the capture changes; the time up to which frames may be judged by them.
+    fn take_changes(&mut self, stopping: bool) -> u64 {
         let horizon = if stopping {
+            crate::capture::take(&mut self.changes);
             u64::MAX
         } else {
-            crate::capture::take(&mut changes)
+            crate::capture::take(&mut self.changes)
         };
-        if stopping {
-            crate::capture::take(&mut changes);
+        for c in self.changes.drain(..) {
+            self.timeline.add(c);
         }
-        for c in changes.drain(..) {
-            timeline.add(c);
-        }
-        // Faults before frames: a frame pushed before a fault is then in the queue below, so
-        // the fault goes out after it (the layer flushes a lost device's frames, then faults).
-        faults.extend(s.faults.lock().drain(..));
+        horizon
+    }
+
+    /// Takes what the queues, the faults list and the display feed hold. Faults first: a frame
+    /// pushed before a fault is then taken too, so the fault goes out after it (the layer
+    /// flushes a lost device's frames, then faults).
+    fn drain(&mut self) {
+        let s = self.s;
+        self.faults.extend(s.faults.lock().drain(..));
         while let Some(r) = s.queue.pop() {
-            frames.push_back(r);
+            self.frames.push_back(r);
         }
         while let Some(x) = s.samples.pop() {
-            samples.push_back(x);
+            self.samples.push_back(x);
         }
+        if self.display.is_none() {
+            self.display = s.display.lock().clone().map(crate::display::join::DisplayJoin::new);
+        }
+        if let Some(d) = self.display.as_mut() {
+            d.poll();
+        }
+    }
+
+    /// Takes the attributed counters' news; at the end, waits (bounded) for the last frame's.
+    fn attribute(&mut self, stopping: bool) {
+        if let Some(a) = self.attributing.as_mut() {
+            a.poll(monotonic_now_ns());
+            if stopping {
+                wait_for_last(a, self.frames.back());
+            }
+            a.write_series(self.window_start, self.window_end.unwrap_or(u64::MAX), &mut self.batch);
+        }
+    }
+
+    /// Whether the oldest frame waits for more (attributed counters, its display report).
+    fn holds(&self, head: &FrameRecord) -> bool {
+        let now = monotonic_now_ns();
+        self.attributing.as_ref().is_some_and(|a| a.holds(head, now))
+            || self.display.as_ref().is_some_and(|d| d.holds(head, now))
+    }
+
+    /// Writes every frame that may go out; true when one past `dump_duration` came.
+    fn emit_frames(&mut self, horizon: u64, stopping: bool) -> bool {
         // Held frames past four times the queues' capacities go out without waiting longer
         // (4096 frames of 1264 bytes and 65 536 samples of 184 by default: 17 MB at most, on
         // this thread; a light app at 10 000 frames/s fills 1000 frames in the 100 ms the
         // PM sampler takes between publishes).
-        if display.is_none() {
-            display = s.display.lock().clone().map(crate::display::join::DisplayJoin::new);
-        }
-        if let Some(d) = display.as_mut() {
-            d.poll();
-        }
-        let overfull = frames.len() >= HELD * s.queue.capacity() || samples.len() >= HELD * s.samples.capacity();
-        if let Some(a) = attributing.as_mut() {
-            a.poll(monotonic_now_ns());
-            if stopping {
-                wait_for_last(a, frames.back());
-            }
-            a.write_series(window_start, window_end.unwrap_or(u64::MAX), &mut batch);
-        }
-        let mut window_over = false;
-        while let Some(head) = frames.front() {
-            if head.t_ns > horizon {
+        let s = self.s;
+        let overfull =
+            self.frames.len() >= HELD * s.queue.capacity() || self.samples.len() >= HELD * s.samples.capacity();
+        let hold = !stopping && !overfull;
+        while let Some(head) = self.frames.front() {
+            if head.t_ns > horizon || (hold && self.holds(head)) {
                 break;
             }
-            let hold = !stopping && !overfull;
-            if hold && attributing.as_ref().is_some_and(|a| a.holds(head, monotonic_now_ns())) {
-                break;
+            let Some(r) = self.frames.pop_front() else { break };
+            let captured = self.timeline.at(r.t_ns, &mut self.marks);
+            for (t_ns, label) in self.marks.drain(..) {
+                write_mark(&mut self.batch, t_ns, Some(r.frame), &label);
             }
-            if hold && display.as_ref().is_some_and(|d| d.holds(head, monotonic_now_ns())) {
-                break;
-            }
-            let Some(mut r) = frames.pop_front() else { break };
-            let captured = timeline.at(r.t_ns, &mut marks);
-            for (t_ns, label) in marks.drain(..) {
-                write_mark(&mut batch, t_ns, Some(r.frame), &label);
-            }
-            if window_end.is_some_and(|end| r.t_ns >= end) {
-                window_over = true;
-                break;
+            if self.window_end.is_some_and(|end| r.t_ns >= end) {
+                return true;
             }
             // Taken also for a frame not written, so its samples do not pile up.
-            frame_samples.clear();
-            collect_samples(&mut samples, r.frame, &mut frame_samples);
-            if r.t_ns < window_start || !captured {
-                continue;
+            self.frame_samples.clear();
+            collect_samples(&mut self.samples, r.frame, &mut self.frame_samples);
+            if r.t_ns >= self.window_start && captured {
+                self.write(r);
             }
-            for x in &frame_samples {
-                draws.add_sample(x);
+        }
+        false
+    }
+
+    /// Writes one frame with its samples, and adds it to the summary.
+    fn write(&mut self, mut r: FrameRecord) {
+        let header = self.header;
+        for x in &self.frame_samples {
+            self.draws.add_sample(x);
+        }
+        r.stutter_median_ns = self.stutters.push(r.cpu_frame_ns);
+        if let Some(d) = self.display.as_mut() {
+            d.apply(&mut r);
+        }
+        let note = self.attributing.as_mut().map(|a| a.apply(&mut r, &self.frame_samples));
+        super::driver_frames::frame_values(&header.driver_groups, &self.frame_samples, &mut self.driver);
+        write_frame(
+            &mut self.batch,
+            &r,
+            &header.counters,
+            &header.counter_sources,
+            &self.frame_samples,
+            note,
+            DriverFrame {
+                groups: &header.driver_groups,
+                values: &self.driver,
+            },
+        );
+        let stats = &mut self.stats;
+        stats.add(r.t_ns, r.cpu_frame_ns, r.gpu.busy_ns);
+        add_timeline(&mut stats.timeline, &r, &mut self.causes);
+        for (i, v) in r.counters.iter() {
+            if let Some(c) = header.counters.get(i) {
+                stats.add_counter(&c.name, v);
             }
-            r.stutter_median_ns = stutters.push(r.cpu_frame_ns);
-            if let Some(d) = display.as_mut() {
-                d.apply(&mut r);
-            }
-            let note = attributing.as_mut().map(|a| a.apply(&mut r, &frame_samples));
-            super::driver_frames::frame_values(&header.driver_groups, &frame_samples, &mut driver);
-            write_frame(
-                &mut batch,
-                &r,
-                &header.counters,
-                &header.counter_sources,
-                &frame_samples,
-                note,
-                DriverFrame {
-                    groups: &header.driver_groups,
-                    values: &driver,
-                },
-            );
-            stats.add(r.t_ns, r.cpu_frame_ns, r.gpu.busy_ns);
-            add_timeline(&mut stats.timeline, &r, &mut causes);
-            for (i, v) in r.counters.iter() {
-                if let Some(c) = header.counters.get(i) {
-                    stats.add_counter(&c.name, v);
-                }
-            }
-            // Means over the frames that carried each counter's group (summary `counters`).
-            for v in &driver {
-                if let Some(g) = header.driver_groups.get(usize::from(v.group)) {
-                    for (name, x) in g.names.iter().zip(&v.values) {
-                        stats.add_counter(&crate::driver_values::summary_name(name), *x);
-                    }
+        }
+        // Means over the frames that carried each counter's group (summary `counters`).
+        for v in &self.driver {
+            if let Some(g) = header.driver_groups.get(usize::from(v.group)) {
+                for (name, x) in g.names.iter().zip(&v.values) {
+                    stats.add_counter(&crate::driver_values::summary_name(name), *x);
                 }
             }
         }
-        // After the frames taken so far, which came before it: the app may abort right after a
-        // lost device, so the record is written at once rather than with the summary.
-        for f in faults.drain(..) {
-            write_fault(&mut batch, &f);
+    }
+
+    /// After the frames taken so far, which came before them: the app may abort right after
+    /// a lost device, so the record is written at once rather than with the summary.
+    fn emit_faults(&mut self) {
+        for f in self.faults.drain(..) {
+            write_fault(&mut self.batch, &f);
         }
-        if window_end.is_some_and(|end| monotonic_now_ns() >= end.saturating_add(END_GRACE_NS)) {
+    }
+
+    /// The end: the marks left, then the summary line.
+    fn finish(&mut self, ended_by: &'static str) {
+        let s = self.s;
+        s.accepting.store(false, Ordering::Relaxed);
+        *s.ended_by.lock() = ended_by;
+        crate::capture::take(&mut self.changes);
+        for c in self.changes.drain(..) {
+            self.timeline.add(c);
+        }
+        self.timeline.rest(&mut self.marks);
+        for (t_ns, label) in self.marks.drain(..) {
+            write_mark(&mut self.batch, t_ns, None, &label);
+        }
+        let mut summary = self.stats.summary();
+        summary.draws_top = self.draws.top(TOP, |l| crate::labels::path_string(l.ids()));
+        summary.draw_keys = self.draws.keys() as u64;
+        summary.draws_untracked = self.draws.untracked();
+        let summary = SummaryRecord {
+            summary,
+            dropped_frames: s.dropped.load(Ordering::Relaxed),
+            dropped_samples: s.dropped_samples.load(Ordering::Relaxed),
+            produced_by: "writer".into(),
+            ended_by: ended_by.into(),
+        };
+        self.batch.extend_from_slice(summary.to_line().as_bytes());
+        self.batch.push(b'\n');
+    }
+}
+
+/// The writer thread's body.
+fn run(s: &Shared, opts: &DumpOptions, header: &Header) {
+    // Here, not on the app's thread: it makes a directory and binds a socket.
+    if opts.ctl {
+        crate::ctl::start();
+    }
+    let Some(out) = open_dump(s, opts) else { return };
+    // The file exists before the (bounded) wait for the counter catalogue: an app killed in
+    // its first seconds leaves a dump, not no file (glxgears under `timeout 2` on a loaded
+    // machine did).
+    let mut header = header.clone();
+    complete_counters(&mut header, s);
+    let give_up = || s.abandon.load(Ordering::Acquire);
+    let mut rounds = Rounds::new(s, opts, &header);
+    write_header(&mut rounds.batch, &header, &out.facts);
+    let flush_interval = opts.flush_interval.min(Duration::from_millis(100));
+    loop {
+        // Read `stop` before draining: every push that happened before finish() is then
+        // already in the queue.
+        let stopping = s.stop.load(Ordering::Acquire);
+        let horizon = rounds.take_changes(stopping);
+        rounds.drain();
+        rounds.attribute(stopping);
+        let mut window_over = rounds.emit_frames(horizon, stopping);
+        rounds.emit_faults();
+        if rounds
+            .window_end
+            .is_some_and(|end| monotonic_now_ns() >= end.saturating_add(END_GRACE_NS))
+        {
             window_over = true;
         }
-        let ended_by = if window_over {
-            Some("dump_duration")
-        } else if stopping {
-            Some("finish")
-        } else {
-            None
+        let ended_by = match (window_over, stopping) {
+            (true, _) => Some("dump_duration"),
+            (false, true) => Some("finish"),
+            (false, false) => None,
         };
         if let Some(ended_by) = ended_by {
-            s.accepting.store(false, Ordering::Relaxed);
-            *s.ended_by.lock() = ended_by;
-            crate::capture::take(&mut changes);
-            for c in changes.drain(..) {
-                timeline.add(c);
-            }
-            timeline.rest(&mut marks);
-            for (t_ns, label) in marks.drain(..) {
-                write_mark(&mut batch, t_ns, None, &label);
-            }
-            let mut summary = stats.summary();
-            summary.draws_top = draws.top(TOP, |l| crate::labels::path_string(l.ids()));
-            summary.draw_keys = draws.keys() as u64;
-            summary.draws_untracked = draws.untracked();
-            let summary = SummaryRecord {
-                summary,
-                dropped_frames: s.dropped.load(Ordering::Relaxed),
-                dropped_samples: s.dropped_samples.load(Ordering::Relaxed),
-                produced_by: "writer".into(),
-                ended_by: ended_by.into(),
-            };
-            batch.extend_from_slice(summary.to_line().as_bytes());
-            batch.push(b'\n');
+            rounds.finish(ended_by);
         }
-        if !batch.is_empty() {
+        if !rounds.batch.is_empty() {
             // One write per batch of whole lines; see the module docs.
-            if let Err(e) = open::write_all(&file, &batch, &give_up) {
-                return fail(&shown, e);
+            if let Err(e) = open::write_all(&out.file, &rounds.batch, &give_up) {
+                return fail(s, &out.shown, e);
             }
-            batch.clear();
+            rounds.batch.clear();
         }
         if ended_by.is_some() {
             return;
