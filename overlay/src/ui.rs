@@ -369,10 +369,7 @@ fn frame(s: &mut Shared, data: &HudData, opts: &HudOptions, canvas: [u32; 2], fi
     // Graphs follow the face's size, and take at most the row width.
     let graph_w = (22.0 * face.px).min(fit.width).floor();
     let graph_h = (3.0 * face.px).floor();
-    // Counted by the row closure and read between rows.
-    let rows = std::cell::Cell::new(0usize);
-    let cut = std::cell::Cell::new(false);
-    let mut graphs = false;
+    let (mut rows, mut cut, mut graphs) = (0usize, false, false);
     ui.window("framescope")
         .position([0.0, 0.0], Condition::Always)
         .bg_alpha(opts.alpha)
@@ -388,154 +385,210 @@ fn frame(s: &mut Shared, data: &HudData, opts: &HudOptions, canvas: [u32; 2], fi
             let _face = ui.push_font(face.id);
             // Both faces are monospaced: a row of n characters is n times this wide.
             let char_w = ui.calc_text_size("0")[0].max(1.0);
-            let chars = ((fit.width / char_w) as usize).max(8);
-            let mut line = |f: &mut dyn FnMut(&mut String)| {
-                rows.set(rows.get() + 1);
-                if rows.get() > fit.rows {
-                    return;
-                }
-                text.clear();
-                f(text);
-                if text.chars().count() > chars {
-                    // First the columns' padding goes (`FPS   60.0` reads `FPS 60.0`), then
-                    // the row's end.
-                    let mut space = false;
-                    text.retain(|c| {
-                        let again = space && c == ' ';
-                        space = c == ' ';
-                        !again
-                    });
-                    cut.set(true);
-                }
-                if text.chars().count() > chars {
-                    let keep = text
-                        .char_indices()
-                        .nth(chars.saturating_sub(3))
-                        .map_or(text.len(), |(i, _)| i);
-                    text.truncate(keep);
-                    text.push_str("...");
-                }
-                ui.text(&*text);
+            let mut w = RowWriter {
+                ui,
+                text,
+                rows: 0,
+                max_rows: fit.rows,
+                chars: ((fit.width / char_w) as usize).max(8),
+                cut: false,
             };
-            if opts.fps {
-                line(&mut |t| {
-                    match data.fps {
-                        Some(v) => {
-                            let _ = write!(t, "FPS        {v:8.1}");
-                        }
-                        None => t.push_str("FPS             -"),
-                    }
-                    if data.fps_limit > 0 {
-                        let _ = write!(t, "  limit {}", data.fps_limit);
-                    }
-                });
-            }
-            // A graph's scale goes at the end of the row above it, never over the graph, where
-            // the trace ran through its text.
-            let frame_graph = (fit.graphs && opts.frame_graph && !data.frame_graph.is_empty())
-                .then(|| graph_scale(&data.frame_graph, 1.0));
-            if opts.frame_time {
-                line(&mut |t| {
-                    match data.frame_ms {
-                        Some(v) => {
-                            let _ = write!(t, "Frame      {v:8.2} ms");
-                        }
-                        None => t.push_str("Frame           - ms"),
-                    }
-                    if let Some((_, scale)) = &frame_graph {
-                        let _ = write!(t, "  {scale}");
-                    }
-                });
-            }
-            if let Some((top, _)) = frame_graph {
-                draw_graph(ui, "##frame", &data.frame_graph, top, "", [graph_w, graph_h], points);
-                graphs = true;
-            }
-            let gpu_graph =
-                (fit.graphs && opts.gpu_graph && !data.gpu_graph.is_empty()).then(|| graph_scale(&data.gpu_graph, 0.1));
-            if opts.gpu {
-                let name = if opts.gpu_span { "GPU span" } else { "GPU busy" };
-                line(&mut |t| {
-                    match data.gpu_ms {
-                        Some(v) => {
-                            let _ = write!(t, "{name}   {v:8.2} ms");
-                        }
-                        None => {
-                            let _ = write!(t, "{name}        - ms");
-                        }
-                    }
-                    if let Some((_, scale)) = &gpu_graph {
-                        let _ = write!(t, "  {scale}");
-                    }
-                });
-            }
-            if let Some((top, _)) = gpu_graph {
-                draw_graph(ui, "##gpu", &data.gpu_graph, top, "", [graph_w, graph_h], points);
-                graphs = true;
-            }
-            if opts.timeline {
-                let tl = &data.timeline;
-                line(&mut |t| tl.write_cpu(t));
-                line(&mut |t| tl.write_display(t));
-                if tl.displayed + tl.dropped > 0 {
-                    line(&mut |t| tl.write_dropped(t));
-                }
-                line(&mut |t| tl.write_hitch(t));
-            }
-            if opts.counts {
-                line(&mut |t| {
-                    let _ = if opts.gpu_span {
-                        // GL: no submissions or command buffers, only the draws the shim saw.
-                        write!(t, "Draws {}", data.draws)
-                    } else if data.commands_counted {
-                        write!(
-                            t,
-                            "Submits {}  Draws {}  Dispatches {}",
-                            data.submits, data.draws, data.dispatches
-                        )
-                    } else {
-                        // Vulkan counts draws only with `command_counts` (each is then intercepted).
-                        write!(t, "Submits {}  Passes {}", data.submits, data.render_passes)
-                    };
-                });
-            }
-            if opts.device && !data.device.is_empty() {
-                line(&mut |t| t.push_str(&data.device));
-                if !data.driver.is_empty() {
-                    line(&mut |t| t.push_str(&data.driver));
-                }
-            }
-            if opts.swapchain && data.has_swapchain_line() {
-                line(&mut |t| data.swapchain_text(t));
-            }
-            for r in &data.device_rows {
-                line(&mut |t| t.push_str(r));
-            }
-            for c in data.counters.iter().chain(&data.driver_counters) {
-                line(&mut |t| c.write(t));
-            }
-            if opts.regions > 0 && !data.regions.is_empty() {
-                line(&mut |t| t.push_str("Top regions (GPU ms)"));
-                for (name, ms) in &data.regions {
-                    line(&mut |t| {
-                        let _ = write!(t, "{ms:7.3}  {name}");
-                    });
-                }
-            }
-            if opts.draws > 0 && !data.top_draws.is_empty() {
-                line(&mut |t| t.push_str("Top draws (GPU ms when timed)"));
-                for (name, ms) in &data.top_draws {
-                    line(&mut |t| {
-                        let _ = write!(t, "{ms:7.3}  {name}");
-                    });
-                }
-            }
-            if rows.get() > fit.rows {
+            graphs = head_rows(&mut w, data, opts, fit.graphs, [graph_w, graph_h], points);
+            tail_rows(&mut w, data, opts);
+            if w.rows > fit.rows {
                 ui.text("...");
             }
+            (rows, cut) = (w.rows, w.cut);
             size = ui.window_size();
         });
-    let draw_data = s.ctx.render();
+    copy_draw_lists(s.ctx.render(), out);
+    // Whole pixels only: each one is then fully covered by the window's background, so an
+    // opaque HUD has no half-transparent edge and can be composited with a copy.
+    out.size = [
+        (size[0].floor() as u32).min(canvas[0]),
+        (size[1].floor() as u32).min(canvas[1]),
+    ];
+    Laid { rows, graphs, cut }
+}
+
+/// Writes the HUD's text rows, counting them, and cutting a row to the width and the rows to
+/// the fit.
+struct RowWriter<'u> {
+    ui: &'u imgui::Ui,
+    text: &'u mut String,
+    rows: usize,
+    max_rows: usize,
+    /// Characters a row may take.
+    chars: usize,
+    /// A row was cut down to the width (its padding or its end).
+    cut: bool,
+}
+
+impl RowWriter<'_> {
+    fn line(&mut self, f: impl FnOnce(&mut String)) {
+        self.rows += 1;
+        if self.rows > self.max_rows {
+            return;
+        }
+        let text = &mut *self.text;
+        text.clear();
+        f(text);
+        if text.chars().count() > self.chars {
+            // First the columns' padding goes (`FPS   60.0` reads `FPS 60.0`), then the row's
+            // end.
+            let mut space = false;
+            text.retain(|c| {
+                let again = space && c == ' ';
+                space = c == ' ';
+                !again
+            });
+            self.cut = true;
+        }
+        if text.chars().count() > self.chars {
+            let keep = text
+                .char_indices()
+                .nth(self.chars.saturating_sub(3))
+                .map_or(text.len(), |(i, _)| i);
+            text.truncate(keep);
+            text.push_str("...");
+        }
+        self.ui.text(&*text);
+    }
+}
+
+/// The FPS, frame time and GPU rows with their graphs; whether a graph was drawn.
+fn head_rows(
+    w: &mut RowWriter<'_>,
+    data: &HudData,
+    opts: &HudOptions,
+    fit_graphs: bool,
+    graph_size: [f32; 2],
+    points: &mut Vec<imgui::sys::ImVec2>,
+) -> bool {
+    let mut graphs = false;
+    if opts.fps {
+        w.line(|t| {
+            match data.fps {
+                Some(v) => {
+                    let _ = write!(t, "FPS        {v:8.1}");
+                }
+                None => t.push_str("FPS             -"),
+            }
+            if data.fps_limit > 0 {
+                let _ = write!(t, "  limit {}", data.fps_limit);
+            }
+        });
+    }
+    // A graph's scale goes at the end of the row above it, never over the graph, where the
+    // trace ran through its text.
+    let frame_graph =
+        (fit_graphs && opts.frame_graph && !data.frame_graph.is_empty()).then(|| graph_scale(&data.frame_graph, 1.0));
+    if opts.frame_time {
+        w.line(|t| {
+            match data.frame_ms {
+                Some(v) => {
+                    let _ = write!(t, "Frame      {v:8.2} ms");
+                }
+                None => t.push_str("Frame           - ms"),
+            }
+            if let Some((_, scale)) = &frame_graph {
+                let _ = write!(t, "  {scale}");
+            }
+        });
+    }
+    if let Some((top, _)) = frame_graph {
+        draw_graph(w.ui, "##frame", &data.frame_graph, top, "", graph_size, points);
+        graphs = true;
+    }
+    let gpu_graph =
+        (fit_graphs && opts.gpu_graph && !data.gpu_graph.is_empty()).then(|| graph_scale(&data.gpu_graph, 0.1));
+    if opts.gpu {
+        let name = if opts.gpu_span { "GPU span" } else { "GPU busy" };
+        w.line(|t| {
+            match data.gpu_ms {
+                Some(v) => {
+                    let _ = write!(t, "{name}   {v:8.2} ms");
+                }
+                None => {
+                    let _ = write!(t, "{name}        - ms");
+                }
+            }
+            if let Some((_, scale)) = &gpu_graph {
+                let _ = write!(t, "  {scale}");
+            }
+        });
+    }
+    if let Some((top, _)) = gpu_graph {
+        draw_graph(w.ui, "##gpu", &data.gpu_graph, top, "", graph_size, points);
+        graphs = true;
+    }
+    graphs
+}
+
+/// The rows under the graphs: the frame timeline, counts, device, swapchain, counters and the
+/// top tables.
+fn tail_rows(w: &mut RowWriter<'_>, data: &HudData, opts: &HudOptions) {
+    if opts.timeline {
+        let tl = &data.timeline;
+        w.line(|t| tl.write_cpu(t));
+        w.line(|t| tl.write_display(t));
+        if tl.displayed + tl.dropped > 0 {
+            w.line(|t| tl.write_dropped(t));
+        }
+        w.line(|t| tl.write_hitch(t));
+    }
+    if opts.counts {
+        w.line(|t| {
+            let _ = if opts.gpu_span {
+                // GL: no submissions or command buffers, only the draws the shim saw.
+                write!(t, "Draws {}", data.draws)
+            } else if data.commands_counted {
+                write!(
+                    t,
+                    "Submits {}  Draws {}  Dispatches {}",
+                    data.submits, data.draws, data.dispatches
+                )
+            } else {
+                // Vulkan counts draws only with `command_counts` (each is then intercepted).
+                write!(t, "Submits {}  Passes {}", data.submits, data.render_passes)
+            };
+        });
+    }
+    if opts.device && !data.device.is_empty() {
+        w.line(|t| t.push_str(&data.device));
+        if !data.driver.is_empty() {
+            w.line(|t| t.push_str(&data.driver));
+        }
+    }
+    if opts.swapchain && data.has_swapchain_line() {
+        w.line(|t| data.swapchain_text(t));
+    }
+    for r in &data.device_rows {
+        w.line(|t| t.push_str(r));
+    }
+    for c in data.counters.iter().chain(&data.driver_counters) {
+        w.line(|t| c.write(t));
+    }
+    if opts.regions > 0 && !data.regions.is_empty() {
+        w.line(|t| t.push_str("Top regions (GPU ms)"));
+        for (name, ms) in &data.regions {
+            w.line(|t| {
+                let _ = write!(t, "{ms:7.3}  {name}");
+            });
+        }
+    }
+    if opts.draws > 0 && !data.top_draws.is_empty() {
+        w.line(|t| t.push_str("Top draws (GPU ms when timed)"));
+        for (name, ms) in &data.top_draws {
+            w.line(|t| {
+                let _ = write!(t, "{ms:7.3}  {name}");
+            });
+        }
+    }
+}
+
+/// Copies ImGui's draw lists into `out`'s plain vertex, index and command lists.
+fn copy_draw_lists(draw_data: &imgui::DrawData, out: &mut DrawOutput) {
     out.vertices.clear();
     out.indices.clear();
     out.cmds.clear();
@@ -565,17 +618,6 @@ fn frame(s: &mut Shared, data: &HudData, opts: &HudOptions, canvas: [u32; 2], fi
                 });
             }
         }
-    }
-    // Whole pixels only: each one is then fully covered by the window's background, so an
-    // opaque HUD has no half-transparent edge and can be composited with a copy.
-    out.size = [
-        (size[0].floor() as u32).min(canvas[0]),
-        (size[1].floor() as u32).min(canvas[1]),
-    ];
-    Laid {
-        rows: rows.get(),
-        graphs,
-        cut: cut.get(),
     }
 }
 
