@@ -186,6 +186,15 @@ struct Reader<'n> {
     stats: Stats,
 }
 
+/// What a reader has seen so far of its dump.
+#[derive(Default)]
+struct Seen {
+    header: bool,
+    /// The header says draws and dispatches were not counted.
+    uncounted: bool,
+    last_frame: Option<u64>,
+}
+
 impl<'n> Reader<'n> {
     fn new(name: &'n str) -> Self {
         Reader {
@@ -201,6 +210,64 @@ impl<'n> Reader<'n> {
         }
     }
 
+    fn header_line(
+        &mut self,
+        text: &[u8],
+        n: u64,
+        seen: &mut Seen,
+        emit: &mut dyn FnMut(Event) -> Result<(), String>,
+    ) -> Result<(), String> {
+        let h = serde_json::from_slice::<Header>(text)
+            .map_err(|e| format!("{}:{n}: unreadable header: {e}", self.name))?;
+        seen.header = true;
+        seen.uncounted = h.command_counts == Some(false);
+        if let Some(s) = h.schema.as_deref().filter(|&s| s != framescope_core::SCHEMA_ID) {
+            eprintln!(
+                "framescope export: {}:{n}: schema is {}; this framescope reads {}",
+                self.name,
+                escape(s),
+                framescope_core::SCHEMA_ID
+            );
+        }
+        emit(Event::Header(&h))
+    }
+
+    fn frame_line(
+        &mut self,
+        text: &[u8],
+        n: u64,
+        seen: &mut Seen,
+        emit: &mut dyn FnMut(Event) -> Result<(), String>,
+    ) -> Result<(), String> {
+        let mut f = match serde_json::from_slice::<Frame>(text) {
+            Ok(f) => f,
+            Err(e) => {
+                self.warn(n, &format!("unreadable frame record ({e})"));
+                return Ok(());
+            }
+        };
+        if seen.last_frame.is_some_and(|prev| f.frame <= prev) {
+            self.warn(n, "frame index not after the previous frame's");
+            return Ok(());
+        }
+        if !seen.header {
+            eprintln!(
+                "framescope export: {}:{n}: frame record before any header; exporting without one",
+                self.name
+            );
+            seen.header = true;
+            emit(Event::Header(&Header::default()))?;
+        }
+        seen.last_frame = Some(f.frame);
+        self.stats.frames += 1;
+        if seen.uncounted {
+            // Zeros there mean "not counted": exported as unknown, not as none.
+            f.draws = None;
+            f.dispatches = None;
+        }
+        emit(Event::Frame(&f))
+    }
+
     fn run(
         &mut self,
         input: impl io::Read,
@@ -208,9 +275,7 @@ impl<'n> Reader<'n> {
         emit: &mut dyn FnMut(Event) -> Result<(), String>,
     ) -> Result<Stats, String> {
         let mut lines = Lines::new(input, give_up);
-        let mut header_seen = false;
-        let mut uncounted = false;
-        let mut last_frame: Option<u64> = None;
+        let mut seen = Seen::default();
         // A line that did not parse is reported once the next one is read: the last line of
         // a dump cut short by a kill is only a truncated record, which readers ignore.
         let mut unparsed: Option<u64> = None;
@@ -249,61 +314,18 @@ impl<'n> Reader<'n> {
                 continue;
             };
             match kind.kind.as_deref() {
-                Some("header") if header_seen => self.warn(n, "a second header"),
-                Some("header") => match serde_json::from_slice::<Header>(text) {
-                    Ok(h) => {
-                        header_seen = true;
-                        uncounted = h.command_counts == Some(false);
-                        if let Some(s) = h.schema.as_deref().filter(|&s| s != framescope_core::SCHEMA_ID) {
-                            eprintln!(
-                                "framescope export: {}:{n}: schema is {}; this framescope reads {}",
-                                self.name,
-                                escape(s),
-                                framescope_core::SCHEMA_ID
-                            );
-                        }
-                        emit(Event::Header(&h))?;
-                    }
-                    Err(e) => return Err(format!("{}:{n}: unreadable header: {e}", self.name)),
-                },
-                Some("frame") => 'frame: {
-                    let mut f = match serde_json::from_slice::<Frame>(text) {
-                        Ok(f) => f,
-                        Err(e) => {
-                            self.warn(n, &format!("unreadable frame record ({e})"));
-                            break 'frame;
-                        }
-                    };
-                    if last_frame.is_some_and(|prev| f.frame <= prev) {
-                        self.warn(n, "frame index not after the previous frame's");
-                        break 'frame;
-                    }
-                    if !header_seen {
-                        eprintln!(
-                            "framescope export: {}:{n}: frame record before any header; exporting without one",
-                            self.name
-                        );
-                        header_seen = true;
-                        emit(Event::Header(&Header::default()))?;
-                    }
-                    last_frame = Some(f.frame);
-                    self.stats.frames += 1;
-                    if uncounted {
-                        // Zeros there mean "not counted": exported as unknown, not as none.
-                        f.draws = None;
-                        f.dispatches = None;
-                    }
-                    emit(Event::Frame(&f))?;
-                }
+                Some("header") if seen.header => self.warn(n, "a second header"),
+                Some("header") => self.header_line(text, n, &mut seen, emit)?,
+                Some("frame") => self.frame_line(text, n, &mut seen, emit)?,
                 // The formats have no place for a fault; `report` shows it.
                 Some("summary" | "fault") => {}
                 // Before the header a mark has no track to go on; the writer never puts one
                 // there.
-                Some("mark") if header_seen => match serde_json::from_slice::<Mark>(text) {
+                Some("mark") if seen.header => match serde_json::from_slice::<Mark>(text) {
                     Ok(m) => emit(Event::Mark(&m))?,
                     Err(e) => self.warn(n, &format!("unreadable mark record ({e})")),
                 },
-                Some("series") if header_seen => match serde_json::from_slice::<Series>(text) {
+                Some("series") if seen.header => match serde_json::from_slice::<Series>(text) {
                     Ok(x) => emit(Event::Series(&x))?,
                     Err(e) => self.warn(n, &format!("unreadable series record ({e})")),
                 },
@@ -311,7 +333,7 @@ impl<'n> Reader<'n> {
             }
             lines.since_record = 0;
         }
-        if !header_seen {
+        if !seen.header {
             return Err(format!(
                 "'{}' is not a framescope dump (no header, no frame records)",
                 self.name
