@@ -401,9 +401,9 @@ fn find_current(st: &mut State, ws: WinSys, key: usize) -> usize {
     i
 }
 
-/// Before the real swap: ends the open frame of the current context. `None` when no measured
-/// context is current.
-pub fn before_swap(ws: WinSys) -> Option<Closed> {
+/// Before the real swap of X window `window` (0: not a window we can watch): ends the open
+/// frame of the current context. `None` when no measured context is current.
+pub fn before_swap(ws: WinSys, window: u32) -> Option<Closed> {
     guard::maybe_panic("gl_swap");
     let key = winsys::current_context(ws);
     if key == 0 {
@@ -413,7 +413,7 @@ pub fn before_swap(ws: WinSys) -> Option<Closed> {
         draws: draws::take(),
         ..FrameCounts::default()
     };
-    let (frame, gl) = close_frame(ws, key, counts)?;
+    let (frame, gl) = close_frame(ws, key, counts, window)?;
     Some(Closed {
         token: SwapToken { ws, key },
         frame,
@@ -423,7 +423,7 @@ pub fn before_swap(ws: WinSys) -> Option<Closed> {
 
 /// Closes the open frame of context `key`; its index and the context's entry points, or `None`
 /// for a context not measured.
-fn close_frame(ws: WinSys, key: usize, counts: FrameCounts) -> Option<(u64, Arc<GlFns>)> {
+fn close_frame(ws: WinSys, key: usize, counts: FrameCounts, window: u32) -> Option<(u64, Arc<GlFns>)> {
     let mut guard = STATE.lock();
     let st = &mut *guard;
     let i = find_current(st, ws, key);
@@ -460,7 +460,9 @@ fn close_frame(ws: WinSys, key: usize, counts: FrameCounts) -> Option<(u64, Arc<
     };
     record.cpu.waits = framescope_core::waits::take();
     record.cpu.creation = framescope_core::creation::take();
-    Some((session.close(record), gl))
+    let frame = session.close(record);
+    crate::display_x11::presented(session.display(), window, frame, now);
+    Some((frame, gl))
 }
 
 /// Refreshes the HUD's numbers from the frames emitted so far.

@@ -2,31 +2,34 @@
 //!
 //! The X server sends one `PresentCompleteNotify` (kind `Pixmap`) per `PresentPixmap` to every
 //! client that selected `CompleteNotify` on the window: `Copy`/`Flip` when it reached the
-//! screen, `Skip` when a later present for the same refresh replaced it (sent, with ust 0,
-//! when the later request is processed). Per window they come in serial order. The serial is
-//! the presenter's own number: Mesa's GLX (DRI3) and Vulkan WSI count 1 per present per
-//! drawable/swapchain, the test app uses its frame number. framescope cannot read it at the
-//! present, so the rule is:
+//! screen, `Skip` when a later present for the same refresh replaced it. The serial is the
+//! presenter's own number: Mesa's GLX (DRI3) and Vulkan WSI count 1 per present per
+//! drawable/swapchain, the test app uses its frame number. Events do not come in serial order
+//! (measured on Xvfb 21.1: `Skip`s of a burst of presents arrive shuffled), and framescope
+//! cannot read the serial at the present, so the rule is:
 //!
 //! * Only presents noted after the watcher's subscription took effect are candidates (the
 //!   watcher drops older notes): a present requested later surely produces an event for us.
-//! * **Anchor**: with no match yet (or after a step that does not fit), a displayed event
+//!   The window's notes are numbered in present order (`seq`).
+//! * **Anchor**: with no match yet (or after a mapping that does not fit), a displayed event
 //!   (`Copy`/`Flip`) belongs to the newest pending note requested before it was shown
-//!   (`t_ns ≤ shown`). With the next-refresh `Copy` that Xorg and Xvfb do, a refresh shows the
-//!   newest present requested before it (older ones for that refresh were skipped), so this
-//!   is exact; with a deeper queue (a FIFO swapchain queueing several refreshes ahead) the
-//!   anchor can be late by the queue's depth until a plausibility check below fails. `Skip`
-//!   events cannot anchor (no time): they are stepped over until the first displayed one.
-//! * **Step**: once anchored, an event with serial `s` after serial `p` belongs to the
-//!   `(s − p)`-th pending note (u32 wrapping arithmetic, so the serial's wrap at 2³² is a step
-//!   like any other); the notes stepped over produced no event we saw and get no report
-//!   (`no_report`). A step of 0 or past the pending notes (a new presenter: a swapchain
-//!   recreated, another client) re-anchors.
-//! * **Plausibility**: a displayed event matched to a note requested more than a refresh
-//!   (or [`SLACK_NS`] before the refresh is known) after it was shown is impossible (a present
-//!   is shown after it is requested; the slack covers servers that report an immediate
-//!   execution with the previous refresh's ust): the match is dropped and the event
-//!   re-anchors.
+//!   (`t_ns ≤ shown`). That is exact when the present was processed by the server before the
+//!   refresh that followed its call: an app paced by its presents (vsync) and a next-refresh
+//!   `Copy` (Xorg, Xvfb) are. With a deeper queue (a FIFO swapchain queueing refreshes ahead, or
+//!   a server lagging behind the app's requests) the anchor is late by the queue's depth; the
+//!   plausibility check below catches part of that. `Skip` events cannot anchor (no time).
+//! * **Serial offset**: once anchored on (seq, serial), an event with serial `s` belongs to the
+//!   note `seq + (s − serial)`, the difference taken as a signed 32-bit wrap-around step, so
+//!   out-of-order events and the serial's wrap at 2³² map the same way. Notes no event maps
+//!   to stay pending (their event may still come) until they expire, then their frames go out
+//!   `no_report`. An event that maps past the newest note, or more than [`MAX_PENDING`] notes
+//!   before the last match (a new presenter: a swapchain recreated, another client),
+//!   re-anchors; one that maps to a recent note already matched or expired (a present from
+//!   before the subscription) is ignored.
+//! * **Plausibility**: a displayed event mapped to a note requested more than a refresh (or
+//!   [`SLACK_NS`] before the refresh is known) after it was shown is impossible (a present is
+//!   shown after it is requested; the slack covers servers that report an immediate execution
+//!   with the previous refresh's ust): the event re-anchors.
 //!
 //! Pending notes are bounded ([`MAX_PENDING`], and [`STALE_NS`] old at most): a presenter
 //! whose events never come (Mesa's software drivers on Xvfb put images with `PutImage`) must
@@ -72,6 +75,8 @@ pub struct Completion {
 
 #[derive(Clone, Copy, Debug)]
 struct Pending {
+    /// The window's present number since the subscription.
+    seq: u64,
     frame: u64,
     t_ns: u64,
 }
@@ -80,8 +85,8 @@ struct Pending {
 #[derive(Default)]
 pub struct Matcher {
     pending: VecDeque<Pending>,
-    /// The serial of the last matched event; `None`: not anchored.
-    last_serial: Option<u32>,
+    /// The last match's (seq, serial); `None`: not anchored.
+    anchor: Option<(u64, u32)>,
     /// The last displayed event's (ust ns, msc), for the refresh estimate.
     last_shown: Option<(u64, u64)>,
     refresh_ns: Option<u64>,
@@ -99,7 +104,8 @@ impl Matcher {
         while self.pending.len() >= MAX_PENDING {
             self.pending.pop_front();
         }
-        self.pending.push_back(Pending { frame, t_ns });
+        let seq = self.notes - 1;
+        self.pending.push_back(Pending { seq, frame, t_ns });
     }
 
     /// Drops notes no report could still be joined to.
@@ -147,19 +153,30 @@ impl Matcher {
             }
             self.last_shown = Some((s, c.msc));
         }
-        let stepped = self.last_serial.and_then(|p| {
-            let step = c.serial.wrapping_sub(p) as usize;
-            (step >= 1 && step <= self.pending.len())
-                .then(|| step - 1)
-                .filter(|&i| self.plausible(i, shown_ns))
-        });
-        let Some(i) = stepped.or_else(|| self.anchor(shown_ns?)) else {
-            self.last_serial = None;
-            return None;
+        let mapped = self
+            .anchor
+            .map(|(seq, serial)| seq as i64 + i64::from(c.serial.wrapping_sub(serial) as i32));
+        let at = mapped.and_then(|q| self.pending.iter().position(|p| p.seq as i64 == q));
+        let i = match at.filter(|&i| self.plausible(i, shown_ns)) {
+            Some(i) => i,
+            None => {
+                let newest = self.pending.back().map_or(-1, |p| p.seq as i64);
+                let recent = self.anchor.map_or(0, |(seq, _)| seq as i64 - MAX_PENDING as i64);
+                if at.is_none() && mapped.is_some_and(|q| q <= newest && q >= recent) {
+                    // A note already matched or expired, or from before the subscription.
+                    return None;
+                }
+                match shown_ns.and_then(|s| self.anchor_at(s)) {
+                    Some(i) => i,
+                    None => {
+                        self.anchor = None;
+                        return None;
+                    }
+                }
+            }
         };
-        self.pending.drain(..i);
-        let p = self.pending.pop_front()?;
-        self.last_serial = Some(c.serial);
+        let p = self.pending.remove(i)?;
+        self.anchor = Some((p.seq, c.serial));
         Some(DisplayReport {
             frame: p.frame,
             source: DisplaySource::X11Present,
@@ -183,7 +200,7 @@ impl Matcher {
     }
 
     /// The newest pending note requested before `shown_ns`.
-    fn anchor(&self, shown_ns: u64) -> Option<usize> {
+    fn anchor_at(&self, shown_ns: u64) -> Option<usize> {
         let n = self.pending.partition_point(|p| p.t_ns <= shown_ns);
         n.checked_sub(1)
     }
@@ -227,8 +244,9 @@ mod tests {
     }
 
     /// Events of presents queued before the subscription (shown before any noted present was
-    /// requested) match nothing; skips before the first displayed event are stepped over, and
-    /// the anchor picks the newest present requested before the refresh.
+    /// requested) match nothing; skips before the first displayed event cannot anchor; the
+    /// anchor picks the newest present requested before the refresh, and from there serials
+    /// map by offset.
     #[test]
     fn the_anchor_ignores_older_presents_and_takes_the_newest_before_the_refresh() {
         let mut m = Matcher::default();
@@ -237,60 +255,88 @@ mod tests {
         m.note(11, 25 * MS);
         assert_eq!(m.complete(ev(6, 0, 0, Mode::Skip)), None, "a skip cannot anchor");
         m.note(12, 30 * MS);
-        assert_eq!(m.complete(ev(7, 0, 0, Mode::Skip)), None);
         let r = m.complete(ev(8, 33, 2, Mode::Flip)).unwrap();
         assert_eq!(
             (r.frame, r.shown_ns, r.mode),
             (12, Some(33 * MS), PresentationMode::Flip)
         );
-        // From here by serial step: frame 13 skipped, 14 shown.
+        // Serial 7 (frame 11) comes late, after the anchor: mapped by offset all the same.
+        let late = m.complete(ev(7, 0, 0, Mode::Skip)).unwrap();
+        assert_eq!((late.frame, late.shown_ns), (11, None));
         m.note(13, 40 * MS);
         m.note(14, 45 * MS);
-        let skip = m.complete(ev(9, 0, 0, Mode::Skip)).unwrap();
-        assert_eq!((skip.frame, skip.shown_ns), (13, None));
         let shown = m.complete(ev(10, 50, 3, Mode::Copy)).unwrap();
         assert_eq!((shown.frame, shown.shown_ns), (14, Some(50 * MS)));
+        let skip = m.complete(ev(9, 0, 0, Mode::Skip)).unwrap();
+        assert_eq!((skip.frame, skip.shown_ns), (13, None));
+        assert_eq!(m.complete(ev(9, 0, 0, Mode::Skip)), None, "a note is matched once");
     }
 
-    /// A present that produced no event is stepped over by the serial; the serial's wrap is a
-    /// step like any other.
+    /// Skips arrive shuffled (as Xvfb sends a burst's): each maps to its own frame.
     #[test]
-    fn serial_steps_skip_silent_presents_and_wrap() {
+    fn shuffled_events_map_by_serial_offset() {
+        let mut m = Matcher::default();
+        m.note(100, 0);
+        assert_eq!(m.complete(ev(40, 1, 1, Mode::Copy)).unwrap().frame, 100);
+        for f in 101..108 {
+            m.note(f, (f - 100) * MS);
+        }
+        let mut got = Vec::new();
+        for serial in [43, 41, 46, 42, 44, 45] {
+            got.push(m.complete(ev(serial, 0, 0, Mode::Skip)).unwrap().frame);
+        }
+        assert_eq!(got, [103, 101, 106, 102, 104, 105]);
+        assert_eq!(m.complete(ev(47, 17, 2, Mode::Copy)).unwrap().frame, 107);
+    }
+
+    /// A present that produced no event stays pending; the serial's wrap maps like any step.
+    #[test]
+    fn serials_map_across_silent_presents_and_the_wrap() {
         let mut m = Matcher::default();
         for f in 0..4 {
             m.note(f, f * 16 * MS);
         }
         let a = m.complete(ev(u32::MAX - 1, 1, 1, Mode::Copy)).unwrap();
         assert_eq!(a.frame, 0);
-        // Serial MAX (frame 1) never came; 0 is frame 2 after the wrap.
+        // Serial MAX (frame 1) has not come; 0 is frame 2 after the wrap.
         let b = m.complete(ev(0, 40, 3, Mode::Copy)).unwrap();
         assert_eq!(b.frame, 2);
         let c = m.complete(ev(1, 57, 4, Mode::Copy)).unwrap();
         assert_eq!(c.frame, 3);
+        assert_eq!(m.pending.len(), 1, "frame 1 waits for its event until it expires");
+        m.expire(STALE_NS + 17 * MS);
+        assert!(m.pending.is_empty());
     }
 
-    /// A new presenter restarts its serials: the step does not fit and the event re-anchors.
+    /// A new presenter numbers from elsewhere: its first event maps past the newest note and
+    /// re-anchors.
     #[test]
-    fn a_step_that_does_not_fit_reanchors() {
+    fn a_serial_past_the_newest_note_reanchors() {
         let mut m = Matcher::default();
         m.note(0, 0);
         assert_eq!(m.complete(ev(500, 10, 1, Mode::Copy)).unwrap().frame, 0);
         m.note(1, 20 * MS);
         m.note(2, 25 * MS);
-        let r = m.complete(ev(1, 33, 2, Mode::Copy)).unwrap();
+        let r = m.complete(ev(900, 33, 2, Mode::Copy)).unwrap();
         assert_eq!(r.frame, 2, "the newest present before the refresh");
+        // A presenter restarting from 1 maps far before the last match: re-anchors too.
+        m.note(3, 40 * MS);
+        let r = m.complete(ev(1, 50, 3, Mode::Copy)).unwrap();
+        assert_eq!(r.frame, 3);
+        m.note(4, 60 * MS);
+        assert_eq!(m.complete(ev(2, 67, 4, Mode::Copy)).unwrap().frame, 4);
     }
 
-    /// A step landing on a note requested long after the event's refresh is impossible: the
+    /// A mapping onto a note requested long after the event's refresh is impossible: the
     /// event re-anchors to the newest note before it.
     #[test]
-    fn an_implausible_step_reanchors() {
+    fn an_implausible_mapping_reanchors() {
         let mut m = Matcher::default();
         m.note(0, 0);
         assert_eq!(m.complete(ev(1, 1, 1, Mode::Copy)).unwrap().frame, 0);
         m.note(1, 10 * MS);
         m.note(2, 200 * MS);
-        // Serial 3 steps to frame 2 (requested at 200 ms) but was shown at 17 ms.
+        // Serial 3 maps to frame 2 (requested at 200 ms) but was shown at 17 ms.
         let r = m.complete(ev(3, 17, 2, Mode::Copy)).unwrap();
         assert_eq!(r.frame, 1);
     }
