@@ -3,10 +3,11 @@
 //! hears of, so the GL test app's `--present-pixmap` also presents every frame with
 //! `PresentPixmap` (serial = frame number), paced by the refresh, and prints every completion
 //! its own connection received: framescope's watcher, on a connection of its own, must give
-//! each frame exactly that completion's time. Without the mode the source must say the window
-//! is software-presented.
+//! each frame exactly that completion's time. Without the mode, and for the Vulkan test app
+//! (lavapipe's WSI on Xvfb puts images too), the source must say the window is
+//! software-presented.
 
-use framescope_tests::{dump, Artifacts, Sandbox, Xvfb};
+use framescope_tests::{dump, validation, Artifacts, Sandbox, Xvfb};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::time::Duration;
@@ -27,8 +28,17 @@ fn u(f: &Value, k: &str) -> u64 {
         .unwrap_or_else(|| panic!("frame {} has no {k}: {f}", f["frame"]))
 }
 
-/// The app's own completions: serial (its frame number) → (ust µs, mode).
-fn app_completions(out: &framescope_tests::Outcome) -> HashMap<u64, (u64, u64)> {
+/// One `PresentCompleteNotify` as the app received it.
+#[derive(Clone, Copy, Debug)]
+struct Known {
+    ust_us: u64,
+    msc: u64,
+    /// 0 copy, 1 flip, 2 skip, 3 suboptimal copy.
+    mode: u64,
+}
+
+/// The app's own completions, by serial (its frame number).
+fn app_completions(out: &framescope_tests::Outcome) -> HashMap<u64, Known> {
     let line = out.lines_with("glapp-result ");
     assert_eq!(line.len(), 1, "{}", out.describe());
     let r: Value = serde_json::from_str(&line[0]["glapp-result ".len()..]).expect("glapp-result is JSON");
@@ -38,7 +48,14 @@ fn app_completions(out: &framescope_tests::Outcome) -> HashMap<u64, (u64, u64)> 
         .iter()
         .map(|c| {
             let n = |i: usize| c[i].as_u64().expect("a number");
-            (n(0), (n(1), n(2)))
+            (
+                n(0),
+                Known {
+                    ust_us: n(1),
+                    msc: n(2),
+                    mode: n(3),
+                },
+            )
         })
         .collect()
 }
@@ -64,7 +81,7 @@ fn x11_present_gives_each_frame_its_completion_time() {
         out.describe()
     );
     assert!(
-        known.values().all(|&(_, mode)| mode == 0),
+        known.values().all(|k| k.mode == 0),
         "paced presents are all copies: {known:?}"
     );
     let d = dump::read(&path);
@@ -77,32 +94,37 @@ fn x11_present_gives_each_frame_its_completion_time() {
         .position(|f| f["display"] == "displayed")
         .unwrap_or_else(|| panic!("no frame displayed: {}", out.describe()));
     assert!(first <= 5, "frame {first} is the first displayed");
+    let mut one_refresh = Vec::new();
     for f in &d.frames[first..] {
         let frame = u(f, "frame");
-        let (ust_us, _) = known[&frame];
+        let k = known[&frame];
         assert_eq!(f["display"], "displayed", "{f}");
         assert_eq!(f["display_source"], "x11_present", "{f}");
         assert_eq!(f["display_mode"], "copy", "{f}");
         assert_eq!(
             u(f, "shown_ns"),
-            ust_us * 1000,
+            k.ust_us * 1000,
             "frame {frame}: the app's own completion"
         );
         let (latency, until) = (u(f, "display_latency_ns"), u(f, "until_displayed_ns"));
         assert!(until > 0 && latency >= until, "{f}");
-        // Paced by the refresh: shown at the refresh after its swap.
-        assert!(until < 3 * REFRESH_NS, "{f}");
+        // On screen until the next frame's completion.
+        if let Some(next) = known.get(&(frame + 1)) {
+            let displayed = u(f, "displayed_time_ns");
+            assert_eq!(displayed, (next.ust_us - k.ust_us) * 1000, "frame {frame}");
+            if next.msc == k.msc + 1 {
+                one_refresh.push(displayed);
+            }
+        }
     }
-    let displayed: Vec<u64> = d.frames[first..]
-        .iter()
-        .filter_map(|f| f["displayed_time_ns"].as_u64())
-        .collect();
+    // A busy machine makes the paced app miss refreshes now and then: the refresh is what
+    // frames shown at consecutive refreshes (msc steps of 1) stayed on screen.
     assert!(
-        displayed.len() >= frames - first - 1,
-        "{} displayed times",
-        displayed.len()
+        one_refresh.len() >= frames / 2,
+        "{} frames at consecutive refreshes",
+        one_refresh.len()
     );
-    let m = median(displayed);
+    let m = median(one_refresh);
     assert!(
         m.abs_diff(REFRESH_NS) <= 1_000_000,
         "median displayed time {:.3} ms, Xvfb's refresh 16.667 ms",
@@ -110,26 +132,33 @@ fn x11_present_gives_each_frame_its_completion_time() {
     );
     let refresh = u(&d.frames[frames - 1], "refresh_ns");
     assert!(
-        refresh.abs_diff(REFRESH_NS) <= 2_000_000,
+        refresh.abs_diff(REFRESH_NS) <= 1_000_000,
         "estimated refresh {refresh} ns"
     );
 }
 
-#[test]
-fn a_window_presented_without_present_is_software_present() {
+/// 2.4 s of frames at 250 fps from `app`, presented without Present: one log line says so and
+/// the frames after the first 1.2 s (the source gives up on the window after 1 s) have no
+/// source, for that reason.
+fn software_present(name: &str, app: &std::path::Path, vulkan: bool) {
     let a = Artifacts::get();
     let x = Xvfb::start();
-    let mut sb = Sandbox::new("display-x11-software");
+    let mut sb = Sandbox::new(name);
     let path = sb.path("dump.jsonl");
-    // 2.4 s of frames at 250 fps: the source gives up on the window after 1 s.
+    if vulkan {
+        sb.with_validation();
+    }
     sb.display(&x)
         .set("FRAMESCOPE_DUMP", path.display().to_string())
         .set("FRAMESCOPE_CONFIG", "fps_limit=250");
-    let app = a.glapp.display().to_string();
+    let app = app.display().to_string();
     let mut args = vec!["--frames", "600"];
     args.extend(WINDOW);
     let out = sb.run_under_framescope(&a, &app, &args, LIMIT);
     assert_eq!(out.code(), Some(0), "{}", out.describe());
+    if vulkan {
+        validation::assert_clean("the test app", &out.combined());
+    }
     let said = out
         .combined()
         .lines()
@@ -145,4 +174,17 @@ fn a_window_presented_without_present_is_software_present() {
         assert_eq!(f["display_none_reason"], "software_present", "{f}");
         assert!(f["shown_ns"].is_null(), "{f}");
     }
+}
+
+/// llvmpipe's GLX on Xvfb swaps with `PutImage`.
+#[test]
+fn a_gl_window_presented_without_present_is_software_present() {
+    software_present("display-x11-software-gl", &Artifacts::get().glapp, false);
+}
+
+/// lavapipe's X11 WSI on Xvfb presents its immediate-mode swapchain with `PutImage`: the
+/// Xlib surface's window is found through the surface and swapchain hooks and watched.
+#[test]
+fn a_vulkan_window_presented_without_present_is_software_present() {
+    software_present("display-x11-software-vk", &Artifacts::get().testapp, true);
 }

@@ -169,6 +169,7 @@ const DRIVER_LANE_TESTS: &[&str] = &[
     "apps32",
     "faults",
     "frame_timeline",
+    "display_x11",
 ];
 
 /// Replaces the README's config key table (between its `config-keys` markers) with the one the

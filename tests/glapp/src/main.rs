@@ -480,8 +480,8 @@ struct Report {
     first_errors: Vec<u32>,
     current_query_nonzero: u32,
     own: Vec<(u32, u64, [u64; 3])>,
-    /// `--present-pixmap`: (serial, ust µs, mode) of each completion the app received.
-    presents: Vec<(u32, u64, u8)>,
+    /// `--present-pixmap`: (serial, ust µs, msc, mode) of each completion the app received.
+    presents: Vec<(u32, u64, u64, u8)>,
     renderer: String,
     version: String,
 }
@@ -848,7 +848,11 @@ fn main() -> ExitCode {
             )
         })
         .collect();
-    let presents: Vec<String> = r.presents.iter().map(|(s, u, m)| format!("[{s},{u},{m}]")).collect();
+    let presents: Vec<String> = r
+        .presents
+        .iter()
+        .map(|(s, u, msc, m)| format!("[{s},{u},{msc},{m}]"))
+        .collect();
     println!(
         "glapp-result {{\"frames\":{},\"width\":{},\"height\":{},\"draws_per_frame\":{draws},\"vertices_per_frame\":{vertices},\"gl_errors\":{},\"first_errors\":{:?},\"current_query_nonzero\":{},\"own_queries\":[{}],\"present_pixmap\":[{}],\"renderer\":{},\"version\":{}}}",
         r.frames,

@@ -10,7 +10,7 @@
 //! connection's `PutImage`s go first) and whole bursts are skipped for each one shown.
 //!
 //! The app selects `CompleteNotify` on its window itself and reports every completion
-//! (serial, ust, mode) in its result line: the known answer a display-time source must match.
+//! (serial, ust, msc, mode) in its result line: the known answer a display-time source must match.
 
 use x11rb::connection::{Connection, RequestConnection as _};
 use x11rb::protocol::present::{self, CompleteKind, ConnectionExt as _, EventMask};
@@ -25,8 +25,8 @@ pub struct Presenter {
     gc: u32,
     width: u16,
     height: u16,
-    /// (serial, ust µs, mode: 0 copy, 1 flip, 2 skip, 3 suboptimal copy) per completion.
-    pub completions: Vec<(u32, u64, u8)>,
+    /// (serial, ust µs, msc, mode: 0 copy, 1 flip, 2 skip, 3 suboptimal copy) per completion.
+    pub completions: Vec<(u32, u64, u64, u8)>,
 }
 
 fn e(what: &str) -> impl Fn(&dyn std::fmt::Display) -> String + '_ {
@@ -90,7 +90,7 @@ impl Presenter {
         while let Some(ev) = self.conn.poll_for_event().map_err(|x| e("event")(&x))? {
             if let Event::PresentCompleteNotify(n) = ev {
                 if n.kind == CompleteKind::PIXMAP && n.window == self.window {
-                    self.completions.push((n.serial, n.ust, u8::from(n.mode)));
+                    self.completions.push((n.serial, n.ust, n.msc, u8::from(n.mode)));
                 }
             }
         }

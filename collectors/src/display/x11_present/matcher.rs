@@ -54,6 +54,9 @@ pub const SLACK_NS: u64 = 40_000_000;
 pub const SOFTWARE_AFTER_NS: u64 = 1_000_000_000;
 pub const SOFTWARE_MIN_NOTES: u64 = 10;
 
+/// The most refreshes the refresh estimate spans.
+const REFRESH_SPAN: u64 = 3600;
+
 /// `PresentCompleteNotify`'s mode.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
@@ -87,8 +90,8 @@ pub struct Matcher {
     pending: VecDeque<Pending>,
     /// The last match's (seq, serial); `None`: not anchored.
     anchor: Option<(u64, u32)>,
-    /// The last displayed event's (ust ns, msc), for the refresh estimate.
-    last_shown: Option<(u64, u64)>,
+    /// A displayed event's (ust ns, msc), the base of the refresh estimate.
+    refresh_base: Option<(u64, u64)>,
     refresh_ns: Option<u64>,
     /// Events and notes seen (for the software-present test).
     events: u64,
@@ -132,8 +135,8 @@ impl Matcher {
         self.events
     }
 
-    /// The refresh period estimated from consecutive displayed events (ust step over msc
-    /// step).
+    /// The refresh period estimated from displayed events (ust step over msc step since a
+    /// base event).
     pub fn refresh_ns(&self) -> Option<u64> {
         self.refresh_ns
     }
@@ -146,12 +149,17 @@ impl Matcher {
             _ => Some(c.ust_us.saturating_mul(1000)),
         };
         if let Some(s) = shown_ns {
-            if let Some((s0, m0)) = self.last_shown {
-                if c.msc > m0 && s > s0 {
+            // Over many refreshes: Xvfb's fake refresh reports the ust its timer fired at,
+            // a millisecond or more late on a busy machine (measured 19 ms for one 16.7 ms
+            // step); the error shrinks with the span. Rebased when the msc goes back (another
+            // CRTC) or after a minute at 60 Hz (a mode change).
+            match self.refresh_base {
+                Some((s0, m0)) if c.msc > m0 && s > s0 && c.msc - m0 <= REFRESH_SPAN => {
                     self.refresh_ns = Some((s - s0) / (c.msc - m0));
                 }
+                Some((_, m0)) if c.msc == m0 => {}
+                _ => self.refresh_base = Some((s, c.msc)),
             }
-            self.last_shown = Some((s, c.msc));
         }
         let mapped = self
             .anchor

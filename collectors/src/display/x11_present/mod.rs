@@ -77,6 +77,11 @@ impl X11Present {
         }
     }
 
+    /// The feed it reports into.
+    pub fn feed(&self) -> &Arc<DisplayFeed> {
+        &self.feed
+    }
+
     /// Whether the source gave up (said why through the feed).
     pub fn off(&self) -> bool {
         self.state.load(Ordering::Acquire) == OFF

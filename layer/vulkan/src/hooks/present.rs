@@ -35,7 +35,8 @@ pub unsafe extern "system" fn queue_present(queue: vk::Queue, info: *const vk::P
         d.stats.presents.fetch_add(1, Ordering::Relaxed);
         framescope_core::guard::maybe_panic("present");
         // SAFETY: the app's present info is valid for this call.
-        let swapchain = unsafe { first_swapchain(info) }.and_then(|s| d.swapchain(s));
+        let first = unsafe { first_swapchain(info) };
+        let swapchain = first.and_then(|s| d.swapchain(s));
         let mut record = FrameRecord {
             end: FrameEnd::Present,
             swapchain,
@@ -44,7 +45,11 @@ pub unsafe extern "system" fn queue_present(queue: vk::Queue, info: *const vk::P
         };
         record.cpu.waits = framescope_core::waits::take();
         record.cpu.creation = framescope_core::creation::take();
-        end_frame(&d, record)
+        let frame = end_frame(&d, record);
+        if let Some(s) = first {
+            crate::display_x11::presented(s, frame, t_ns);
+        }
+        frame
     });
     // A frame boundary on a present adds nothing (the present ends the frame), but when we
     // emulate the extension the layers below must not see its struct.
@@ -246,6 +251,8 @@ pub unsafe extern "system" fn create_swapchain(
                     present_mode: ci.present_mode.as_raw(),
                 },
             );
+            let feed = std::sync::Arc::clone(d.frames.lock().session.display());
+            crate::display_x11::swapchain_created(&feed, handle, ci.surface);
         });
     }
     r
@@ -259,6 +266,9 @@ pub unsafe extern "system" fn destroy_swapchain(
     // SAFETY: `device` is a handle the app (or the loader) passed to this command.
     if let Some(d) = unsafe { device_state::lookup(device.as_raw()) } {
         d.remove_swapchain(swapchain);
+        guarded(&DESTROY_SWAPCHAIN, || {
+            crate::display_x11::swapchain_destroyed(swapchain)
+        });
         // HUD: waits for our own work on it, then frees our objects.
         guarded(&DESTROY_SWAPCHAIN, || {
             crate::hud::swapchain_destroyed(&d, &d.hud, swapchain)
