@@ -20,6 +20,7 @@ mod layers_above;
 mod loader_abi;
 mod perf_counters;
 mod registry;
+mod x11_surface;
 // Features, each with its per-device state, below the wiring.
 mod counters;
 mod counts;
