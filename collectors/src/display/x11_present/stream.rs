@@ -82,3 +82,25 @@ impl TimedStream {
         Ok(n > 0)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use x11rb::rust_connection::RustConnection;
+
+    /// A server that accepts the connection and never answers: the connection setup (a wait
+    /// for the server's reply like any other) fails after the deadline instead of hanging.
+    #[test]
+    fn a_server_that_never_answers_times_out() {
+        let (ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+        let (stream, _) = DefaultStream::from_unix_stream(ours).unwrap();
+        let start = std::time::Instant::now();
+        let r = RustConnection::connect_to_stream(TimedStream(stream), 0);
+        let waited = start.elapsed();
+        let err = r.err().expect("no server answered");
+        assert!(err.to_string().contains("did not answer"), "{err}");
+        let deadline = std::time::Duration::from_millis(TIMEOUT_MS as u64);
+        assert!(waited >= deadline && waited < deadline * 2, "{waited:?}");
+        drop(theirs);
+    }
+}
