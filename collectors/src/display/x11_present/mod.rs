@@ -35,6 +35,10 @@ use x11rb::rust_connection::{DefaultStream, RustConnection};
 /// Without a new present for this long the thread closes its connection and ends.
 pub const IDLE: Duration = Duration::from_secs(5);
 
+/// A window not presented to for this long is forgotten (and its selection undone): apps
+/// that open windows by the thousand (a lifecycle storm) must not grow the watcher.
+const WINDOW_IDLE_NS: u64 = 10_000_000_000;
+
 /// How long the thread sleeps between looks at the notes when no event comes.
 const TICK_MS: i32 = 10;
 
@@ -170,6 +174,9 @@ impl X11Present {
 /// One watched window.
 struct Window {
     id: u32,
+    /// Our `PresentSelectInput` event id.
+    eid: u32,
+    last_note_ns: u64,
     /// When our selection took effect; `None`: it could not be made (not a window).
     since_ns: Option<u64>,
     matcher: Matcher,
@@ -194,9 +201,10 @@ impl Watcher {
                     self.last_note_ns = now_ns;
                     let i = match self.windows.iter().position(|w| w.id == n.window) {
                         Some(i) => i,
-                        None => self.subscribe(n.window, &src.feed),
+                        None => self.subscribe(n.window, &src.feed, now_ns),
                     };
                     let w = &mut self.windows[i];
+                    w.last_note_ns = now_ns;
                     // Presents requested before the selection took effect may produce no
                     // event for us: never candidates (see `matcher`).
                     if w.since_ns.is_some_and(|s| n.t_ns >= s) {
@@ -212,12 +220,23 @@ impl Watcher {
         for w in &mut self.windows {
             w.matcher.expire(now_ns);
         }
+        let conn = &self.conn;
+        self.windows.retain(|w| {
+            let keep = now_ns.saturating_sub(w.last_note_ns) < WINDOW_IDLE_NS;
+            if !keep && w.since_ns.is_some() {
+                // No reply to wait for; a window already destroyed answers with an error
+                // event, which the event loop skips.
+                let _ = conn.present_select_input(w.eid, w.id, EventMask::NO_EVENT);
+            }
+            keep
+        });
     }
 
     /// Selects `CompleteNotify` on `window`; its index in `windows`.
-    fn subscribe(&mut self, window: u32, feed: &DisplayFeed) -> usize {
+    fn subscribe(&mut self, window: u32, feed: &DisplayFeed, now_ns: u64) -> usize {
+        let mut eid = 0;
         let selected = (|| -> Result<(), String> {
-            let eid = self.conn.generate_id().map_err(|e| e.to_string())?;
+            eid = self.conn.generate_id().map_err(|e| e.to_string())?;
             self.conn
                 .present_select_input(eid, window, EventMask::COMPLETE_NOTIFY)
                 .map_err(|e| e.to_string())?
@@ -231,12 +250,17 @@ impl Watcher {
                 Some(framescope_core::clock::monotonic_now_ns())
             }
             Err(e) => {
-                log::info(format_args!("X11 Present: cannot watch window {window:#x}: {e}"));
+                // Debug only: the window was destroyed before we got to it (apps that open
+                // windows by the hundred), or the drawable is no window (a GLXWindow's XID):
+                // its frames say `none_found`.
+                log::debug(format_args!("X11 Present: cannot watch window {window:#x}: {e}"));
                 None
             }
         };
         self.windows.push(Window {
             id: window,
+            eid,
+            last_note_ns: now_ns,
             since_ns,
             matcher: Matcher::default(),
         });
