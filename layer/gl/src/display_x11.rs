@@ -3,8 +3,9 @@
 //!
 //! Only a swap's drawable that is an X `Window` (`glXSwapBuffers` on the window the app
 //! created the context for, as glxgears and SDL do) can be watched; a `GLXWindow`'s XID is
-//! not a window for the Present extension, so the source logs once that it cannot watch it
-//! and its frames stay `no_source`. EGL swaps name an `EGLSurface`, not a window: not watched.
+//! not a window for the Present extension (`glXCreateWindow` is not hooked to map it back), so
+//! the source cannot watch it (a debug line) and its frames stay `no_source` (`none_found`).
+//! EGL swaps name an `EGLSurface`, not a window: not watched either.
 
 use framescope_collectors::display::x11_present::X11Present;
 use framescope_core::display::DisplayFeed;
@@ -13,13 +14,15 @@ use std::sync::{Arc, OnceLock};
 /// The process's source (one frame session per process in the GL shim).
 static SOURCE: OnceLock<Arc<X11Present>> = OnceLock::new();
 
+/// Gives the source the process's display feed (once; an `Arc` allocated at the first swap).
+pub fn attach(feed: &Arc<DisplayFeed>) {
+    SOURCE.get_or_init(|| X11Present::new(Arc::clone(feed)));
+}
+
 /// Frame `frame`, closed at `t_ns`, goes to X window `window` (0: none). A few atomic
-/// operations (the source's note ring); the first call allocates the source.
-pub fn presented(feed: &Arc<DisplayFeed>, window: u32, frame: u64, t_ns: u64) {
-    if window == 0 {
-        return;
+/// operations (the source's note ring); the first call starts the source's thread.
+pub fn presented(window: u32, frame: u64, t_ns: u64) {
+    if let (Some(s), true) = (SOURCE.get(), window != 0) {
+        s.presented(window, frame, t_ns);
     }
-    SOURCE
-        .get_or_init(|| X11Present::new(Arc::clone(feed)))
-        .presented(window, frame, t_ns);
 }

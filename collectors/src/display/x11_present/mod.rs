@@ -14,6 +14,11 @@
 //! through the feed, when there is no X server or no Present extension (`no_window_system`,
 //! `none_found`) or when a window is presented for a second without any event
 //! (`software_present`: Mesa's software drivers on Xvfb put images with `PutImage`).
+//!
+//! Limits: the connection goes to `$DISPLAY`, so an app that opens another display by name is
+//! watched on the wrong server (its window ids mean nothing there: no events, then
+//! `software_present`); a child forked while the thread runs inherits a source whose thread it
+//! does not have, so its frames get no display times.
 
 pub mod matcher;
 pub mod notes;
