@@ -16,8 +16,8 @@
 //! (`software_present`: Mesa's software drivers on Xvfb put images with `PutImage`).
 //!
 //! Limits: the connection goes to `$DISPLAY`, so an app that opens another display by name is
-//! watched on the wrong server (its window ids mean nothing there: no events, then
-//! `software_present`); a child forked while the thread runs inherits a source whose thread it
+//! watched on the wrong server (no window by that id there: `none_found`; another client's
+//! window by chance: that window's times); a child forked while the thread runs inherits a source whose thread it
 //! does not have, so its frames get no display times.
 
 pub mod matcher;
