@@ -8,6 +8,7 @@
 //! * [`sample`]: raw values, instance aggregation and accumulation over draws/frames.
 //! * [`listing`]: text/JSON rendering shared by `framescope counters`.
 //! * [`source`]: the `CounterSource` trait every backend implements.
+//! * [`display`]: display-time sources (X11 Present).
 // A safe function never dereferences a raw pointer it was handed (checked, not only by review).
 #![deny(clippy::not_unsafe_ptr_arg_deref)]
 
@@ -16,6 +17,7 @@ pub mod catalogue;
 pub mod collector;
 pub mod constants;
 pub mod db;
+pub mod display;
 pub mod expr;
 pub mod intel;
 pub mod listing;

@@ -74,12 +74,14 @@ fn run_glapp(x: &Xvfb, tag: &str, config: Option<&str>, extra: &[&str]) -> (dump
     (d, r)
 }
 
-/// No internal error and no other message of ours beyond the context line.
+/// No internal error and no other message of ours beyond the context line and the X11 Present
+/// source's one line that llvmpipe's windows are presented without Present (apps that run
+/// over a second).
 fn assert_clean(tag: &str, out: &Outcome) {
     let ours: Vec<String> = out
         .lines_with("framescope:")
         .into_iter()
-        .filter(|l| !l.contains(" context on ") || l.contains("error"))
+        .filter(|l| !(l.contains(" context on ") || l.contains("presented without Present")) || l.contains("error"))
         .collect();
     assert!(ours.is_empty(), "{tag}: framescope said {ours:?}\n{}", out.describe());
 }

@@ -134,11 +134,12 @@ fn gl_storm_of_shared_contexts_windows_and_children_leaves_nothing_behind() {
             out.describe()
         );
     }
-    // Nothing of ours but one line per context destroyed (no error, no warning).
+    // Nothing of ours but one line per context destroyed (no error, no warning), and the X11
+    // Present source's line that llvmpipe's windows are presented without Present.
     let ours: Vec<String> = out
         .lines_with("framescope:")
         .into_iter()
-        .filter(|l| !l.contains(" context on ") || l.contains("error"))
+        .filter(|l| !(l.contains(" context on ") || l.contains("presented without Present")) || l.contains("error"))
         .collect();
     assert!(ours.is_empty(), "framescope said {ours:?}\n{}", out.describe());
     // Every context was seen and its frames counted, the shared ones destroyed while not

@@ -177,6 +177,7 @@ const DRIVER_LANE_TESTS: &[&str] = &[
     "faults",
     "frame_timeline",
     "display_present_wait",
+    "display_x11",
 ];
 
 /// Replaces the README's config key table (between its `config-keys` markers) with the one the

@@ -401,9 +401,9 @@ fn find_current(st: &mut State, ws: WinSys, key: usize) -> usize {
     i
 }
 
-/// Before the real swap: ends the open frame of the current context. `None` when no measured
-/// context is current.
-pub fn before_swap(ws: WinSys) -> Option<Closed> {
+/// Before the real swap of X window `window` (0: not a window we can watch): ends the open
+/// frame of the current context. `None` when no measured context is current.
+pub fn before_swap(ws: WinSys, window: u32) -> Option<Closed> {
     guard::maybe_panic("gl_swap");
     let key = winsys::current_context(ws);
     if key == 0 {
@@ -413,7 +413,10 @@ pub fn before_swap(ws: WinSys) -> Option<Closed> {
         draws: draws::take(),
         ..FrameCounts::default()
     };
-    let (frame, gl) = close_frame(ws, key, counts)?;
+    let (frame, gl, t_ns) = close_frame(ws, key, counts)?;
+    // Outside the frame lock: the first note starts the source's thread (and pins this
+    // library with dlopen, which takes the dynamic loader's lock).
+    crate::display_x11::presented(window, frame, t_ns);
     Some(Closed {
         token: SwapToken { ws, key },
         frame,
@@ -421,9 +424,9 @@ pub fn before_swap(ws: WinSys) -> Option<Closed> {
     })
 }
 
-/// Closes the open frame of context `key`; its index and the context's entry points, or `None`
-/// for a context not measured.
-fn close_frame(ws: WinSys, key: usize, counts: FrameCounts) -> Option<(u64, Arc<GlFns>)> {
+/// Closes the open frame of context `key`; its index, the context's entry points and the
+/// frame's end, or `None` for a context not measured.
+fn close_frame(ws: WinSys, key: usize, counts: FrameCounts) -> Option<(u64, Arc<GlFns>, u64)> {
     let mut guard = STATE.lock();
     let st = &mut *guard;
     let i = find_current(st, ws, key);
@@ -460,7 +463,8 @@ fn close_frame(ws: WinSys, key: usize, counts: FrameCounts) -> Option<(u64, Arc<
     };
     record.cpu.waits = framescope_core::waits::take();
     record.cpu.creation = framescope_core::creation::take();
-    Some((session.close(record), gl))
+    crate::display_x11::attach(session.display());
+    Some((session.close(record), gl, now))
 }
 
 /// Refreshes the HUD's numbers from the frames emitted so far.

@@ -149,7 +149,12 @@ fn around_swap<R>(ws: WinSys, target: Target, real: impl FnOnce() -> R) -> R {
     guarded(&SWAP, || {
         framescope_core::pacing::pace(framescope_overlay::keys::fps_presses())
     });
-    let closed = guarded(&SWAP, || frames::before_swap(ws)).flatten();
+    // A GLX drawable is an XID (a window for the X11 Present source); an EGL surface is not.
+    let window = match ws {
+        WinSys::Glx => u32::try_from(target.drawable()).unwrap_or(0),
+        _ => 0,
+    };
+    let closed = guarded(&SWAP, || frames::before_swap(ws, window)).flatten();
     if let Some(c) = &closed {
         // Outside the frame lock: the HUD takes it itself when it refreshes.
         let hud_time = framescope_core::hud_time::start();

@@ -42,6 +42,7 @@ mod gl;
 // Features: statistics, samples, draw counting, waits and creations, the frame protocol, the
 // HUD.
 mod creation;
+mod display_x11;
 mod draws;
 mod frames;
 mod hud;

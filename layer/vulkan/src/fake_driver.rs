@@ -88,6 +88,7 @@ impl FakeDevice {
             api_version: vk::API_VERSION_1_0,
             next_features2: None,
             frame_boundary_native: Mutex::new(Vec::new()),
+            x11_surface: Default::default(),
         });
         let device_key = Box::into_raw(Box::new(0u8)) as usize;
         let device = vk::Device::from_raw(dispatchable(device_key));

@@ -22,6 +22,8 @@ pub struct Instance {
     /// Per physical device: whether the layers and driver below implement
     /// `VK_EXT_frame_boundary` themselves (asked once; the answer cannot change).
     pub frame_boundary_native: framescope_core::sync::Mutex<Vec<(vk::PhysicalDevice, bool)>>,
+    /// The next layer's X11 surface commands (`display_x11`), resolved at creation.
+    pub x11_surface: crate::x11_surface::NextSurfaceFns,
 }
 
 pub static INSTANCES: Registry<Instance> = Registry::new();

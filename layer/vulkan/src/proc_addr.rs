@@ -2,9 +2,9 @@
 //! only handed out when the next layer has the command (so extensions the app did not enable
 //! stay NULL).
 
-use crate::device_state;
 use crate::hooks::samples as sh;
 use crate::hooks::{cmdbuf, commands, create, creation, frame_boundary, present, queue, waits};
+use crate::{device_state, display_x11};
 use ash::vk::{self, Handle};
 use framescope_core::guard::{guarded, Site};
 use std::ffi::{c_char, CStr};
@@ -157,6 +157,9 @@ pub unsafe fn get_instance_proc_addr(inst: vk::Instance, n: &CStr) -> vk::PFN_vk
             unsafe { crate::instance::lookup(inst.as_raw()) }
         };
         let state = state?;
+        if let Some(f) = display_x11::instance_hook(&state.x11_surface, n.to_bytes()) {
+            return Some(f);
+        }
         // SAFETY: querying a command name of a live instance.
         let next = unsafe { (state.next_gipa)(inst, n.as_ptr()) };
         match instance_hook_if_next_has(n.to_bytes()).or_else(|| device_hook(n.to_bytes())) {

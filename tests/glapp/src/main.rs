@@ -29,6 +29,10 @@
 //! targets is current before it begins its own (`glGetQueryiv(..., GL_CURRENT_QUERY)`), and it
 //! counts `glGetError` results around every frame.
 //!
+//! `--present-pixmap`: after each swap the app also presents the frame with the X11 Present
+//! extension's `PresentPixmap` (serial = frame number), waits for its completion (paced by the
+//! refresh) and reports the completions it got (`present_pixmap`); see `present_pixmap`.
+//!
 //! At exit it prints one line: `glapp-result {json}` with the frame count, the known answers
 //! and what the app's own queries returned.
 //!
@@ -38,6 +42,7 @@
 use std::ffi::{c_char, c_int, c_long, c_uint, c_ulong, c_void, CStr, CString};
 use std::process::ExitCode;
 
+mod present_pixmap;
 mod storm;
 
 /// The one GL entry point the app imports at link time (`--direct-draws`): libGL.so.1 by its
@@ -50,7 +55,7 @@ mod direct {
 }
 
 const USAGE: &str = concat!(
-    "usage: framescope-glapp [--frames N] [--width W] [--height H] [--own-query] [--span] [--main-draws N] [--finish] [--new-program-at F] [--direct-draws]\n",
+    "usage: framescope-glapp [--frames N] [--width W] [--height H] [--own-query] [--span] [--main-draws N] [--finish] [--new-program-at F] [--direct-draws] [--present-pixmap]\n",
     "       framescope-glapp --storm N [--width W] [--height H] [--main-draws N]\n",
 );
 
@@ -69,6 +74,8 @@ struct Args {
     /// `--direct-draws`: the scene's draws call `glDrawArrays` as imported from libGL at link
     /// time, as natively built games do, instead of through the looked-up table.
     direct_draws: bool,
+    /// `--present-pixmap`: each frame also presented with `PresentPixmap` (`present_pixmap`).
+    present_pixmap: bool,
     /// `--storm N`: N lifecycle cycles (`storm`) instead of the normal run.
     storm: u32,
 }
@@ -84,6 +91,7 @@ fn parse_args() -> Result<Args, String> {
         finish: false,
         new_program_at: None,
         direct_draws: false,
+        present_pixmap: false,
         storm: 0,
     };
     let mut it = std::env::args().skip(1);
@@ -105,6 +113,7 @@ fn parse_args() -> Result<Args, String> {
             "--finish" => a.finish = true,
             "--new-program-at" => a.new_program_at = Some(num("--new-program-at")?),
             "--direct-draws" => a.direct_draws = true,
+            "--present-pixmap" => a.present_pixmap = true,
             "-h" | "--help" => {
                 print!("{USAGE}");
                 std::process::exit(0);
@@ -471,6 +480,8 @@ struct Report {
     first_errors: Vec<u32>,
     current_query_nonzero: u32,
     own: Vec<(u32, u64, [u64; 3])>,
+    /// `--present-pixmap`: (serial, ust µs, msc, mode) of each completion the app received.
+    presents: Vec<(u32, u64, u64, u8)>,
     renderer: String,
     version: String,
 }
@@ -640,6 +651,7 @@ fn run(a: &Args) -> Result<Report, String> {
         first_errors: Vec::new(),
         current_query_nonzero: 0,
         own: Vec::new(),
+        presents: Vec::new(),
         renderer,
         version,
     };
@@ -668,6 +680,11 @@ fn run(a: &Args) -> Result<Report, String> {
     };
     check_errors(&mut report);
 
+    let mut presenter = if a.present_pixmap {
+        Some(present_pixmap::Presenter::new(window as u32)?)
+    } else {
+        None
+    };
     let mut pending: Option<OwnQueries> = None;
     for frame in 0..a.frames {
         check_errors(&mut report);
@@ -734,6 +751,9 @@ fn run(a: &Args) -> Result<Report, String> {
         }
         // SAFETY: live display, window and current context.
         unsafe { (glx.swap_buffers)(dpy, window) };
+        if let Some(p) = presenter.as_mut() {
+            p.present(frame)?;
+        }
         report.frames += 1;
         if let Some(p) = pending.take() {
             report.own.push((p.frame, p.vertices, p.fs));
@@ -756,6 +776,9 @@ fn run(a: &Args) -> Result<Report, String> {
         report.own.push((p.frame, p.vertices, p.fs));
     }
     check_errors(&mut report);
+    if let Some(p) = presenter.take() {
+        report.presents = p.completions;
+    }
     // SAFETY: tear-down of the objects created above, context still current for glFinish (so
     // every result an interposed library waits for is ready when the context goes).
     unsafe {
@@ -825,8 +848,13 @@ fn main() -> ExitCode {
             )
         })
         .collect();
+    let presents: Vec<String> = r
+        .presents
+        .iter()
+        .map(|(s, u, msc, m)| format!("[{s},{u},{msc},{m}]"))
+        .collect();
     println!(
-        "glapp-result {{\"frames\":{},\"width\":{},\"height\":{},\"draws_per_frame\":{draws},\"vertices_per_frame\":{vertices},\"gl_errors\":{},\"first_errors\":{:?},\"current_query_nonzero\":{},\"own_queries\":[{}],\"renderer\":{},\"version\":{}}}",
+        "glapp-result {{\"frames\":{},\"width\":{},\"height\":{},\"draws_per_frame\":{draws},\"vertices_per_frame\":{vertices},\"gl_errors\":{},\"first_errors\":{:?},\"current_query_nonzero\":{},\"own_queries\":[{}],\"present_pixmap\":[{}],\"renderer\":{},\"version\":{}}}",
         r.frames,
         args.width,
         args.height,
@@ -834,6 +862,7 @@ fn main() -> ExitCode {
         r.first_errors,
         r.current_query_nonzero,
         own.join(","),
+        presents.join(","),
         json_str(&r.renderer),
         json_str(&r.version),
     );

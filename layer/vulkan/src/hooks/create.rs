@@ -100,6 +100,8 @@ pub unsafe extern "system" fn create_instance(
             api_version,
             next_features2,
             frame_boundary_native: framescope_core::sync::Mutex::new(Vec::new()),
+            // SAFETY: querying instance commands of `handle` by name.
+            x11_surface: crate::x11_surface::NextSurfaceFns::resolve(|n| unsafe { next_gipa(handle, n.as_ptr()) }),
         });
         // SAFETY: handle is a live instance created through the loader.
         INSTANCES.insert(unsafe { dispatch_key(handle.as_raw()) }, state);

@@ -36,7 +36,8 @@ pub unsafe extern "system" fn queue_present(queue: vk::Queue, info: *const vk::P
         d.stats.presents.fetch_add(1, Ordering::Relaxed);
         framescope_core::guard::maybe_panic("present");
         // SAFETY: the app's present info is valid for this call.
-        let swapchain = unsafe { first_swapchain(info) }.and_then(|s| d.swapchain(s));
+        let first = unsafe { first_swapchain(info) };
+        let swapchain = first.and_then(|s| d.swapchain(s));
         let mut record = FrameRecord {
             end: FrameEnd::Present,
             swapchain,
@@ -45,7 +46,11 @@ pub unsafe extern "system" fn queue_present(queue: vk::Queue, info: *const vk::P
         };
         record.cpu.waits = framescope_core::waits::take();
         record.cpu.creation = framescope_core::creation::take();
-        end_frame(&d, record)
+        let frame = end_frame(&d, record);
+        if let Some(s) = first {
+            crate::display_x11::presented(s, frame, t_ns);
+        }
+        frame
     });
     // A frame boundary on a present adds nothing (the present ends the frame), but when we
     // emulate the extension the layers below must not see its struct.
@@ -272,6 +277,9 @@ pub unsafe extern "system" fn create_swapchain(
                     present_mode: ci.present_mode.as_raw(),
                 },
             );
+            let feed = std::sync::Arc::clone(d.frames.lock().session.display());
+            let present_wait = crate::display::present_wait_covers(d.present_wait.as_ref(), handle);
+            crate::display_x11::swapchain_created(&feed, handle, ci.surface, present_wait);
         });
     }
     r
@@ -289,6 +297,9 @@ pub unsafe extern "system" fn destroy_swapchain(
         if let Some(pw) = d.present_wait.as_ref() {
             guarded(&DESTROY_SWAPCHAIN, || pw.swapchain_ending(swapchain, true));
         }
+        guarded(&DESTROY_SWAPCHAIN, || {
+            crate::display_x11::swapchain_destroyed(swapchain)
+        });
         // HUD: waits for our own work on it, then frees our objects.
         guarded(&DESTROY_SWAPCHAIN, || {
             crate::hud::swapchain_destroyed(&d, &d.hud, swapchain)
