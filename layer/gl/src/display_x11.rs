@@ -14,8 +14,16 @@ use std::sync::{Arc, OnceLock};
 /// The process's source (one frame session per process in the GL shim).
 static SOURCE: OnceLock<Arc<X11Present>> = OnceLock::new();
 
-/// Gives the source the process's display feed (once; an `Arc` allocated at the first swap).
+/// Gives the source the process's display feed (once; an `Arc` allocated at the first swap);
+/// with `display_times=0` there is none, and the feed says so.
 pub fn attach(feed: &Arc<DisplayFeed>) {
+    if SOURCE.get().is_some() {
+        return;
+    }
+    if !framescope_core::settings::get().display_times {
+        feed.set_none(framescope_core::display::NoSourceReason::Disabled);
+        return;
+    }
     SOURCE.get_or_init(|| X11Present::new(Arc::clone(feed)));
 }
 

@@ -55,7 +55,10 @@ pub fn swapchain_created(
         .iter()
         .find(|(s, _)| *s == surface.as_raw())
         .map(|&(_, w)| w);
-    if source_for(present_wait, window) != Some(DisplaySource::X11Present) {
+    // `display_times=0`: the device's feed already says `disabled`.
+    if !framescope_core::settings::get().display_times
+        || source_for(present_wait, window) != Some(DisplaySource::X11Present)
+    {
         return;
     }
     let Some(window) = window else { return };
