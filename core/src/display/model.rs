@@ -118,7 +118,8 @@ pub enum NoSourceReason {
     /// The frame ended at a frame boundary, not a present: nothing was displayed.
     NotPresented,
     /// The window is presented without the X11 Present extension (Mesa's software drivers put
-    /// images with `PutImage`), so the X server reports nothing.
+    /// images with `PutImage`; NVIDIA's GLX on Xvfb (580) does not use Present either), so the
+    /// X server reports nothing.
     SoftwarePresent,
     /// The app presents to no window system framescope can watch (headless, direct display).
     NoWindowSystem,

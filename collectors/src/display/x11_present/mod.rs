@@ -320,8 +320,8 @@ impl Watcher {
         if self.windows.iter().any(|w| w.matcher.software_present(now_ns)) {
             log::info(format_args!(
                 "X11 Present: no completion for the app's window after {} presents in 1 s: it is \
-                 presented without Present (Mesa's software drivers put images with PutImage); \
-                 no display times",
+                 presented without Present (as Mesa's software drivers and NVIDIA's GLX on Xvfb \
+                 do); no display times",
                 matcher::SOFTWARE_MIN_NOTES
             ));
             feed.set_none(NoSourceReason::SoftwarePresent);
