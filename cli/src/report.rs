@@ -612,6 +612,30 @@ fn render(path: &OsStr, d: &Dump, rec: &SummaryRecord, notes: &[String], all: bo
         out.push_str(&crate::counter_table::render(&s.counters, describe, s.duration_ns, all));
         out.push('\n');
     }
+    out.push_str(&regions_table(d));
+    out.push_str(&pass_driver_table(d));
+    if !s.draws_top.is_empty() {
+        out.push_str(&draws_table(s));
+    }
+    for f in &d.faults {
+        let at = f.frame.map_or(String::new(), |n| format!(" after frame {n}"));
+        out.push_str(&format!(
+            "  fault       {}{at} ({} answered {})\n\n",
+            escape(&f.kind.replace('_', " ")),
+            escape(&f.call),
+            escape(&f.result)
+        ));
+    }
+    out.push_str(&marks_list(d));
+    for n in notes {
+        out.push_str(&format!("note: {n}\n"));
+    }
+    out
+}
+
+/// The label regions and render passes with the most GPU time.
+fn regions_table(d: &Dump) -> String {
+    let mut out = String::new();
     let regions = d.regions_top();
     if !regions.is_empty() {
         out.push_str(&format!(
@@ -640,6 +664,12 @@ fn render(path: &OsStr, d: &Dump, rec: &SummaryRecord, notes: &[String], all: bo
         }
         out.push('\n');
     }
+    out
+}
+
+/// Driver counters' means per render pass or debug group.
+fn pass_driver_table(d: &Dump) -> String {
+    let mut out = String::new();
     if !d.pass_driver.is_empty() {
         out.push_str(&format!(
             "  driver counters by render pass or debug group (means over those that carried each)\n  {:<36}{:<26}{:>14}{:>9}\n",
@@ -664,18 +694,12 @@ fn render(path: &OsStr, d: &Dump, rec: &SummaryRecord, notes: &[String], all: bo
         }
         out.push('\n');
     }
-    if !s.draws_top.is_empty() {
-        out.push_str(&draws_table(s));
-    }
-    for f in &d.faults {
-        let at = f.frame.map_or(String::new(), |n| format!(" after frame {n}"));
-        out.push_str(&format!(
-            "  fault       {}{at} ({} answered {})\n\n",
-            escape(&f.kind.replace('_', " ")),
-            escape(&f.call),
-            escape(&f.result)
-        ));
-    }
+    out
+}
+
+/// The `ctl` marks, with their time in the run and the frame they came before.
+fn marks_list(d: &Dump) -> String {
+    let mut out = String::new();
     if !d.marks.is_empty() {
         let t0 = d.header.as_ref().and_then(|h| h.start_ns).unwrap_or(0);
         out.push_str("  marks\n");
@@ -694,9 +718,6 @@ fn render(path: &OsStr, d: &Dump, rec: &SummaryRecord, notes: &[String], all: bo
             out.push_str(&format!("  ... and {} more\n", d.more_marks));
         }
         out.push('\n');
-    }
-    for n in notes {
-        out.push_str(&format!("note: {n}\n"));
     }
     out
 }
