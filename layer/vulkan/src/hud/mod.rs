@@ -341,31 +341,10 @@ pub fn present<'a>(
     };
     let (draw_hud, shot_frame) = (plan.draw, plan.shot);
     let Some(gpu) = hud.gpu(d) else { return false };
-    let Some(present_family) = host.family(queue) else {
+    let Some(q) = draw_queue(d, hud, host, queue) else {
         return false;
     };
-    // The queue we draw on: the present queue when it can do graphics, else another.
-    let (submit_queue, family, other) = if d.has_graphics(present_family) {
-        (queue, present_family, false)
-    } else {
-        match host.graphics_queue() {
-            Some((gq, gfamily)) => {
-                if !hud.logged_fallback.swap(true, Ordering::Relaxed) {
-                    framescope_core::log::info(format_args!(
-                        "present queue family {present_family} cannot do graphics: HUD drawn on a queue of family {gfamily}"
-                    ));
-                }
-                (gq, gfamily, true)
-            }
-            None => {
-                log_once(
-                    &hud.logged_queue,
-                    format_args!("no HUD: the present queue cannot do graphics and the app has no graphics queue"),
-                );
-                return false;
-            }
-        }
-    };
+    let (submit_queue, family, present_family, other) = (q.queue, q.family, q.present_family, q.other);
     let mut arcs: [Option<Arc<Mutex<SwapchainHud>>>; MAX_SWAPCHAINS] = Default::default();
     {
         let map = hud.swapchains.read();
@@ -375,47 +354,16 @@ pub fn present<'a>(
     }
     let now = Instant::now();
     hud_time::lap("lookup");
-    let mut recs: [Option<Recorded>; MAX_SWAPCHAINS] = [None; MAX_SWAPCHAINS];
     let mut fences = hud.fences.lock();
-    for (i, arc) in arcs.iter().enumerate() {
-        let Some(arc) = arc else { continue };
-        let mut sc = arc.lock();
-        if sc.failed {
-            continue;
-        }
-        if family != present_family && !sc.desc.concurrent.as_ref().is_some_and(|f| f.contains(&family)) {
-            // Drawing on another family would need queue family ownership transfers.
-            log_once(
-                &hud.logged_queue,
-                format_args!("no HUD: the present queue cannot do graphics and the swapchain is not shared with a graphics family"),
-            );
-            continue;
-        }
-        let path = shot_frame.then(|| framescope_overlay::screenshot::process_path(&c.screenshot_path, frame, i));
-        let ctx = FrameCtx {
-            gpu,
-            frames: host.frames(),
-            opts: &hud.opts,
-            draw_hud,
-            shot_path: path.as_deref(),
-            now,
-        };
-        if let Err(e) = sc.ensure_setup(d, &ctx, family) {
-            sc.failed = true;
-            log_once(
-                &hud.logged_setup,
-                format_args!("no HUD on a swapchain: setting it up failed: {e:?}"),
-            );
-            continue;
-        }
-        if sc.family() != Some(family) {
-            continue;
-        }
-        match sc.record(d, &mut fences, &ctx, indices[i]) {
-            Ok(r) => recs[i] = r,
-            Err(e) => log_once(&hud.logged_submit, format_args!("HUD skipped: recording failed: {e:?}")),
-        }
-    }
+    let frame_ctx = FrameCtx {
+        gpu,
+        frames: host.frames(),
+        opts: &hud.opts,
+        draw_hud,
+        shot_path: None,
+        now,
+    };
+    let recs = record_all(d, hud, &arcs, &mut fences, &frame_ctx, (family, present_family), (shot_frame, frame), indices);
     hud_time::lap("recorded");
     let mut cbs = [vk::CommandBuffer::null(); MAX_SWAPCHAINS];
     let mut k = 0;
@@ -478,7 +426,22 @@ pub fn present<'a>(
     scratch.submitted = true;
     fences.submitted(ticket, app.waits);
     drop(fences);
-    for (r, arc) in recs.iter().zip(&arcs) {
+    commit_all(hud, &recs, &arcs, ticket);
+    if shot_frame {
+        collect_shots_async(d, &hud.fences, &arcs);
+    }
+    true
+}
+
+/// Each recorded swapchain's HUD was submitted with `ticket`: its images are in use until
+/// that submit's fence signals.
+fn commit_all(
+    hud: &DeviceHud,
+    recs: &[Option<Recorded>; MAX_SWAPCHAINS],
+    arcs: &[Option<Arc<Mutex<SwapchainHud>>>; MAX_SWAPCHAINS],
+    ticket: fences::Ticket,
+) {
+    for (r, arc) in recs.iter().zip(arcs) {
         if let (Some(r), Some(arc)) = (r, arc) {
             arc.lock().commit(r, ticket);
             hud.drawn.fetch_add(1, Ordering::Relaxed);
@@ -487,10 +450,105 @@ pub fn present<'a>(
             }
         }
     }
-    if shot_frame {
-        collect_shots_async(d, &hud.fences, &arcs);
+}
+
+/// The queue the HUD is drawn on, and its family against the present queue's.
+struct DrawQueue {
+    queue: vk::Queue,
+    family: u32,
+    present_family: u32,
+    /// Another queue than the present queue (it needs the app's submit lock).
+    other: bool,
+}
+
+/// The present queue when it can do graphics, else another graphics queue of the app; `None`
+/// (said once) when there is none.
+fn draw_queue(d: &Device, hud: &DeviceHud, host: &dyn HudHost, queue: vk::Queue) -> Option<DrawQueue> {
+    let present_family = host.family(queue)?;
+    if d.has_graphics(present_family) {
+        return Some(DrawQueue {
+            queue,
+            family: present_family,
+            present_family,
+            other: false,
+        });
     }
-    true
+    match host.graphics_queue() {
+        Some((gq, gfamily)) => {
+            if !hud.logged_fallback.swap(true, Ordering::Relaxed) {
+                framescope_core::log::info(format_args!(
+                    "present queue family {present_family} cannot do graphics: HUD drawn on a queue of family {gfamily}"
+                ));
+            }
+            Some(DrawQueue {
+                queue: gq,
+                family: gfamily,
+                present_family,
+                other: true,
+            })
+        }
+        None => {
+            log_once(
+                &hud.logged_queue,
+                format_args!("no HUD: the present queue cannot do graphics and the app has no graphics queue"),
+            );
+            None
+        }
+    }
+}
+
+/// Records the HUD of every swapchain of the present that has one (set up on first use);
+/// `families` is (the drawing family, the present family), `shot` (a screenshot frame, its
+/// index).
+#[allow(clippy::too_many_arguments)]
+fn record_all(
+    d: &Arc<Device>,
+    hud: &DeviceHud,
+    arcs: &[Option<Arc<Mutex<SwapchainHud>>>; MAX_SWAPCHAINS],
+    fences: &mut FencePool,
+    base: &FrameCtx<'_>,
+    (family, present_family): (u32, u32),
+    (shot_frame, frame): (bool, u64),
+    indices: &[u32],
+) -> [Option<Recorded>; MAX_SWAPCHAINS] {
+    let c = framescope_core::settings::get();
+    let mut recs: [Option<Recorded>; MAX_SWAPCHAINS] = [None; MAX_SWAPCHAINS];
+    for (i, arc) in arcs.iter().enumerate() {
+        let Some(arc) = arc else { continue };
+        let mut sc = arc.lock();
+        if sc.failed {
+            continue;
+        }
+        if family != present_family && !sc.desc.concurrent.as_ref().is_some_and(|f| f.contains(&family)) {
+            // Drawing on another family would need queue family ownership transfers.
+            log_once(
+                &hud.logged_queue,
+                format_args!("no HUD: the present queue cannot do graphics and the swapchain is not shared with a graphics family"),
+            );
+            continue;
+        }
+        let path = shot_frame.then(|| framescope_overlay::screenshot::process_path(&c.screenshot_path, frame, i));
+        let ctx = FrameCtx {
+            shot_path: path.as_deref(),
+            ..*base
+        };
+        if let Err(e) = sc.ensure_setup(d, &ctx, family) {
+            sc.failed = true;
+            log_once(
+                &hud.logged_setup,
+                format_args!("no HUD on a swapchain: setting it up failed: {e:?}"),
+            );
+            continue;
+        }
+        if sc.family() != Some(family) {
+            continue;
+        }
+        match sc.record(d, fences, &ctx, indices[i]) {
+            Ok(r) => recs[i] = r,
+            Err(e) => log_once(&hud.logged_submit, format_args!("HUD skipped: recording failed: {e:?}")),
+        }
+    }
+    recs
 }
 
 /// Polls, on a thread of ours, for the screenshot copies of this present and writes them as
