@@ -28,7 +28,10 @@ fn is_test(attrs: &[syn::Attribute]) -> bool {
             return true;
         }
         // `#[cfg(test)]` (and `#[cfg(all(test, ...))]`): the tokens name `test`.
-        p.is_ident("cfg") && meta_text(&a.meta).split(|c: char| !c.is_alphanumeric() && c != '_').any(|w| w == "test")
+        p.is_ident("cfg")
+            && meta_text(&a.meta)
+                .split(|c: char| !c.is_alphanumeric() && c != '_')
+                .any(|w| w == "test")
     })
 }
 

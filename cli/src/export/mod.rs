@@ -217,8 +217,8 @@ impl<'n> Reader<'n> {
         seen: &mut Seen,
         emit: &mut dyn FnMut(Event) -> Result<(), String>,
     ) -> Result<(), String> {
-        let h = serde_json::from_slice::<Header>(text)
-            .map_err(|e| format!("{}:{n}: unreadable header: {e}", self.name))?;
+        let h =
+            serde_json::from_slice::<Header>(text).map_err(|e| format!("{}:{n}: unreadable header: {e}", self.name))?;
         seen.header = true;
         seen.uncounted = h.command_counts == Some(false);
         if let Some(s) = h.schema.as_deref().filter(|&s| s != framescope_core::SCHEMA_ID) {

@@ -363,7 +363,16 @@ pub fn present<'a>(
         shot_path: None,
         now,
     };
-    let recs = record_all(d, hud, &arcs, &mut fences, &frame_ctx, (family, present_family), (shot_frame, frame), indices);
+    let recs = record_all(
+        d,
+        hud,
+        &arcs,
+        &mut fences,
+        &frame_ctx,
+        (family, present_family),
+        (shot_frame, frame),
+        indices,
+    );
     hud_time::lap("recorded");
     let mut cbs = [vk::CommandBuffer::null(); MAX_SWAPCHAINS];
     let mut k = 0;

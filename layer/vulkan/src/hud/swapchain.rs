@@ -229,6 +229,15 @@ impl SwapchainHud {
         if s.render_pass == vk::RenderPass::null() {
             return Ok(());
         }
+        self.build_content(d, ctx, s)?;
+        build_descriptors(d, gpu, s)
+    }
+
+    /// The font atlas and the cached HUD image (with its framebuffer), for a swapchain the HUD
+    /// is drawn on.
+    fn build_content(&self, d: &Device, ctx: &FrameCtx<'_>, s: &mut Setup) -> Result<(), vk::Result> {
+        let f = &d.fns;
+        let gpu = ctx.gpu;
         // The font and the cached HUD image.
         let atlas =
             framescope_overlay::ui::font_atlas(ctx.opts).map_err(|_| vk::Result::ERROR_INITIALIZATION_FAILED)?;
@@ -261,45 +270,6 @@ impl SwapchainHud {
             .layers(1);
         // SAFETY: valid create info.
         s.content_fb = unsafe { f.create_framebuffer(&ci, None) }?;
-        let sizes = [vk::DescriptorPoolSize {
-            ty: vk::DescriptorType::COMBINED_IMAGE_SAMPLER,
-            descriptor_count: 2,
-        }];
-        let ci = vk::DescriptorPoolCreateInfo::default().max_sets(2).pool_sizes(&sizes);
-        // SAFETY: valid create info.
-        s.desc_pool = unsafe { f.create_descriptor_pool(&ci, None) }?;
-        let layouts = [gpu.set_layout, gpu.set_layout];
-        let ai = vk::DescriptorSetAllocateInfo::default()
-            .descriptor_pool(s.desc_pool)
-            .set_layouts(&layouts);
-        // SAFETY: the pool has room for exactly these two sets.
-        let sets = unsafe { f.allocate_descriptor_sets(&ai) }?;
-        s.font_set = sets[0];
-        s.content_set = sets[1];
-        let font_info = [vk::DescriptorImageInfo {
-            sampler: gpu.sampler_linear,
-            image_view: s.font.view,
-            image_layout: vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL,
-        }];
-        let content_info = [vk::DescriptorImageInfo {
-            sampler: gpu.sampler_nearest,
-            image_view: s.content.view,
-            image_layout: vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL,
-        }];
-        let writes = [
-            vk::WriteDescriptorSet::default()
-                .dst_set(s.font_set)
-                .dst_binding(0)
-                .descriptor_type(vk::DescriptorType::COMBINED_IMAGE_SAMPLER)
-                .image_info(&font_info),
-            vk::WriteDescriptorSet::default()
-                .dst_set(s.content_set)
-                .dst_binding(0)
-                .descriptor_type(vk::DescriptorType::COMBINED_IMAGE_SAMPLER)
-                .image_info(&content_info),
-        ];
-        // SAFETY: fresh sets, not in use.
-        unsafe { f.update_descriptor_sets(&writes, &[]) };
         Ok(())
     }
 
@@ -1093,4 +1063,49 @@ fn info_of(desc: &Desc) -> SwapchainInfo {
         format: desc.format.as_raw(),
         present_mode: desc.present_mode.as_raw(),
     }
+}
+
+/// The descriptor sets of the font and the cached HUD image.
+fn build_descriptors(d: &Device, gpu: &Gpu, s: &mut Setup) -> Result<(), vk::Result> {
+    let f = &d.fns;
+    let sizes = [vk::DescriptorPoolSize {
+        ty: vk::DescriptorType::COMBINED_IMAGE_SAMPLER,
+        descriptor_count: 2,
+    }];
+    let ci = vk::DescriptorPoolCreateInfo::default().max_sets(2).pool_sizes(&sizes);
+    // SAFETY: valid create info.
+    s.desc_pool = unsafe { f.create_descriptor_pool(&ci, None) }?;
+    let layouts = [gpu.set_layout, gpu.set_layout];
+    let ai = vk::DescriptorSetAllocateInfo::default()
+        .descriptor_pool(s.desc_pool)
+        .set_layouts(&layouts);
+    // SAFETY: the pool has room for exactly these two sets.
+    let sets = unsafe { f.allocate_descriptor_sets(&ai) }?;
+    s.font_set = sets[0];
+    s.content_set = sets[1];
+    let font_info = [vk::DescriptorImageInfo {
+        sampler: gpu.sampler_linear,
+        image_view: s.font.view,
+        image_layout: vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL,
+    }];
+    let content_info = [vk::DescriptorImageInfo {
+        sampler: gpu.sampler_nearest,
+        image_view: s.content.view,
+        image_layout: vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL,
+    }];
+    let writes = [
+        vk::WriteDescriptorSet::default()
+            .dst_set(s.font_set)
+            .dst_binding(0)
+            .descriptor_type(vk::DescriptorType::COMBINED_IMAGE_SAMPLER)
+            .image_info(&font_info),
+        vk::WriteDescriptorSet::default()
+            .dst_set(s.content_set)
+            .dst_binding(0)
+            .descriptor_type(vk::DescriptorType::COMBINED_IMAGE_SAMPLER)
+            .image_info(&content_info),
+    ];
+    // SAFETY: fresh sets, not in use.
+    unsafe { f.update_descriptor_sets(&writes, &[]) };
+    Ok(())
 }
