@@ -102,6 +102,34 @@ pub enum Setup {
     Off(String),
 }
 
+/// How a group is named in the dump header and the HUD: its counters with their units,
+/// storages and, where the driver-name database knows them, their common meanings.
+fn describe_group(d: &Device, family: u32, scope: PerfScope, members: &[&DriverCounter]) -> DriverGroup {
+    let driver = d.driver_properties().map(|(name, _)| name).unwrap_or_default();
+    let meanings = members
+        .iter()
+        .map(|c| {
+            framescope_collectors::db::driver_names::lookup(&driver, &c.name, c.unit).map(|m| Meaning {
+                common: m.common,
+                vendor_db: m.vendor_db,
+                vendor: m.vendor,
+                scale: m.scale,
+            })
+        })
+        .collect();
+    DriverGroup {
+        family,
+        scope: match scope {
+            PerfScope::CmdBuf => "command_buffer",
+            PerfScope::Pass => "render_pass",
+        },
+        names: members.iter().map(|c| c.name.clone()).collect(),
+        units: members.iter().map(|c| c.unit).collect(),
+        storages: members.iter().map(|c| c.storage).collect(),
+        meanings,
+    }
+}
+
 impl PerfState {
     /// Acquires the profiling lock and makes each group's pools. `counters` are the device's
     /// listed counters; `cmdbuf_only` puts every query around command buffers (`samples=cmdbuf`).
@@ -192,29 +220,7 @@ impl PerfState {
                     Some((_, list)) => list.push(idx),
                     None => by_family.push((family, vec![idx])),
                 }
-                let driver = d.driver_properties().map(|(name, _)| name).unwrap_or_default();
-                let meanings = members
-                    .iter()
-                    .map(|c| {
-                        framescope_collectors::db::driver_names::lookup(&driver, &c.name, c.unit).map(|m| Meaning {
-                            common: m.common,
-                            vendor_db: m.vendor_db,
-                            vendor: m.vendor,
-                            scale: m.scale,
-                        })
-                    })
-                    .collect();
-                descs.push(DriverGroup {
-                    family,
-                    scope: match scope {
-                        PerfScope::CmdBuf => "command_buffer",
-                        PerfScope::Pass => "render_pass",
-                    },
-                    names: members.iter().map(|c| c.name.clone()).collect(),
-                    units: members.iter().map(|c| c.unit).collect(),
-                    storages: members.iter().map(|c| c.storage).collect(),
-                    meanings,
-                });
+                descs.push(describe_group(d, family, scope, &members));
                 groups.push(PerfGroup { scope, pool });
             }
         }
