@@ -345,13 +345,7 @@ pub fn present<'a>(
         return false;
     };
     let (submit_queue, family, present_family, other) = (q.queue, q.family, q.present_family, q.other);
-    let mut arcs: [Option<Arc<Mutex<SwapchainHud>>>; MAX_SWAPCHAINS] = Default::default();
-    {
-        let map = hud.swapchains.read();
-        for (slot, sc) in arcs.iter_mut().zip(swapchains) {
-            *slot = map.get(&sc.as_raw()).cloned();
-        }
-    }
+    let arcs = swapchain_huds(hud, swapchains);
     let now = Instant::now();
     hud_time::lap("lookup");
     let mut fences = hud.fences.lock();
@@ -440,6 +434,19 @@ pub fn present<'a>(
         collect_shots_async(d, &hud.fences, &arcs);
     }
     true
+}
+
+/// The HUD state of each swapchain of the present (`None` where it has none).
+fn swapchain_huds(
+    hud: &DeviceHud,
+    swapchains: &[vk::SwapchainKHR],
+) -> [Option<Arc<Mutex<SwapchainHud>>>; MAX_SWAPCHAINS] {
+    let mut arcs: [Option<Arc<Mutex<SwapchainHud>>>; MAX_SWAPCHAINS] = Default::default();
+    let map = hud.swapchains.read();
+    for (slot, sc) in arcs.iter_mut().zip(swapchains) {
+        *slot = map.get(&sc.as_raw()).cloned();
+    }
+    arcs
 }
 
 /// Each recorded swapchain's HUD was submitted with `ticket`: its images are in use until

@@ -109,6 +109,15 @@ fn pin(pins: &mut Vec<Arc<Block>>, b: &Arc<Block>) -> u16 {
 /// The capacities of a [`Pending`]'s buffers, to give new ones the room old ones grew to.
 pub type Capacities = [usize; 12];
 
+/// The label path of the labels open now (at most `MAX_LABEL_DEPTH` deep).
+fn label_path(labels: &[OpenLabel]) -> LabelPath {
+    let mut p = LabelPath::default();
+    for l in labels.iter().take(MAX_LABEL_DEPTH) {
+        p.push(l.name);
+    }
+    p
+}
+
 impl Pending {
     pub fn capacities(&self) -> Capacities {
         [
@@ -203,25 +212,9 @@ impl Pending {
     }
 
     fn walk(&mut self, rec: &Recording, r: u16, cmdbuf: u32, labels: &mut Vec<OpenLabel>, depth: u32) {
-        // Each recording's blocks are pinned once, in order, so a slot maps to its pin in O(1).
-        if self.ts_pins.len() + rec.ts_blocks.len() > u16::MAX as usize
-            || self.stats_pins.len() + rec.stats_blocks.len() > u16::MAX as usize
-            || self.perf_pins.len() + rec.perf_blocks.len() > u16::MAX as usize
-        {
+        let Some((ts_base, st_base, perf_base)) = self.pin_blocks(rec) else {
             return;
-        }
-        let (ts_base, st_base) = (self.ts_pins.len() as u16, self.stats_pins.len() as u16);
-        let perf_base = self.perf_pins.len() as u16;
-        self.ts_pins.extend(rec.ts_blocks.iter().cloned());
-        self.stats_pins.extend(rec.stats_blocks.iter().cloned());
-        self.perf_pins.extend(rec.perf_blocks.iter().cloned());
-        self.resets.extend(
-            rec.ts_blocks
-                .iter()
-                .chain(&rec.stats_blocks)
-                .chain(&rec.perf_blocks)
-                .cloned(),
-        );
+        };
         let reused = match (&self.perf, rec.perf) {
             (Some((_, now)), Some((_, begun))) => begun != *now,
             _ => false,
@@ -236,13 +229,6 @@ impl Pending {
         let mut open_pass: Option<Pin> = None;
         // Where the statistics parts of the pass being walked start in `stats_slots`.
         let mut pass_parts: Option<usize> = None;
-        let path = |labels: &Vec<OpenLabel>| {
-            let mut p = LabelPath::default();
-            for l in labels.iter().take(MAX_LABEL_DEPTH) {
-                p.push(l.name);
-            }
-            p
-        };
         let base = PendingSample {
             scope: Scope::CmdBuf,
             label: LabelPath::default(),
@@ -261,7 +247,7 @@ impl Pending {
                 Event::CmdBufEnd(x) => {
                     let end = Some(ts(self, *x));
                     self.samples.push(PendingSample {
-                        label: path(labels),
+                        label: label_path(labels),
                         begin: open_cb,
                         end,
                         ..base
@@ -275,28 +261,15 @@ impl Pending {
                 Event::PassEnd { ts: x, stats } => {
                     let end = Some(ts(self, *x));
                     let start = pass_parts.take().unwrap_or(self.stats_slots.len());
-                    let stats = match stats {
-                        Some(last) => {
-                            self.stats_slots.push(st(*last));
-                            Some(StatsRange {
-                                start: start as u32,
-                                count: (self.stats_slots.len() - start) as u16,
-                            })
-                        }
-                        None => {
-                            self.stats_slots.truncate(start);
-                            None
-                        }
-                    };
-                    let s = PendingSample {
+                    let stats = self.pass_stats(start, stats.map(st));
+                    self.samples.push(PendingSample {
                         scope: Scope::RenderPass,
-                        label: path(labels),
+                        label: label_path(labels),
                         begin: open_pass.take(),
                         end,
                         stats,
                         ..base
-                    };
-                    self.samples.push(s);
+                    });
                 }
                 Event::LabelBegin { ts: x, name } => {
                     if labels.len() < MAX_OPEN_LABELS {
@@ -309,26 +282,8 @@ impl Pending {
                     }
                 }
                 Event::LabelEnd { ts: x } => {
-                    let label = path(labels);
-                    let Some(open) = labels.pop() else { continue };
-                    if rec.quiet && x.is_none() && open.begin.is_none() {
-                        // A region wholly inside a baseline recording: not sampled, by design.
-                        continue;
-                    }
                     let end = x.map(|x| ts(self, x));
-                    let begin = open.begin.as_ref().map(|(b, i)| (pin(&mut self.ts_pins, b), *i));
-                    let begin_rec = match open.rec {
-                        Some(rec_entry) => self.rec_index(rec_entry),
-                        None => r,
-                    };
-                    self.samples.push(PendingSample {
-                        scope: Scope::Label,
-                        label,
-                        begin,
-                        end,
-                        recs: [begin_rec, r],
-                        ..base
-                    });
+                    self.label_end(rec.quiet, end, labels, base);
                 }
                 Event::Draw {
                     begin,
@@ -347,7 +302,7 @@ impl Pending {
                     });
                     let s = PendingSample {
                         scope: Scope::Draw,
-                        label: path(labels),
+                        label: label_path(labels),
                         draw: Some(*index),
                         begin: Some(b),
                         end: Some(e),
@@ -363,20 +318,91 @@ impl Pending {
                     self.walk(&srec, sr, cmdbuf, labels, depth + 1);
                 }
                 Event::Execute(_) => {}
-                Event::Perf { slot, group } => {
-                    // The sample the query surrounds is the one its closing event just made.
-                    if let Some(s) = self.samples.last_mut().filter(|s| {
-                        s.recs[1] == r && s.perf.is_none() && matches!(s.scope, Scope::CmdBuf | Scope::RenderPass)
-                    }) {
-                        s.perf = Some(PerfSlot {
-                            pin: perf_base + slot.block,
-                            q: slot.index,
-                            group: *group,
-                            reused,
-                        });
-                    }
-                }
+                Event::Perf { slot, group } => self.perf_query(r, perf_base + slot.block, slot.index, *group, reused),
             }
+        }
+    }
+
+    /// Pins a recording's query blocks, once each and in order, so a slot maps to its pin in
+    /// O(1); the bases of its timestamp, statistics and performance pins (`None`: the pins
+    /// are full and the recording is not walked).
+    fn pin_blocks(&mut self, rec: &Recording) -> Option<(u16, u16, u16)> {
+        if self.ts_pins.len() + rec.ts_blocks.len() > u16::MAX as usize
+            || self.stats_pins.len() + rec.stats_blocks.len() > u16::MAX as usize
+            || self.perf_pins.len() + rec.perf_blocks.len() > u16::MAX as usize
+        {
+            return None;
+        }
+        let bases = (
+            self.ts_pins.len() as u16,
+            self.stats_pins.len() as u16,
+            self.perf_pins.len() as u16,
+        );
+        self.ts_pins.extend(rec.ts_blocks.iter().cloned());
+        self.stats_pins.extend(rec.stats_blocks.iter().cloned());
+        self.perf_pins.extend(rec.perf_blocks.iter().cloned());
+        self.resets.extend(
+            rec.ts_blocks
+                .iter()
+                .chain(&rec.stats_blocks)
+                .chain(&rec.perf_blocks)
+                .cloned(),
+        );
+        Some(bases)
+    }
+
+    /// The statistics of a render pass whose parts start at `start` in `stats_slots`: with its
+    /// last part, all of them; without (no statistics this pass), none.
+    fn pass_stats(&mut self, start: usize, last: Option<StatsSlot>) -> Option<StatsRange> {
+        match last {
+            Some(last) => {
+                self.stats_slots.push(last);
+                Some(StatsRange {
+                    start: start as u32,
+                    count: (self.stats_slots.len() - start) as u16,
+                })
+            }
+            None => {
+                self.stats_slots.truncate(start);
+                None
+            }
+        }
+    }
+
+    /// A debug label closes (at `end`): its sample, from where it opened (perhaps in an earlier
+    /// recording) to here. `quiet`: the recording is a baseline one.
+    fn label_end(&mut self, quiet: bool, end: Option<Pin>, labels: &mut Vec<OpenLabel>, base: PendingSample) {
+        let label = label_path(labels);
+        let Some(open) = labels.pop() else { return };
+        if quiet && end.is_none() && open.begin.is_none() {
+            // A region wholly inside a baseline recording: not sampled, by design.
+            return;
+        }
+        let begin = open.begin.as_ref().map(|(b, i)| (pin(&mut self.ts_pins, b), *i));
+        let r = base.recs[1];
+        let begin_rec = match open.rec {
+            Some(rec_entry) => self.rec_index(rec_entry),
+            None => r,
+        };
+        self.samples.push(PendingSample {
+            scope: Scope::Label,
+            label,
+            begin,
+            end,
+            recs: [begin_rec, r],
+            ..base
+        });
+    }
+
+    /// A performance query around the sample its closing event just made (a command buffer or
+    /// a render pass of recording `r`).
+    fn perf_query(&mut self, r: u16, pin: u16, q: u8, group: u8, reused: bool) {
+        if let Some(s) = self
+            .samples
+            .last_mut()
+            .filter(|s| s.recs[1] == r && s.perf.is_none() && matches!(s.scope, Scope::CmdBuf | Scope::RenderPass))
+        {
+            s.perf = Some(PerfSlot { pin, q, group, reused });
         }
     }
 
