@@ -111,6 +111,53 @@ pub fn parse_glsl(v: &str) -> (u32, u32) {
     (major, if minor < 10 { minor * 10 } else { minor })
 }
 
+/// Whether the default framebuffer's back buffer encodes writes as sRGB: a GLES window
+/// surface created with EGL_GL_COLORSPACE_SRGB does, and the composite then decodes the cached
+/// values first (as the Vulkan HUD does on *_SRGB swapchains). Desktop GL turns the encoding
+/// off with GL_FRAMEBUFFER_SRGB instead.
+fn srgb_window(f: &Fns) -> bool {
+    f.get_framebuffer_attachment_parameteriv.is_some()
+        && f.uint(gl::FRAMEBUFFER_BINDING) == 0
+        && f.attachment_int(
+            gl::DRAW_FRAMEBUFFER,
+            gl::BACK,
+            gl::FRAMEBUFFER_ATTACHMENT_COLOR_ENCODING,
+        ) == gl::SRGB
+}
+
+/// Per-draw-buffer and per-viewport state the HUD must save and restore, where the context
+/// has it.
+struct Indexed {
+    enable: bool,
+    blend: bool,
+    viewports: bool,
+}
+
+impl Indexed {
+    fn read(f: &Fns, es: bool, version: (u32, u32), ext: &Extensions) -> Indexed {
+        let v = |a: u32, b: u32| version >= (a, b);
+        Indexed {
+            enable: f.enablei.is_some()
+                && f.is_enabledi.is_some()
+                && f.color_maski.is_some()
+                && f.get_booleani_v.is_some()
+                && (if es { v(3, 2) } else { v(3, 0) }),
+            blend: f.blend_func_separatei.is_some()
+                && f.blend_equation_separatei.is_some()
+                && f.get_integeri_v.is_some()
+                && (if es { v(3, 2) } else { v(4, 0) }),
+            viewports: !es
+                && f.viewport_indexedf.is_some()
+                && f.scissor_indexed.is_some()
+                && f.get_floati_v.is_some()
+                && f.get_integeri_v.is_some()
+                && f.enablei.is_some()
+                && f.is_enabledi.is_some()
+                && (v(4, 1) || ext.has("GL_ARB_viewport_array")),
+        }
+    }
+}
+
 impl Caps {
     /// Reads the current context's version, extensions and limits. Setup only (allocates).
     pub fn read(f: &Fns) -> Caps {
@@ -146,6 +193,7 @@ impl Caps {
         } else {
             v(3, 0) || ext.has("GL_ARB_framebuffer_object")
         };
+        let indexed = Indexed::read(f, es, (major, minor), &ext);
         let mut c = Caps {
             es,
             major,
@@ -193,23 +241,9 @@ impl Caps {
                 v(3, 2) || ext.has("GL_ARB_texture_multisample")
             },
             clip_planes,
-            indexed_enable: f.enablei.is_some()
-                && f.is_enabledi.is_some()
-                && f.color_maski.is_some()
-                && f.get_booleani_v.is_some()
-                && (if es { v(3, 2) } else { v(3, 0) }),
-            indexed_blend: f.blend_func_separatei.is_some()
-                && f.blend_equation_separatei.is_some()
-                && f.get_integeri_v.is_some()
-                && (if es { v(3, 2) } else { v(4, 0) }),
-            viewport_array: desktop
-                && f.viewport_indexedf.is_some()
-                && f.scissor_indexed.is_some()
-                && f.get_floati_v.is_some()
-                && f.get_integeri_v.is_some()
-                && f.enablei.is_some()
-                && f.is_enabledi.is_some()
-                && (v(4, 1) || ext.has("GL_ARB_viewport_array")),
+            indexed_enable: indexed.enable,
+            indexed_blend: indexed.blend,
+            viewport_array: indexed.viewports,
             draw_buffer: if es {
                 v(3, 0) && f.draw_buffers.is_some()
             } else {
@@ -239,19 +273,7 @@ impl Caps {
         if desktop {
             c.double_buffered = f.bools::<1>(gl::DOUBLEBUFFER)[0];
         }
-        // A GLES window surface created with EGL_GL_COLORSPACE_SRGB encodes every write; the
-        // composite then decodes the cached values first (as the Vulkan HUD does on *_SRGB
-        // swapchains). Desktop GL turns the encoding off with GL_FRAMEBUFFER_SRGB instead.
-        if es && v(3, 0) && !c.srgb_toggle && f.get_framebuffer_attachment_parameteriv.is_some() {
-            let draw = f.uint(gl::FRAMEBUFFER_BINDING);
-            if draw == 0 {
-                c.srgb_target = f.attachment_int(
-                    gl::DRAW_FRAMEBUFFER,
-                    gl::BACK,
-                    gl::FRAMEBUFFER_ATTACHMENT_COLOR_ENCODING,
-                ) == gl::SRGB;
-            }
-        }
+        c.srgb_target = es && v(3, 0) && !c.srgb_toggle && srgb_window(f);
         c
     }
 
