@@ -4,6 +4,7 @@
 //! shim, the GPUs the loader sees, each counter source (the collector's own answer, with its
 //! reason), and whether dumps can be written. Exit status 1 when a check failed.
 
+use crate::display_server::Answer;
 use crate::locate;
 use crate::text::show;
 use std::path::{Path, PathBuf};
@@ -11,8 +12,10 @@ use std::path::{Path, PathBuf};
 pub const ABOUT: &str = "\
 Checks what framescope needs on this machine and prints one line per check, with the fix for
 each failure: the Vulkan layer's manifest as the loader finds it (and the other implicit layers,
-MangoHud first), the environment that enables or disables it, the GL shim's library, the GPUs
-the Vulkan loader sees, every counter source (NVML, GPM, PM sampling, amdgpu, Intel OA, Mali,
+MangoHud first), the environment that enables or disables it, the GL shim's library, the
+session's window systems (whether the Wayland compositor and X server named by WAYLAND_DISPLAY
+and DISPLAY answer within 1 s, what apps will use there, whether the toggle keys and display
+times work for them), the GPUs the Vulkan loader sees, every counter source (NVML, GPM, PM sampling, amdgpu, Intel OA, Mali,
 sensors) with the reason one is unavailable, and whether the dump's directory is writable.
 
 Exit status: 0 when nothing failed (warnings allowed), 1 otherwise.";
@@ -450,6 +453,90 @@ fn dump_check() -> Check {
     }
 }
 
+/// One window system's check: whether the server the environment names answers.
+fn server_check(what: &str, name: &str, path: Option<std::path::PathBuf>, probe: fn(&Path) -> Answer) -> Check {
+    let Some(path) = path else {
+        return check(
+            what,
+            Status::Info,
+            format!("{name}: not probed (a remote display, or no XDG_RUNTIME_DIR)"),
+            None,
+        );
+    };
+    let at = show(path.as_os_str());
+    match probe(&path) {
+        Answer::Answers => check(what, Status::Ok, format!("{name} answers ({at})"), None),
+        Answer::Silent => check(
+            what,
+            Status::Fail,
+            format!(
+                "{name} at {at} accepts connections but did not answer within {} s: apps that wait for it hang",
+                crate::display_server::TIMEOUT.as_secs()
+            ),
+            Some("restart the compositor or X server (a stopped process: kill -CONT it)".into()),
+        ),
+        Answer::Unreachable(e) => check(
+            what,
+            Status::Warn,
+            format!("{name} names {at}, which cannot be reached ({e})"),
+            Some("unset the variable, or start the server it names".into()),
+        ),
+        Answer::Garbled => check(
+            what,
+            Status::Warn,
+            format!("{name} at {at} answered with something that is not its protocol"),
+            None,
+        ),
+    }
+}
+
+/// The session's window systems (do they answer?), what apps will use there, and whether the
+/// toggle keys and display-time sources work for them.
+fn session_checks(env: &dyn Fn(&str) -> Option<String>) -> Vec<Check> {
+    use crate::display_server::{probe_wayland, probe_x11, wayland_socket, x11_socket};
+    let (wayland, x11) = (env("WAYLAND_DISPLAY"), env("DISPLAY"));
+    let mut out = Vec::new();
+    if let Some(w) = &wayland {
+        let path = wayland_socket(w, env("XDG_RUNTIME_DIR").as_deref());
+        out.push(server_check(
+            "wayland",
+            &format!("WAYLAND_DISPLAY={w}"),
+            path,
+            probe_wayland,
+        ));
+    }
+    if let Some(d) = &x11 {
+        let what = if wayland.is_some() { "xwayland" } else { "x11" };
+        out.push(server_check(what, &format!("DISPLAY={d}"), x11_socket(d), probe_x11));
+    }
+    let (apps, keys, display) = match (&wayland, &x11) {
+        (Some(_), Some(_)) => (
+            "Wayland session: apps with Wayland support draw on it natively (SDL 3, GTK 4, Qt 6, vkcube-wayland), X11-only ones through XWayland",
+            (Status::Warn, "read from X11 (DISPLAY): they work for X11 and XWayland apps, not yet for native Wayland ones"),
+            "X11 and XWayland windows: the X11 Present extension's completions; Vulkan where the driver has VK_KHR_present_wait: present_wait; native Wayland windows: none yet",
+        ),
+        (Some(_), None) => (
+            "Wayland session without XWayland: apps draw on Wayland natively or not at all",
+            (Status::Warn, "unavailable: they are read from X11 and there is no DISPLAY"),
+            "Vulkan where the driver has VK_KHR_present_wait: present_wait; native Wayland windows: none yet",
+        ),
+        (None, Some(_)) => (
+            "X11 session: apps draw on X11",
+            (Status::Ok, "read from X11 (DISPLAY) on a connection of framescope's own"),
+            "the X11 Present extension's completions (not for windows presented without it: Mesa's software drivers, NVIDIA's GLX on Xvfb); Vulkan where the driver has VK_KHR_present_wait: present_wait",
+        ),
+        (None, None) => (
+            "no window system: only headless apps (Vulkan without a swapchain, frames from VK_EXT_frame_boundary; EGL surfaceless)",
+            (Status::Info, "unavailable without a window system"),
+            "none: headless frames have no display (frames say not_presented)",
+        ),
+    };
+    out.push(check("apps here", Status::Info, apps, None));
+    out.push(check("toggle keys", keys.0, keys.1, None));
+    out.push(check("display times", Status::Info, display, None));
+    out
+}
+
 pub fn main(args: Args) -> i32 {
     let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
     // The device check's own instance loads no implicit layer (framescope's included): the
@@ -458,6 +545,7 @@ pub fn main(args: Args) -> i32 {
     std::env::set_var("VK_LOADER_LAYERS_DISABLE", "~implicit~");
     let mut checks = layer_checks(&manifests(&implicit_dirs(&env)), &env);
     checks.push(gl_check(&env));
+    checks.extend(session_checks(&env));
     checks.push(vulkan_devices());
     checks.extend(counter_checks());
     checks.extend(pm_checks());

@@ -10,6 +10,7 @@ pub mod compare;
 pub mod counter_table;
 pub mod counters;
 pub mod ctl;
+pub mod display_server;
 pub mod doctor;
 pub mod export;
 pub mod frame_lines;

@@ -63,3 +63,43 @@ fn a_sampler_that_cannot_start_leaves_no_ring_and_doctor_lists_no_pm_counters() 
     let out = sb.run(&a.framescope, &["doctor"], LIMIT);
     assert!(!out.stdout.contains("counters: pm"), "{}", out.stdout);
 }
+
+/// The session's window systems: an X server (Xvfb) that answers, and a Wayland socket that
+/// accepts connections but never answers (a frozen compositor): doctor says so within its
+/// one-second probe, names the fix, and exits 1; the toggle-key line says they do not reach
+/// native Wayland apps.
+#[test]
+fn doctor_probes_the_session_and_flags_a_compositor_that_does_not_answer() {
+    let a = Artifacts::get();
+    let x = framescope_tests::Xvfb::start();
+    let mut sb = Sandbox::new("doctor-session");
+    let runtime = sb.path("runtime");
+    std::fs::create_dir_all(&runtime).unwrap();
+    let listener = std::os::unix::net::UnixListener::bind(runtime.join("wayland-frozen")).unwrap();
+    // Accepts (the kernel's backlog does) and never reads or writes: a stopped compositor.
+    sb.display(&x)
+        .set("XDG_RUNTIME_DIR", runtime.display().to_string())
+        .set("WAYLAND_DISPLAY", "wayland-frozen");
+    let t = std::time::Instant::now();
+    let out = sb.run(&a.framescope, &["doctor", "--json"], LIMIT);
+    assert!(t.elapsed() < Duration::from_secs(30), "{:?}", t.elapsed());
+    assert_eq!(out.code(), Some(1), "{}", out.describe());
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).expect("one JSON array");
+    let by = |what: &str| {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["check"] == what)
+            .unwrap_or_else(|| panic!("no {what} check: {v}"))
+            .clone()
+    };
+    let wl = by("wayland");
+    assert_eq!(wl["status"], "fail", "{wl}");
+    assert!(wl["detail"].as_str().unwrap().contains("did not answer"), "{wl}");
+    assert!(wl["fix"].as_str().unwrap().contains("restart"), "{wl}");
+    let xw = by("xwayland");
+    assert_eq!(xw["status"], "ok", "{xw}");
+    assert_eq!(by("toggle keys")["status"], "warn");
+    assert!(by("apps here")["detail"].as_str().unwrap().contains("Wayland session"));
+    drop(listener);
+}
