@@ -68,7 +68,8 @@ pub fn probe_wayland(path: &Path) -> Answer {
     // Header: sender id, then (size << 16) | opcode; then the new callback's id.
     let mut req = Vec::with_capacity(12);
     req.extend_from_slice(&1u32.to_ne_bytes());
-    req.extend_from_slice(&((12u32 << 16) | 0).to_ne_bytes());
+    // Opcode 0 (`sync`) in the low half.
+    req.extend_from_slice(&(12u32 << 16).to_ne_bytes());
     req.extend_from_slice(&2u32.to_ne_bytes());
     if let Err(e) = s.write_all(&req) {
         return Answer::Unreachable(e.to_string());
