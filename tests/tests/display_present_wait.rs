@@ -249,12 +249,16 @@ fn rebuilt_swapchains_are_waited_on_afresh_and_out_of_date_presents_are_not() {
             }
         }
     }
-    let swapchains: std::collections::BTreeSet<&str> = d
+    // Rebuilds counted as handle changes from one frame to the next: a new swapchain is made
+    // while its old one still lives, so it never has the old one's handle, but the driver may
+    // hand out the one before again (lavapipe did: 3 distinct handles over 6 rebuilds).
+    let handles: Vec<&str> = d
         .frames
         .iter()
         .filter_map(|f| f["swapchain"]["handle"].as_str())
         .collect();
-    assert!(swapchains.len() >= 4, "the app did not rebuild: {swapchains:?}");
+    let rebuilds = handles.windows(2).filter(|w| w[0] != w[1]).count();
+    assert!(rebuilds >= 4, "the app did not rebuild: {handles:?}");
 }
 
 #[test]
