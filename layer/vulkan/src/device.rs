@@ -52,6 +52,8 @@ pub struct DeviceAugment {
     pub perf_query: bool,
     /// The display-time source `VK_KHR_present_wait` can run.
     pub present_wait: PresentWaitAugment,
+    /// The display-time source `VK_EXT_present_timing` can run.
+    pub present_timing: crate::display::present_timing::Augment,
 }
 
 /// Extension commands that create what a frame may stall on (pipelines, shaders); the hooks

@@ -21,6 +21,8 @@ pub struct Instance {
     pub next_features2: Option<vk::PFN_vkGetPhysicalDeviceFeatures2>,
     /// Per physical device: whether the layers and driver below implement
     /// `VK_EXT_frame_boundary` themselves (asked once; the answer cannot change).
+    /// `VK_KHR_get_surface_capabilities2` is on (the app's or framescope's, for present timing).
+    pub surface_caps2: bool,
     pub frame_boundary_native: framescope_core::sync::Mutex<Vec<(vk::PhysicalDevice, bool)>>,
 }
 

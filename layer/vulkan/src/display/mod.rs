@@ -1,9 +1,12 @@
 //! Display-time sources of the Vulkan layer: where they run, each frame's time on the screen
-//! goes to the device's frame session (`framescope_core::display`). Today one source,
-//! `VK_KHR_present_wait` ([`present_wait`]); other sources of a swapchain's frames (the X11
+//! goes to the device's frame session (`framescope_core::display`). `VK_EXT_present_timing`
+//! ([`present_timing`]) where the swapchain supports it, else `VK_KHR_present_wait`
+//! ([`present_wait`]): one source a swapchain, so one report a frame; other sources of a swapchain's frames (the X11
 //! Present extension) defer to it where [`present_wait_covers`] says it runs.
 
+pub mod present_timing;
 pub mod present_wait;
+pub mod timing_abi;
 
 use ash::vk;
 
