@@ -172,6 +172,7 @@ const DRIVER_LANE_TESTS: &[&str] = &[
     "faults",
     "frame_timeline",
     "display_present_wait",
+    "display_present_timing",
 ];
 
 /// Replaces the README's config key table (between its `config-keys` markers) with the one the

@@ -87,7 +87,7 @@ impl FakeDevice {
             // 1.0: the layer then asks nothing of `vkGetPhysicalDeviceProperties2`.
             api_version: vk::API_VERSION_1_0,
             next_features2: None,
-            surface_caps2: false,
+            next_surface_caps2: None,
             frame_boundary_native: Mutex::new(Vec::new()),
         });
         let device_key = Box::into_raw(Box::new(0u8)) as usize;

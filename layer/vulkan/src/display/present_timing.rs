@@ -27,6 +27,7 @@
 //! frame has one report.
 
 use super::timing_abi::*;
+pub use crate::device::PresentTimingAugment as Augment;
 use ash::vk;
 use crossbeam_queue::ArrayQueue;
 use framescope_core::display::{DisplayFeed, DisplayReport, DisplaySource, PresentationMode};
@@ -63,14 +64,6 @@ const JOIN_CAP: Duration = Duration::from_secs(1);
 
 static READER: Site = Site::new("present_timing thread");
 
-/// `VK_EXT_present_timing` on the device (see the module doc).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Augment {
-    pub on: bool,
-    /// The app enabled `VK_KHR_present_id2` or `VK_KHR_present_id` itself: its ids are used.
-    pub app_ids: bool,
-}
-
 /// Whether the device offers present timing and its dependencies with the features; `Err`
 /// says why not.
 pub fn supported(
@@ -87,7 +80,7 @@ pub fn supported(
             "the device offers VK_EXT_present_timing without VK_KHR_present_id2 or VK_KHR_calibrated_timestamps",
         );
     }
-    if !inst.surface_caps2 {
+    if inst.next_surface_caps2.is_none() {
         return Err("the instance has no VK_KHR_get_surface_capabilities2 (VK_EXT_present_timing requires it)");
     }
     // As for present_wait: the features query is a Vulkan 1.1 command.
@@ -203,11 +196,7 @@ pub unsafe fn swapchain_plan(
     dev: &crate::device::Device,
     ci: &vk::SwapchainCreateInfoKHR<'_>,
 ) -> Option<(vk::SwapchainCreateFlagsKHR, u32)> {
-    let inst = &dev.instance;
-    // SAFETY: an instance command of the instance, which has VK_KHR_get_surface_capabilities2.
-    let f = unsafe { (inst.next_gipa)(inst.handle, c"vkGetPhysicalDeviceSurfaceCapabilities2KHR".as_ptr()) }?;
-    // SAFETY: the command of that name has this signature.
-    let caps2: vk::PFN_vkGetPhysicalDeviceSurfaceCapabilities2KHR = unsafe { std::mem::transmute(f) };
+    let caps2 = dev.instance.next_surface_caps2?;
     let mut timing = PresentTimingSurfaceCapabilities {
         s_type: ST_PRESENT_TIMING_SURFACE_CAPABILITIES,
         p_next: std::ptr::null_mut(),
@@ -250,11 +239,12 @@ pub unsafe fn swapchain_plan(
 /// # Safety
 /// `ci` is null or the app's valid create info.
 pub unsafe fn plan_for<'a>(
-    d: &crate::device_state::DeviceState,
+    d: &crate::device::Device,
+    pt: Option<&PresentTiming>,
     ci: *const vk::SwapchainCreateInfoKHR<'a>,
     adjusted: &mut Option<vk::SwapchainCreateInfoKHR<'a>>,
 ) -> Option<u32> {
-    let pt = d.present_timing.as_ref()?;
+    let pt = pt?;
     // SAFETY: the caller's contract.
     let ci = unsafe { ci.as_ref() }?;
     if ci.old_swapchain != vk::SwapchainKHR::null() {
@@ -268,10 +258,8 @@ pub unsafe fn plan_for<'a>(
 }
 
 /// After the swapchain was created with [`plan_for`]'s flags: whether present timing runs on it.
-pub fn created(d: &crate::device_state::DeviceState, handle: vk::SwapchainKHR, stage: u32) -> bool {
-    d.present_timing
-        .as_ref()
-        .is_some_and(|pt| pt.swapchain_created(handle, stage))
+pub fn created(pt: Option<&PresentTiming>, handle: vk::SwapchainKHR, stage: u32) -> bool {
+    pt.is_some_and(|pt| pt.swapchain_created(handle, stage))
 }
 
 struct Fns {

@@ -128,13 +128,21 @@ pub unsafe extern "system" fn create_instance(
         .map(|f| unsafe {
             std::mem::transmute::<unsafe extern "system" fn(), vk::PFN_vkGetPhysicalDeviceFeatures2>(f)
         });
+        // SAFETY: querying an instance command of `handle` by name; that name has this signature.
+        let next_surface_caps2 = unsafe { next_gipa(handle, c"vkGetPhysicalDeviceSurfaceCapabilities2KHR".as_ptr()) }
+            .filter(|_| surface_caps2)
+            .map(|f| unsafe {
+                std::mem::transmute::<unsafe extern "system" fn(), vk::PFN_vkGetPhysicalDeviceSurfaceCapabilities2KHR>(
+                    f,
+                )
+            });
         let state = Arc::new(Instance {
             handle,
             next_gipa,
             fns,
             api_version,
             next_features2,
-            surface_caps2,
+            next_surface_caps2,
             frame_boundary_native: framescope_core::sync::Mutex::new(Vec::new()),
         });
         // SAFETY: handle is a live instance created through the loader.

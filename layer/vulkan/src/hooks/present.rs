@@ -251,7 +251,7 @@ pub unsafe extern "system" fn create_swapchain(
     // present_timing: its flags on (a copy of) the create info where the surface supports it.
     // SAFETY: the app's valid create info.
     let timing = guarded(&CREATE_SWAPCHAIN, || unsafe {
-        crate::display::present_timing::plan_for(&d, ci, &mut adjusted)
+        crate::display::present_timing::plan_for(&d.dev, d.present_timing.as_ref(), ci, &mut adjusted)
     })
     .flatten();
     let mut used = ci;
@@ -282,7 +282,8 @@ pub unsafe extern "system" fn create_swapchain(
             let concurrent = unsafe { crate::hud::concurrent_families(used) };
             crate::hud::swapchain_created(&d.hud, handle, used, concurrent);
             // One display-time source a swapchain: present_timing where it runs.
-            let timed = timing.is_some_and(|stage| crate::display::present_timing::created(&d, handle, stage));
+            let timed = timing
+                .is_some_and(|stage| crate::display::present_timing::created(d.present_timing.as_ref(), handle, stage));
             if let Some(pw) = d.present_wait.as_ref().filter(|_| !timed) {
                 pw.swapchain_created(handle);
             }
