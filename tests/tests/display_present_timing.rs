@@ -116,6 +116,39 @@ fn frames_are_shown_exactly_on_the_double_s_refresh_boundaries() {
 }
 
 #[test]
+fn a_stage_local_time_domain_is_mapped_to_clock_monotonic() {
+    // The double's one time domain is PRESENT_STAGE_LOCAL, 1000 s ahead of CLOCK_MONOTONIC:
+    // framescope maps it back with vkGetCalibratedTimestampsKHR, so the same known answers.
+    let (d, out) = run(
+        "pt-stage-local",
+        "",
+        REFRESH_MS,
+        FRAMES,
+        &[("FRAMESCOPE_PRESENT_DOUBLE_TIME_DOMAIN", "stage_local")],
+    );
+    assert!(
+        out.lines_with("present_double: a swapchain-local calibration")
+            .is_empty(),
+        "{}",
+        out.describe()
+    );
+    let period = REFRESH_MS * MS;
+    let shown = d.frames.iter().take_while(|f| f["display"] == "displayed").count();
+    assert!(shown >= FRAMES - 2, "only the first {shown} frames displayed");
+    for f in &d.frames[..shown] {
+        assert_eq!(f["display_source"], "present_timing", "{f}");
+        let t = u(f, "shown_ns");
+        // After the present and well within a second of it (unmapped, it would be 1000 s
+        // off; the first frame's present takes ~70 ms here: the HUD's first draw), on a
+        // boundary.
+        assert!(t >= u(f, "t_ns") && t - u(f, "t_ns") < 1_000 * MS, "{f}");
+        let off = t % period;
+        let off = off.min(period - off);
+        assert!(off <= 5_000, "shown {off} ns off a refresh boundary: {f}");
+    }
+}
+
+#[test]
 fn with_the_double_offering_only_present_wait_present_wait_reports() {
     let (d, _) = run(
         "pt-only-wait",

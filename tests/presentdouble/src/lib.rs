@@ -22,7 +22,10 @@
 //! without latency), readable once that refresh has passed. A present that asks for timing
 //! with its swapchain's timing queue full fails with `VK_ERROR_PRESENT_TIMING_QUEUE_FULL_EXT`,
 //! as the spec says. `FRAMESCOPE_PRESENT_DOUBLE_ONLY_PRESENT_WAIT=1`: none of this, only
-//! present_id and present_wait.
+//! present_id and present_wait. `FRAMESCOPE_PRESENT_DOUBLE_TIME_DOMAIN=stage_local`: the one
+//! time domain is `VK_TIME_DOMAIN_PRESENT_STAGE_LOCAL_EXT` instead, CLOCK_MONOTONIC +
+//! [`STAGE_LOCAL_OFFSET_NS`], which `vkGetCalibratedTimestampsKHR` answers (with a
+//! `VkSwapchainCalibratedTimestampInfoEXT` chained, as the spec requires for that domain).
 
 #![allow(clippy::missing_safety_doc)]
 
@@ -47,6 +50,25 @@ const KEEP: usize = 64;
 /// passes 0 is told apart.
 pub const TIME_DOMAIN_ID: u64 = 7;
 const CALIBRATED_KHR: &CStr = c"VK_KHR_calibrated_timestamps";
+/// How far the stage-local domain is ahead of CLOCK_MONOTONIC.
+pub const STAGE_LOCAL_OFFSET_NS: u64 = 1_000_000_000_000;
+
+/// The swapchains' one time domain.
+fn time_domain() -> vk::TimeDomainKHR {
+    match std::env::var("FRAMESCOPE_PRESENT_DOUBLE_TIME_DOMAIN").as_deref() {
+        Ok("stage_local") => TIME_DOMAIN_PRESENT_STAGE_LOCAL,
+        _ => vk::TimeDomainKHR::CLOCK_MONOTONIC,
+    }
+}
+
+/// A CLOCK_MONOTONIC time in the swapchains' domain.
+fn in_domain(t: u64) -> u64 {
+    if time_domain() == TIME_DOMAIN_PRESENT_STAGE_LOCAL {
+        t + STAGE_LOCAL_OFFSET_NS
+    } else {
+        t
+    }
+}
 const CALIBRATED_EXT: &CStr = c"VK_EXT_calibrated_timestamps";
 
 /// Whether present timing is offered (the default) or only present_wait.
@@ -810,7 +832,7 @@ unsafe extern "system" fn time_domains(
         }
         p.time_domain_count = 1;
         if !p.p_time_domains.is_null() {
-            *p.p_time_domains = vk::TimeDomainKHR::CLOCK_MONOTONIC;
+            *p.p_time_domains = time_domain();
         }
         if !p.p_time_domain_ids.is_null() {
             *p.p_time_domain_ids = TIME_DOMAIN_ID;
@@ -847,7 +869,7 @@ unsafe extern "system" fn past_timing(
                 let out = &mut *p.p_presentation_timings.add(k);
                 out.present_id = t.id;
                 out.target_time = 0;
-                out.time_domain = vk::TimeDomainKHR::CLOCK_MONOTONIC;
+                out.time_domain = time_domain();
                 out.time_domain_id = TIME_DOMAIN_ID;
                 out.report_complete = vk::TRUE;
                 let room = out.present_stage_count as usize;
@@ -861,7 +883,7 @@ unsafe extern "system" fn past_timing(
                     if t.stages & bit != 0 && n < room && !out.p_present_stages.is_null() {
                         *out.p_present_stages.add(n) = PresentStageTime {
                             stage: bit,
-                            time: t.shown,
+                            time: in_domain(t.shown),
                         };
                         n += 1;
                     }
@@ -885,8 +907,36 @@ unsafe extern "system" fn calibrated_timestamps(
     out: *mut u64,
     deviation: *mut u64,
 ) -> vk::Result {
-    // SAFETY: a live device of ours; lavapipe's EXT command has the same signature.
+    // SAFETY: the caller's arrays of `count`; a live device of ours; lavapipe's EXT command has
+    // the same signature.
     unsafe {
+        let infos_s = std::slice::from_raw_parts(infos, count as usize);
+        let local = |d: vk::TimeDomainKHR| d == TIME_DOMAIN_PRESENT_STAGE_LOCAL || d == TIME_DOMAIN_SWAPCHAIN_LOCAL;
+        if infos_s.iter().any(|i| local(i.time_domain)) {
+            // The swapchain's domains: answered here, all at one instant (deviation 0).
+            let now = now_ns();
+            for (k, i) in infos_s.iter().enumerate() {
+                *out.add(k) = match i.time_domain {
+                    d if local(d) => {
+                        let mut p = i.p_next as *const vk::BaseInStructure;
+                        while !p.is_null() && (*p).s_type != ST_SWAPCHAIN_CALIBRATED_TIMESTAMP_INFO {
+                            p = (*p).p_next;
+                        }
+                        if p.is_null() {
+                            eprintln!("present_double: a swapchain-local calibration without VkSwapchainCalibratedTimestampInfoEXT");
+                            return vk::Result::ERROR_UNKNOWN;
+                        }
+                        now + STAGE_LOCAL_OFFSET_NS
+                    }
+                    vk::TimeDomainKHR::CLOCK_MONOTONIC => now,
+                    _ => return vk::Result::ERROR_UNKNOWN,
+                };
+            }
+            if !deviation.is_null() {
+                *deviation = 0;
+            }
+            return vk::Result::SUCCESS;
+        }
         match with(&DEVICES, key(device.as_raw()), |d| d.calibrate).flatten() {
             Some(f) => f(device, count, infos, out, deviation),
             None => vk::Result::ERROR_EXTENSION_NOT_PRESENT,

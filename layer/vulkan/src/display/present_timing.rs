@@ -678,69 +678,119 @@ fn offset_ns(fns: &Fns, device: vk::Device, c: &Chain) -> Option<i64> {
     (r == vk::Result::SUCCESS).then(|| ts[1] as i64 - ts[0] as i64)
 }
 
+/// A result read before its present was queued for the thread: the engine can finish a
+/// present's stage (a short refresh away) before the app's thread, back from
+/// `vkQueuePresentKHR`, has pushed it. Kept until its present arrives.
+struct Early {
+    chain: Arc<Chain>,
+    id: u64,
+    shown: u64,
+    read_ns: u64,
+}
+
+/// The reading thread's buffers, allocated once.
+struct Scratch {
+    pending: Vec<Pending>,
+    early: Vec<Early>,
+    stages: Vec<[PresentStageTime; STAGES]>,
+    results: Vec<PastPresentationTiming>,
+    logged: bool,
+}
+
 /// The reading thread.
 fn run(s: &Shared, feed: &DisplayFeed, device: vk::Device, fns: &Fns) {
-    let mut pending: Vec<Pending> = Vec::with_capacity(RING);
-    let mut stages = vec![[PresentStageTime::default(); STAGES]; BATCH];
-    let mut results: Vec<PastPresentationTiming> = Vec::with_capacity(BATCH);
-    let mut logged = false;
+    let mut sc = Scratch {
+        pending: Vec::with_capacity(RING),
+        early: Vec::with_capacity(EARLY),
+        stages: vec![[PresentStageTime::default(); STAGES]; BATCH],
+        results: Vec::with_capacity(BATCH),
+        logged: false,
+    };
     while !s.stop.load(Ordering::Acquire) {
         while let Some(p) = s.ring.pop() {
-            pending.push(p);
+            sc.pending.push(p);
         }
-        if pending.is_empty() {
+        if sc.pending.is_empty() {
             // Every present and `stop` unpark it (an earlier unpark makes this return at once).
             std::thread::park();
             continue;
         }
-        guarded(&READER, || {
-            read(feed, device, fns, &mut pending, &mut stages, &mut results, &mut logged)
-        });
+        guarded(&READER, || read(feed, device, fns, &mut sc));
         std::thread::park_timeout(POLL);
     }
 }
 
+/// Results kept for presents not queued yet: far more than are in flight.
+const EARLY: usize = 64;
+
+fn report(feed: &DisplayFeed, p: &Pending, shown: u64) {
+    feed.report(DisplayReport {
+        frame: p.frame,
+        source: DisplaySource::PresentTiming,
+        shown_ns: Some(shown),
+        mode: PresentationMode::Unknown,
+        refresh_ns: Some(p.chain.refresh_ns.load(Ordering::Relaxed)).filter(|&r| r > 0),
+    });
+}
+
 /// Reads the results of every swapchain with outstanding presents once, reports what
 /// matches, and gives up presents of stopped swapchains or older than [`GIVE_UP_NS`].
-#[allow(clippy::too_many_arguments)]
-fn read(
-    feed: &DisplayFeed,
-    device: vk::Device,
-    fns: &Fns,
-    pending: &mut Vec<Pending>,
-    stages: &mut [[PresentStageTime; STAGES]],
-    results: &mut Vec<PastPresentationTiming>,
-    logged: &mut bool,
-) {
+fn read(feed: &DisplayFeed, device: vk::Device, fns: &Fns, sc: &mut Scratch) {
+    let Scratch {
+        pending,
+        early,
+        stages,
+        results,
+        logged,
+    } = sc;
+    // Results that came before their presents.
+    pending.retain(|p| {
+        match early
+            .iter()
+            .position(|e| Arc::ptr_eq(&e.chain, &p.chain) && e.id == p.id)
+        {
+            Some(k) => {
+                report(feed, p, early.swap_remove(k).shown);
+                false
+            }
+            None => true,
+        }
+    });
+    let now = framescope_core::clock::monotonic_now_ns();
+    // Each swapchain with outstanding presents once per round.
     let mut i = 0;
-    // Each swapchain once per round: the first pending present of it leads.
     while i < pending.len() {
         let c = Arc::clone(&pending[i].chain);
-        if pending[..i].iter().any(|p| Arc::ptr_eq(&p.chain, &c)) {
-            i += 1;
+        i += 1;
+        if pending[..i - 1].iter().any(|p| Arc::ptr_eq(&p.chain, &c)) {
             continue;
         }
         let busy = c.busy.lock();
         if !c.stopped.load(Ordering::Acquire) {
             read_chain(fns, device, &c, stages, results, logged, |id, shown| {
-                if let Some(k) = pending.iter().position(|p| Arc::ptr_eq(&p.chain, &c) && p.id == id) {
-                    let p = pending.swap_remove(k);
-                    feed.report(DisplayReport {
-                        frame: p.frame,
-                        source: DisplaySource::PresentTiming,
-                        shown_ns: Some(shown),
-                        mode: PresentationMode::Unknown,
-                        refresh_ns: Some(c.refresh_ns.load(Ordering::Relaxed)).filter(|&r| r > 0),
-                    });
+                match pending.iter().position(|p| Arc::ptr_eq(&p.chain, &c) && p.id == id) {
+                    // `remove` keeps the others in order (the loop's index).
+                    Some(k) => report(feed, &pending.remove(k), shown),
+                    None => {
+                        if early.len() == EARLY {
+                            early.remove(0);
+                        }
+                        early.push(Early {
+                            chain: Arc::clone(&c),
+                            id,
+                            shown,
+                            read_ns: now,
+                        });
+                    }
                 }
             });
         }
         drop(busy);
-        i += 1;
+        // Removals before `i` shift the list: a swapchain skipped so is read on the next round.
+        i = i.min(pending.len());
     }
-    let now = framescope_core::clock::monotonic_now_ns();
     pending.retain(|p| !p.chain.stopped.load(Ordering::Acquire) && now.saturating_sub(p.queued_ns) < GIVE_UP_NS);
-    // Presents are reported in order by the join; order here does not matter.
+    early.retain(|e| !e.chain.stopped.load(Ordering::Acquire) && now.saturating_sub(e.read_ns) < GIVE_UP_NS);
 }
 
 /// One swapchain's complete results, until the queue has none left.
