@@ -345,6 +345,11 @@ impl PresentTiming {
             past: load(dev, c"vkGetPastPresentationTimingEXT")?,
             calibrate: load(dev, c"vkGetCalibratedTimestampsKHR"),
         };
+        Self::spawn(fns, dev.handle, enabled.app_ids, feed)
+    }
+
+    /// Starts the reading thread on `fns` for `device`.
+    fn spawn(fns: Fns, device: vk::Device, app_ids: bool, feed: Arc<DisplayFeed>) -> Option<PresentTiming> {
         let shared = Arc::new(Shared {
             ring: ArrayQueue::new(RING),
             chains: RwLock::new(HashMap::default()),
@@ -353,15 +358,15 @@ impl PresentTiming {
             skipped: AtomicU64::new(0),
         });
         let fns = Arc::new(fns);
-        let (s, fd, f, device) = (Arc::clone(&shared), Arc::clone(&feed), Arc::clone(&fns), dev.handle);
+        let (s, fd, f) = (Arc::clone(&shared), Arc::clone(&feed), Arc::clone(&fns));
         let thread = std::thread::Builder::new()
             .name("fs-present-timing".into())
             .spawn(move || run(&s, &fd, device, &f))
             .map_err(|e| framescope_core::log::error(format_args!("present_timing: no reading thread ({e})")))
             .ok()?;
         Some(PresentTiming {
-            app_ids: enabled.app_ids,
-            device: dev.handle,
+            app_ids,
+            device,
             fns,
             feed,
             shared,
@@ -500,14 +505,21 @@ impl PresentTiming {
         };
         let use_app = self.app_ids || app_ids.is_some();
         let chains = self.shared.chains.read();
-        let mut any = false;
+        let mut live: [Option<&Arc<Chain>>; MAX_SWAPCHAINS] = [None; MAX_SWAPCHAINS];
         for (i, s) in swapchains.iter().enumerate() {
-            let Some(c) = chains
+            live[i] = chains
                 .get(&vk::Handle::as_raw(*s))
-                .filter(|c| !c.stopped.load(Ordering::Acquire))
-            else {
-                continue;
-            };
+                .filter(|c| !c.stopped.load(Ordering::Acquire));
+        }
+        // Every entry of VkPresentTimingsInfoEXT names a time domain id of its swapchain
+        // (VUID-VkPresentTimingInfoEXT-timeDomainId-12400): a swapchain without present timing
+        // has none, so a present that names one goes without.
+        if live[..n].iter().any(Option::is_none) {
+            return out;
+        }
+        let mut any = false;
+        for (i, c) in live[..n].iter().flatten().enumerate() {
+            out.infos[i].time_domain_id = c.domain_id;
             let id = if use_app {
                 app_ids.map_or(0, |a| a[i])
             } else {
@@ -523,7 +535,6 @@ impl PresentTiming {
                 self.shared.skipped.fetch_add(1, Ordering::Relaxed);
                 continue;
             }
-            out.infos[i].time_domain_id = c.domain_id;
             out.infos[i].present_stage_queries = c.stage;
             any = true;
             if i == 0 {
@@ -854,7 +865,11 @@ fn read_chain(
             if t.report_complete != vk::TRUE {
                 continue;
             }
-            c.outstanding.fetch_sub(1, Ordering::AcqRel);
+            // Saturating: a result of a request made before this source counted it (none
+            // should come) must not wrap the count and stop all requests.
+            let _ = c
+                .outstanding
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
             let count = (t.present_stage_count as usize).min(STAGES);
             // SAFETY: the driver wrote `count` stages into our array.
             let st = unsafe { std::slice::from_raw_parts(t.p_present_stages, count) };
@@ -870,5 +885,210 @@ fn read_chain(
         if r == vk::Result::SUCCESS || n == 0 {
             return;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ash::vk::Handle;
+    use std::sync::Mutex as StdMutex;
+    use std::time::Instant;
+
+    unsafe extern "system" fn queue_size(_: vk::Device, _: vk::SwapchainKHR, _: u32) -> vk::Result {
+        vk::Result::SUCCESS
+    }
+
+    unsafe extern "system" fn timing_props(
+        _: vk::Device,
+        _: vk::SwapchainKHR,
+        p: *mut SwapchainTimingProperties,
+        counter: *mut u64,
+    ) -> vk::Result {
+        // SAFETY: our caller's structs.
+        unsafe {
+            (*p).refresh_duration = 16_666_667;
+            *counter = 1;
+        }
+        vk::Result::SUCCESS
+    }
+
+    unsafe extern "system" fn monotonic_only(
+        _: vk::Device,
+        _: vk::SwapchainKHR,
+        p: *mut SwapchainTimeDomainProperties,
+        _: *mut u64,
+    ) -> vk::Result {
+        // SAFETY: our caller's struct and arrays of its count.
+        unsafe {
+            let p = &mut *p;
+            if !p.p_time_domains.is_null() {
+                *p.p_time_domains = vk::TimeDomainKHR::CLOCK_MONOTONIC;
+                *p.p_time_domain_ids = 3;
+            }
+            p.time_domain_count = 1;
+        }
+        vk::Result::SUCCESS
+    }
+
+    /// Results the fake engine hands out on the next read: (present id, stage time).
+    static READY: StdMutex<Vec<(u64, u64)>> = StdMutex::new(Vec::new());
+    /// The tests share READY: one at a time.
+    static SERIAL: StdMutex<()> = StdMutex::new(());
+
+    unsafe extern "system" fn past(
+        _: vk::Device,
+        _: *const PastPresentationTimingInfo,
+        p: *mut PastPresentationTimingProperties,
+    ) -> vk::Result {
+        let mut ready = READY.lock().unwrap();
+        // SAFETY: our caller's arrays of the counts it gives.
+        unsafe {
+            let p = &mut *p;
+            p.timing_properties_counter = 1;
+            let n = ready.len().min(p.presentation_timing_count as usize);
+            for (k, (id, t)) in ready.drain(..n).enumerate() {
+                let out = &mut *p.p_presentation_timings.add(k);
+                out.present_id = id;
+                out.report_complete = vk::TRUE;
+                out.present_stage_count = 1;
+                *out.p_present_stages = PresentStageTime {
+                    stage: STAGE_IMAGE_FIRST_PIXEL_OUT,
+                    time: t,
+                };
+            }
+            p.presentation_timing_count = n as u32;
+        }
+        vk::Result::SUCCESS
+    }
+
+    fn timing(feed: &Arc<DisplayFeed>) -> PresentTiming {
+        let fns = Fns {
+            set_queue_size: queue_size,
+            timing_properties: timing_props,
+            time_domains: monotonic_only,
+            past,
+            calibrate: None,
+        };
+        PresentTiming::spawn(fns, vk::Device::null(), false, Arc::clone(feed)).unwrap()
+    }
+
+    /// One present of `sc` as the hook makes it: the structs chained, then `presented`.
+    fn present(pt: &PresentTiming, sc: vk::SwapchainKHR, frame: u64) -> (u64, u32) {
+        let scs = [sc];
+        let info = vk::PresentInfoKHR {
+            swapchain_count: 1,
+            p_swapchains: scs.as_ptr(),
+            ..Default::default()
+        };
+        // SAFETY: a present info of one swapchain, valid for the call.
+        let mut t = unsafe { pt.timing_for(&info) };
+        let down = t.chain_onto(&info);
+        let got = down.map_or((0, 0), |d| {
+            // SAFETY: our chain: VkPresentId2KHR in front of VkPresentTimingsInfoEXT.
+            unsafe {
+                let id2 = &*(d.p_next as *const PresentId2);
+                let timings = &*(id2.p_next as *const PresentTimingsInfo);
+                assert_eq!((id2.s_type, timings.s_type), (ST_PRESENT_ID_2, ST_PRESENT_TIMINGS_INFO));
+                assert_eq!((*timings.p_timing_infos).time_domain_id, 3);
+                (*id2.p_present_ids, (*timings.p_timing_infos).present_stage_queries)
+            }
+        });
+        pt.presented(
+            &t,
+            vk::Result::SUCCESS,
+            Some(frame),
+            framescope_core::clock::monotonic_now_ns(),
+        );
+        got
+    }
+
+    fn drain(feed: &DisplayFeed, n: usize) -> Vec<DisplayReport> {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let mut got = Vec::new();
+        while got.len() < n && Instant::now() < deadline {
+            feed.drain(|r| got.push(r));
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        got
+    }
+
+    #[test]
+    fn requests_stop_short_of_a_full_timing_queue_and_resume_as_results_are_read() {
+        let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        READY.lock().unwrap().clear();
+        let feed = Arc::new(DisplayFeed::default());
+        let pt = timing(&feed);
+        let sc = vk::SwapchainKHR::from_raw(21);
+        assert!(pt.swapchain_created(sc, STAGE_IMAGE_FIRST_PIXEL_OUT));
+        // No results come: requests stop at QUEUE - QUEUE_MARGIN, so no present can meet a
+        // full queue (VK_ERROR_PRESENT_TIMING_QUEUE_FULL_EXT would fail the app's present).
+        let asked: Vec<u32> = (0..QUEUE as u64 + 4).map(|f| present(&pt, sc, f).1).collect();
+        let limit = (QUEUE - QUEUE_MARGIN) as usize;
+        assert!(asked[..limit].iter().all(|&s| s == STAGE_IMAGE_FIRST_PIXEL_OUT));
+        assert!(asked[limit..].iter().all(|&s| s == 0), "{asked:?}");
+        // The engine finishes the first one: its frame is reported and a request goes again.
+        READY.lock().unwrap().push((1, 5_000));
+        let got = drain(&feed, 1);
+        assert_eq!(got.len(), 1);
+        assert_eq!(
+            (got[0].frame, got[0].shown_ns, got[0].refresh_ns, got[0].source),
+            (0, Some(5_000), Some(16_666_667), DisplaySource::PresentTiming)
+        );
+        assert_eq!(present(&pt, sc, 100).1, STAGE_IMAGE_FIRST_PIXEL_OUT);
+        pt.swapchain_ending(sc, true);
+        pt.stop();
+    }
+
+    #[test]
+    fn a_result_read_before_its_present_is_queued_still_reports_its_frame() {
+        let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        READY.lock().unwrap().clear();
+        let feed = Arc::new(DisplayFeed::default());
+        let pt = timing(&feed);
+        let sc = vk::SwapchainKHR::from_raw(22);
+        assert!(pt.swapchain_created(sc, STAGE_IMAGE_FIRST_PIXEL_OUT));
+        READY.lock().unwrap().push((1, 1_000));
+        assert_eq!(present(&pt, sc, 7).0, 1);
+        assert_eq!(drain(&feed, 1).iter().map(|r| r.frame).collect::<Vec<_>>(), [7]);
+        // Frame 8's present (id 2) has gone down, and the engine finished it before the app's
+        // thread came back to queue it: the thread reads it first (frame 7's read is still
+        // going on: the queued present below keeps it polling).
+        let scs = [sc];
+        let info = vk::PresentInfoKHR {
+            swapchain_count: 1,
+            p_swapchains: scs.as_ptr(),
+            ..Default::default()
+        };
+        // SAFETY: a present info of one swapchain, valid for the call.
+        let mut t8 = unsafe { pt.timing_for(&info) };
+        assert!(t8.chain_onto(&info).is_some());
+        // A present with a result that never comes keeps the thread reading meanwhile.
+        let mut t9 = unsafe { pt.timing_for(&info) };
+        assert!(t9.chain_onto(&info).is_some());
+        pt.presented(
+            &t9,
+            vk::Result::SUCCESS,
+            Some(9),
+            framescope_core::clock::monotonic_now_ns(),
+        );
+        READY.lock().unwrap().push((2, 2_000));
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !READY.lock().unwrap().is_empty() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert!(READY.lock().unwrap().is_empty(), "the result was not read");
+        pt.presented(
+            &t8,
+            vk::Result::SUCCESS,
+            Some(8),
+            framescope_core::clock::monotonic_now_ns(),
+        );
+        let got = drain(&feed, 1);
+        assert_eq!(
+            got.iter().map(|r| (r.frame, r.shown_ns)).collect::<Vec<_>>(),
+            [(8, Some(2_000))]
+        );
+        pt.stop();
     }
 }
