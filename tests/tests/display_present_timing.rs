@@ -25,6 +25,19 @@ fn run(
     frames: usize,
     env: &[(&str, &str)],
 ) -> (dump::Dump, framescope_tests::Outcome) {
+    run_with(name, "", config, refresh_ms, frames, env)
+}
+
+/// [`run`] with the fault layer's `FRAMESCOPE_FAULT` between framescope and the double (none
+/// when empty).
+fn run_with(
+    name: &str,
+    fault: &str,
+    config: &str,
+    refresh_ms: u64,
+    frames: usize,
+    env: &[(&str, &str)],
+) -> (dump::Dump, framescope_tests::Outcome) {
     let a = Artifacts::get();
     let x = Xvfb::start();
     let mut sb = Sandbox::new(name);
@@ -38,6 +51,9 @@ fn run(
     }
     for (k, v) in env {
         sb.set(k, *v);
+    }
+    if !fault.is_empty() {
+        test_layers::enable_faults(&mut sb, fault);
     }
     test_layers::PRESENT_DOUBLE.enable(&mut sb);
     let app = a.testapp.display().to_string();
@@ -145,6 +161,40 @@ fn a_stage_local_time_domain_is_mapped_to_clock_monotonic() {
         let off = t % period;
         let off = off.min(period - off);
         assert!(off <= 5_000, "shown {off} ns off a refresh boundary: {f}");
+    }
+}
+
+#[test]
+fn rebuilt_swapchains_get_present_timing_afresh() {
+    // Every 10th present answers out of date (the fault layer forwards it, then says so): the
+    // app rebuilds its swapchain with oldSwapchain and destroys the old one while framescope's
+    // thread may be reading its results, six times.
+    let (d, out) = run_with("pt-rebuild", "out_of_date_every=10", "", REFRESH_MS, FRAMES, &[]);
+    assert!(
+        out.lines_with("framescope: internal error").is_empty(),
+        "{}",
+        out.describe()
+    );
+    let swapchains: std::collections::BTreeSet<&str> = d
+        .frames
+        .iter()
+        .filter_map(|f| f["swapchain"]["handle"].as_str())
+        .collect();
+    assert!(swapchains.len() >= 2, "the app did not rebuild: {swapchains:?}");
+    let period = REFRESH_MS * MS;
+    for f in &d.frames {
+        match u(f, "frame") % 10 {
+            // The failed present: no result comes for it.
+            9 => assert_eq!(f["display"], "no_report", "{f}"),
+            // Still queued when the swapchain was retired: its results are not read.
+            7 | 8 => assert!(matches!(f["display"].as_str(), Some("displayed" | "no_report")), "{f}"),
+            _ => {
+                assert_eq!(f["display"], "displayed", "{f}");
+                assert_eq!(f["display_source"], "present_timing", "{f}");
+                let t = u(f, "shown_ns") % period;
+                assert!(t.min(period - t) <= 5_000, "{f}");
+            }
+        }
     }
 }
 
