@@ -455,6 +455,17 @@ impl PresentTiming {
         }
     }
 
+    /// Whether frames presented to `handle` get their display time from present timing (for
+    /// merging with other sources: present timing wins where it runs).
+    #[allow(dead_code)] // through `display::present_timing_covers`, for the X11 Present source
+    pub fn covers(&self, handle: vk::SwapchainKHR) -> bool {
+        self.shared
+            .chains
+            .read()
+            .get(&vk::Handle::as_raw(handle))
+            .is_some_and(|c| !c.stopped.load(Ordering::Acquire))
+    }
+
     /// The structs for a present of `info` (see the module doc).
     ///
     /// # Safety
