@@ -13,8 +13,9 @@
 //! first-pixel-visible or first-pixel-out stage (`VkPresentTimingSurfaceCapabilitiesEXT`),
 //! the app's create info is copied with `VK_SWAPCHAIN_CREATE_PRESENT_TIMING_BIT_EXT` and
 //! `VK_SWAPCHAIN_CREATE_PRESENT_ID_2_BIT_KHR` added; the timing queue is sized ([`QUEUE`]) and
-//! a time domain chosen (`CLOCK_MONOTONIC` where offered, used as is; else the first domain,
-//! mapped to CLOCK_MONOTONIC with `vkGetCalibratedTimestampsKHR`). Each present gets, on the
+//! a time domain chosen (`CLOCK_MONOTONIC` where offered, used as is; else the present-stage
+//! local, swapchain-local or `CLOCK_MONOTONIC_RAW` domain, mapped to CLOCK_MONOTONIC with
+//! `vkGetCalibratedTimestampsKHR`). Each present gets, on the
 //! stack, a `VkPresentId2KHR` (framescope's increasing ids, or the app's own) and a
 //! `VkPresentTimingsInfoEXT` asking for that stage with no target time (`targetTime` 0: the
 //! present is not delayed). A framescope thread reads the results with
@@ -409,7 +410,7 @@ impl PresentTiming {
     }
 
     /// CLOCK_MONOTONIC where the swapchain offers it (framescope's clock: no mapping), else
-    /// the first domain it lists.
+    /// a nanosecond domain that calibrates to it (see the module doc).
     fn pick_domain(&self, handle: vk::SwapchainKHR) -> Option<(vk::TimeDomainKHR, u64)> {
         let mut props = SwapchainTimeDomainProperties {
             s_type: ST_SWAPCHAIN_TIME_DOMAIN_PROPERTIES,
@@ -436,8 +437,17 @@ impl PresentTiming {
         let n = (props.time_domain_count as usize).min(n);
         let pairs = || domains[..n].iter().copied().zip(ids[..n].iter().copied());
         let mono = pairs().find(|(d, _)| *d == vk::TimeDomainKHR::CLOCK_MONOTONIC);
-        // Another domain needs vkGetCalibratedTimestampsKHR to reach CLOCK_MONOTONIC.
-        mono.or_else(|| self.fns.calibrate.and_then(|_| pairs().next()))
+        // Another domain needs vkGetCalibratedTimestampsKHR to reach CLOCK_MONOTONIC, and
+        // nanoseconds: the device domain counts GPU ticks and QPC is Windows', so neither.
+        let calibrated = [
+            TIME_DOMAIN_PRESENT_STAGE_LOCAL,
+            TIME_DOMAIN_SWAPCHAIN_LOCAL,
+            vk::TimeDomainKHR::CLOCK_MONOTONIC_RAW,
+        ];
+        mono.or_else(|| {
+            self.fns.calibrate?;
+            calibrated.iter().find_map(|want| pairs().find(|(d, _)| d == want))
+        })
     }
 
     /// As `present_wait::PresentWait::swapchain_ending`: no call on it starts from now on,

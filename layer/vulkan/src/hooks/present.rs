@@ -86,10 +86,10 @@ pub unsafe extern "system" fn queue_present(queue: vk::Queue, info: *const vk::P
     let with_ids = ids.as_mut().and_then(|i| i.chain_onto(unsafe { &*info }));
     let down = with_ids.as_ref().map_or(info, |c| c as *const vk::PresentInfoKHR<'_>);
     // present_timing: VkPresentId2KHR and VkPresentTimingsInfoEXT in front, likewise.
-    let mut timing = d.present_timing.as_ref().filter(|_| !down.is_null());
-    let mut timing = timing
-        .take()
-        .and_then(|pt| guarded(&PRESENT_WAIT, || unsafe { pt.timing_for(&*down) }));
+    let mut timing = d.present_timing.as_ref().filter(|_| !down.is_null()).and_then(|pt| {
+        // SAFETY: the present info going down, valid for this call.
+        guarded(&PRESENT_WAIT, || unsafe { pt.timing_for(&*down) })
+    });
     // SAFETY: as above.
     let with_timing = timing.as_mut().and_then(|t| t.chain_onto(unsafe { &*down }));
     let down = with_timing
