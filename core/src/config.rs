@@ -277,7 +277,7 @@ config_keys! {
     display_times: bool {
         ty: ValueType::Bool,
         default: "1",
-        doc: "when frames reached the screen (frames' `display`, `shown_ns`, `display_latency_ns`, `displayed_time_ns`): Vulkan enables `VK_KHR_present_id` and `VK_KHR_present_wait` below the app where the driver has them (hidden from the app) and waits for each present on a thread of its own (`shown_ns` is when that wait returned, an upper bound); elsewhere, for X11 windows, framescope's own X connection reads the Present extension's completion events for the app's window. 0: no display-time source (frames say `disabled`)",
+        doc: "when frames reached the screen (frames' `display`, `shown_ns`, `display_latency_ns`, `displayed_time_ns`): Vulkan enables `VK_EXT_present_timing` (with `VK_KHR_present_id2`, `VK_KHR_calibrated_timestamps` and, on the instance, `VK_KHR_get_surface_capabilities2`) and `VK_KHR_present_id` + `VK_KHR_present_wait` below the app where the driver has them (hidden from the app). Swapchains whose surface supports present timing get the driver's first-pixel-visible (else first-pixel-out) time of each present, read on a thread of its own; others get when a `vkWaitForPresentKHR` on a thread of its own returned, an upper bound; elsewhere, for X11 windows, framescope's own X connection reads the Present extension's completion events for the app's window. 0: no display-time source (frames say `disabled`)",
     },
     ///
     /// See [`Config::counts_commands`].

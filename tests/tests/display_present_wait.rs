@@ -39,7 +39,9 @@ fn run_with(
     sb.with_validation()
         .display(&x)
         .set("FRAMESCOPE_DUMP", path.display().to_string())
-        .set("FRAMESCOPE_PRESENT_DOUBLE_REFRESH_MS", refresh_ms.to_string());
+        .set("FRAMESCOPE_PRESENT_DOUBLE_REFRESH_MS", refresh_ms.to_string())
+        // The double's present timing would win (display_present_timing.rs tests it).
+        .set("FRAMESCOPE_PRESENT_DOUBLE_ONLY_PRESENT_WAIT", "1");
     if !config.is_empty() {
         sb.set("FRAMESCOPE_CONFIG", config);
     }
@@ -167,7 +169,8 @@ fn display_times_off_leaves_the_extensions_alone() {
 fn the_app_never_sees_the_wait_command_framescope_enabled_for_itself() {
     let a = Artifacts::get();
     let mut sb = Sandbox::new("pw-gdpa");
-    sb.with_validation();
+    sb.with_validation()
+        .set("FRAMESCOPE_PRESENT_DOUBLE_ONLY_PRESENT_WAIT", "1");
     test_layers::PRESENT_DOUBLE.enable(&mut sb);
     let layer = a.vk_layer.display().to_string();
     let out = sb.run(

@@ -178,6 +178,7 @@ const DRIVER_LANE_TESTS: &[&str] = &[
     "frame_timeline",
     "display_present_wait",
     "display_x11",
+    "display_present_timing",
 ];
 
 /// Replaces the README's config key table (between its `config-keys` markers) with the one the

@@ -33,6 +33,14 @@ pub struct PresentWaitAugment {
     pub app_ids: bool,
 }
 
+/// `VK_EXT_present_timing` with its dependencies on the device (see `display::present_timing`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PresentTimingAugment {
+    pub on: bool,
+    /// The app enabled `VK_KHR_present_id2` or `VK_KHR_present_id` itself: its ids are used.
+    pub app_ids: bool,
+}
+
 /// What the layer changed in the app's device create info.
 #[derive(Clone, Debug, Default)]
 pub struct DeviceAugment {
@@ -52,6 +60,8 @@ pub struct DeviceAugment {
     pub perf_query: bool,
     /// The display-time source `VK_KHR_present_wait` can run.
     pub present_wait: PresentWaitAugment,
+    /// The display-time source `VK_EXT_present_timing` can run.
+    pub present_timing: PresentTimingAugment,
 }
 
 /// Extension commands that create what a frame may stall on (pipelines, shaders); the hooks

@@ -44,6 +44,8 @@ pub struct DeviceState {
     pub hud: DeviceHud,
     /// The `VK_KHR_present_wait` display-time source, where the device has it.
     pub present_wait: Option<crate::display::present_wait::PresentWait>,
+    /// The `VK_EXT_present_timing` display-time source, where the device has it.
+    pub present_timing: Option<crate::display::present_timing::PresentTiming>,
 }
 
 impl std::ops::Deref for DeviceState {
@@ -161,6 +163,11 @@ impl DeviceState {
             dev.augment.present_wait,
             Arc::clone(frames.session.display()),
         );
+        let present_timing = crate::display::present_timing::PresentTiming::start(
+            &dev,
+            dev.augment.present_timing,
+            Arc::clone(frames.session.display()),
+        );
         DeviceState {
             dev: Arc::new(dev),
             samples,
@@ -175,6 +182,7 @@ impl DeviceState {
             driver_counters_off,
             hud: DeviceHud::new(),
             present_wait,
+            present_timing,
         }
     }
 

@@ -87,6 +87,7 @@ impl FakeDevice {
             // 1.0: the layer then asks nothing of `vkGetPhysicalDeviceProperties2`.
             api_version: vk::API_VERSION_1_0,
             next_features2: None,
+            next_surface_caps2: None,
             frame_boundary_native: Mutex::new(Vec::new()),
             x11_surface: Default::default(),
         });

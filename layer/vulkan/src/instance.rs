@@ -21,6 +21,12 @@ pub struct Instance {
     pub next_features2: Option<vk::PFN_vkGetPhysicalDeviceFeatures2>,
     /// Per physical device: whether the layers and driver below implement
     /// `VK_EXT_frame_boundary` themselves (asked once; the answer cannot change).
+    /// The next layer's `vkGetPhysicalDeviceSurfaceCapabilities2KHR` where
+    /// `VK_KHR_get_surface_capabilities2` is on (the app's or framescope's, for present
+    /// timing), resolved at creation:
+    /// asked later, the terminator of loaders before 1.3.2xx answers with the instance's
+    /// dispatch entry, the top of the chain (the recursion `next_features2` describes).
+    pub next_surface_caps2: Option<vk::PFN_vkGetPhysicalDeviceSurfaceCapabilities2KHR>,
     pub frame_boundary_native: framescope_core::sync::Mutex<Vec<(vk::PhysicalDevice, bool)>>,
     /// The next layer's X11 surface commands (`display_x11`), resolved at creation.
     pub x11_surface: crate::x11_surface::NextSurfaceFns,

@@ -204,4 +204,6 @@ fn hidden_from_app(d: &device_state::DeviceState, name: &[u8]) -> bool {
         || (matches!(name, b"vkAcquireProfilingLockKHR" | b"vkReleaseProfilingLockKHR")
             && added(crate::perf_counters::EXTENSION))
         || (name == b"vkWaitForPresentKHR" && added(crate::display::present_wait::PRESENT_WAIT))
+        || (crate::display::timing_abi::COMMANDS.contains(&name) && added(crate::display::timing_abi::PRESENT_TIMING))
+        || (name == b"vkGetCalibratedTimestampsKHR" && added(crate::display::present_timing::CALIBRATED_KHR))
 }

@@ -12,11 +12,27 @@
 //!
 //! Both extensions are listed and their features reported; names, feature structs and
 //! `VkPresentIdKHR` are unlinked from everything passed down, so lavapipe sees its own API.
+//!
+//! `VK_EXT_present_timing` too, on the same clock, with what it depends on that lavapipe
+//! lacks: `VK_KHR_present_id2` and `VK_KHR_calibrated_timestamps` (answered by lavapipe's
+//! `VK_EXT_calibrated_timestamps`, the same command). Surfaces report `presentTimingSupported`
+//! and `presentId2Supported`; swapchains list one time domain, `CLOCK_MONOTONIC` with id
+//! [`TIME_DOMAIN_ID`], and a refresh duration of the period; a present that asks for stages
+//! gets them all at the refresh it is shown at (first pixel out and visible alike: a display
+//! without latency), readable once that refresh has passed. A present that asks for timing
+//! with its swapchain's timing queue full fails with `VK_ERROR_PRESENT_TIMING_QUEUE_FULL_EXT`,
+//! as the spec says. `FRAMESCOPE_PRESENT_DOUBLE_ONLY_PRESENT_WAIT=1`: none of this, only
+//! present_id and present_wait. `FRAMESCOPE_PRESENT_DOUBLE_TIME_DOMAIN=stage_local`: the one
+//! time domain is `VK_TIME_DOMAIN_PRESENT_STAGE_LOCAL_EXT` instead, CLOCK_MONOTONIC +
+//! [`STAGE_LOCAL_OFFSET_NS`], which `vkGetCalibratedTimestampsKHR` answers (with a
+//! `VkSwapchainCalibratedTimestampInfoEXT` chained, as the spec requires for that domain).
 
 #![allow(clippy::missing_safety_doc)]
 
 #[path = "../../../layer/vulkan/src/loader_abi.rs"]
 mod loader_abi;
+#[path = "../../../layer/vulkan/src/display/timing_abi.rs"]
+mod timing_abi;
 
 use ash::vk;
 use ash::vk::Handle;
@@ -24,11 +40,41 @@ use loader_abi::*;
 use std::collections::{HashMap, VecDeque};
 use std::ffi::{c_char, CStr};
 use std::sync::Mutex;
+use timing_abi::*;
 
 const PRESENT_ID: &CStr = ash::khr::present_id::NAME;
 const PRESENT_WAIT: &CStr = ash::khr::present_wait::NAME;
 /// Shown presents remembered per swapchain for waits: far more than are ever in flight.
 const KEEP: usize = 64;
+/// The id of the one time domain (CLOCK_MONOTONIC) swapchains list: not 0, so a present that
+/// passes 0 is told apart.
+pub const TIME_DOMAIN_ID: u64 = 7;
+const CALIBRATED_KHR: &CStr = c"VK_KHR_calibrated_timestamps";
+/// How far the stage-local domain is ahead of CLOCK_MONOTONIC.
+pub const STAGE_LOCAL_OFFSET_NS: u64 = 1_000_000_000_000;
+
+/// The swapchains' one time domain.
+fn time_domain() -> vk::TimeDomainKHR {
+    match std::env::var("FRAMESCOPE_PRESENT_DOUBLE_TIME_DOMAIN").as_deref() {
+        Ok("stage_local") => TIME_DOMAIN_PRESENT_STAGE_LOCAL,
+        _ => vk::TimeDomainKHR::CLOCK_MONOTONIC,
+    }
+}
+
+/// A CLOCK_MONOTONIC time in the swapchains' domain.
+fn in_domain(t: u64) -> u64 {
+    if time_domain() == TIME_DOMAIN_PRESENT_STAGE_LOCAL {
+        t + STAGE_LOCAL_OFFSET_NS
+    } else {
+        t
+    }
+}
+const CALIBRATED_EXT: &CStr = c"VK_EXT_calibrated_timestamps";
+
+/// Whether present timing is offered (the default) or only present_wait.
+fn timing_offered() -> bool {
+    std::env::var("FRAMESCOPE_PRESENT_DOUBLE_ONLY_PRESENT_WAIT").map_or(true, |v| v != "1")
+}
 
 /// The loader's dispatch pointer of a dispatchable handle.
 ///
@@ -43,6 +89,10 @@ struct Inst {
     handle: vk::Instance,
     gipa: vk::PFN_vkGetInstanceProcAddr,
     fns: ash::Instance,
+    /// The next layer's vkGetPhysicalDeviceSurfaceCapabilities2KHR, resolved while the
+    /// instance is created: asked later, loaders before 1.3.2xx answer with the instance's
+    /// dispatch entry (our own hook: endless recursion without the validation layer between).
+    caps2: vk::PFN_vkVoidFunction,
 }
 
 struct Dev {
@@ -54,6 +104,18 @@ struct Dev {
     destroy_swapchain: Option<vk::PFN_vkDestroySwapchainKHR>,
     /// The device was created with `VK_KHR_present_wait`: its command is handed out.
     wait_enabled: bool,
+    /// The device was created with `VK_EXT_present_timing`: its commands are handed out.
+    timing_enabled: bool,
+    /// Lavapipe's vkGetCalibratedTimestampsEXT, handed out as the KHR command where the app
+    /// enabled `VK_KHR_calibrated_timestamps`.
+    calibrate: Option<vk::PFN_vkGetCalibratedTimestampsKHR>,
+}
+
+/// One present's timing request, until it is read.
+struct Timing {
+    id: u64,
+    stages: u32,
+    shown: u64,
 }
 
 #[derive(Default)]
@@ -63,6 +125,12 @@ struct Swapchain {
     last_shown: u64,
     /// (present id, shown at) of recent presents with an id, oldest first.
     shown: VecDeque<(u64, u64)>,
+    /// Created with `VK_SWAPCHAIN_CREATE_PRESENT_TIMING_BIT_EXT`.
+    timing: bool,
+    /// The timing queue's size (`vkSetSwapchainPresentTimingQueueSizeEXT`; 0 until set).
+    queue_size: usize,
+    /// Timing requests not read yet, in present order.
+    queue: VecDeque<Timing>,
 }
 
 type Registry<T> = Mutex<Vec<(usize, T)>>;
@@ -163,6 +231,11 @@ fn device_hook(name: &CStr) -> vk::PFN_vkVoidFunction {
         b"vkCreateSwapchainKHR" => create_swapchain,
         b"vkDestroySwapchainKHR" => destroy_swapchain,
         b"vkWaitForPresentKHR" => wait_for_present,
+        b"vkSetSwapchainPresentTimingQueueSizeEXT" => set_queue_size,
+        b"vkGetSwapchainTimingPropertiesEXT" => timing_properties,
+        b"vkGetSwapchainTimeDomainPropertiesEXT" => time_domains,
+        b"vkGetPastPresentationTimingEXT" => past_timing,
+        b"vkGetCalibratedTimestampsKHR" => calibrated_timestamps,
     )
 }
 
@@ -180,6 +253,7 @@ unsafe extern "system" fn get_instance_proc_addr(
         b"vkEnumerateDeviceExtensionProperties" => enumerate_device_extension_properties,
         b"vkGetPhysicalDeviceFeatures2" => get_physical_device_features2,
         b"vkGetPhysicalDeviceFeatures2KHR" => get_physical_device_features2,
+        b"vkGetPhysicalDeviceSurfaceCapabilities2KHR" => surface_capabilities2,
     );
     if own.is_some() {
         return own;
@@ -203,12 +277,16 @@ unsafe extern "system" fn get_device_proc_addr(device: vk::Device, name: *const 
         return device_hook(n);
     }
     // SAFETY: a live device of ours.
-    let (gdpa, wait_enabled) = with(&DEVICES, unsafe { key(device.as_raw()) }, |d| (d.gdpa, d.wait_enabled))?;
+    let (gdpa, wait_enabled, timing_enabled, calibrated) = with(&DEVICES, unsafe { key(device.as_raw()) }, |d| {
+        (d.gdpa, d.wait_enabled, d.timing_enabled, d.calibrate.is_some())
+    })?;
     // SAFETY: the next layer's entry point with the same arguments.
     let next = unsafe { gdpa(device, name) };
     // Our hooks only where the device has the command: disabled extensions stay NULL.
     match device_hook(n) {
         Some(f) if n.to_bytes() == b"vkWaitForPresentKHR" => wait_enabled.then_some(f),
+        Some(f) if COMMANDS.contains(&n.to_bytes()) => timing_enabled.then_some(f),
+        Some(f) if n.to_bytes() == b"vkGetCalibratedTimestampsKHR" => calibrated.then_some(f),
         Some(f) if next.is_some() => Some(f),
         _ => next,
     }
@@ -238,10 +316,16 @@ unsafe extern "system" fn create_instance(
         }
         let handle = *out;
         let fns = ash::Instance::load_with(|n| std::mem::transmute(gipa(handle, n.as_ptr())), handle);
-        INSTANCES
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push((key(handle.as_raw()), Inst { handle, gipa, fns }));
+        let caps2 = gipa(handle, c"vkGetPhysicalDeviceSurfaceCapabilities2KHR".as_ptr());
+        INSTANCES.lock().unwrap_or_else(|e| e.into_inner()).push((
+            key(handle.as_raw()),
+            Inst {
+                handle,
+                gipa,
+                fns,
+                caps2,
+            },
+        ));
         r
     }
 }
@@ -287,7 +371,13 @@ unsafe extern "system" fn enumerate_device_extension_properties(
             return r;
         }
         all.truncate(n as usize);
-        for name in [PRESENT_ID, PRESENT_WAIT] {
+        let has_ext = all.iter().any(|e| e.extension_name_as_c_str() == Ok(CALIBRATED_EXT));
+        let timing: &[&CStr] = if timing_offered() && has_ext {
+            &[PRESENT_ID_2, PRESENT_TIMING, CALIBRATED_KHR]
+        } else {
+            &[]
+        };
+        for &name in [PRESENT_ID, PRESENT_WAIT].iter().chain(timing) {
             if !all.iter().any(|e| e.extension_name_as_c_str() == Ok(name)) {
                 all.push(ext(name));
             }
@@ -348,6 +438,8 @@ unsafe extern "system" fn get_physical_device_features2(pd: vk::PhysicalDevice, 
         let types = [
             vk::StructureType::PHYSICAL_DEVICE_PRESENT_ID_FEATURES_KHR,
             vk::StructureType::PHYSICAL_DEVICE_PRESENT_WAIT_FEATURES_KHR,
+            ST_PHYSICAL_DEVICE_PRESENT_ID_2_FEATURES,
+            ST_PHYSICAL_DEVICE_PRESENT_TIMING_FEATURES,
         ];
         let taken = unlink(out.cast(), &types);
         if let Some(f) = with(&INSTANCES, key(pd.as_raw()), |i| {
@@ -355,11 +447,18 @@ unsafe extern "system" fn get_physical_device_features2(pd: vk::PhysicalDevice, 
         }) {
             f(pd, out);
         }
+        let on = vk::Bool32::from(timing_offered());
         for &(_, s) in &taken {
-            if (*s).s_type == types[0] {
-                (*(s as *mut vk::PhysicalDevicePresentIdFeaturesKHR)).present_id = vk::TRUE;
-            } else {
-                (*(s as *mut vk::PhysicalDevicePresentWaitFeaturesKHR)).present_wait = vk::TRUE;
+            match (*s).s_type {
+                t if t == types[0] => (*(s as *mut vk::PhysicalDevicePresentIdFeaturesKHR)).present_id = vk::TRUE,
+                t if t == types[1] => (*(s as *mut vk::PhysicalDevicePresentWaitFeaturesKHR)).present_wait = vk::TRUE,
+                t if t == types[2] => (*(s as *mut PhysicalDevicePresentId2Features)).present_id2 = on,
+                _ => {
+                    let f = &mut *(s as *mut PhysicalDevicePresentTimingFeatures);
+                    f.present_timing = on;
+                    f.present_at_absolute_time = vk::FALSE;
+                    f.present_at_relative_time = vk::FALSE;
+                }
             }
         }
         relink(taken);
@@ -399,11 +498,17 @@ unsafe extern "system" fn create_device(
                 (*info).enabled_extension_count as usize,
             )
         };
-        let kept: Vec<*const c_char> = exts
+        let ours = [PRESENT_ID, PRESENT_WAIT, PRESENT_ID_2, PRESENT_TIMING, CALIBRATED_KHR];
+        let mut kept: Vec<*const c_char> = exts
             .iter()
             .copied()
-            .filter(|&e| CStr::from_ptr(e) != PRESENT_ID && CStr::from_ptr(e) != PRESENT_WAIT)
+            .filter(|&e| !ours.contains(&CStr::from_ptr(e)))
             .collect();
+        let named = |n: &CStr| exts.iter().any(|&e| CStr::from_ptr(e) == n);
+        // VK_KHR_calibrated_timestamps is lavapipe's EXT one under the KHR name.
+        if named(CALIBRATED_KHR) && !named(CALIBRATED_EXT) {
+            kept.push(CALIBRATED_EXT.as_ptr());
+        }
         info2.enabled_extension_count = kept.len() as u32;
         info2.pp_enabled_extension_names = kept.as_ptr();
         let taken = unlink(
@@ -411,6 +516,8 @@ unsafe extern "system" fn create_device(
             &[
                 vk::StructureType::PHYSICAL_DEVICE_PRESENT_ID_FEATURES_KHR,
                 vk::StructureType::PHYSICAL_DEVICE_PRESENT_WAIT_FEATURES_KHR,
+                ST_PHYSICAL_DEVICE_PRESENT_ID_2_FEATURES,
+                ST_PHYSICAL_DEVICE_PRESENT_TIMING_FEATURES,
             ],
         );
         let r = create(pd, &info2, alloc, out);
@@ -421,7 +528,13 @@ unsafe extern "system" fn create_device(
         }
         let handle = *out;
         let load = |n: &CStr| gdpa(handle, n.as_ptr());
-        let wait_enabled = exts.iter().any(|&e| CStr::from_ptr(e) == PRESENT_WAIT);
+        let wait_enabled = named(PRESENT_WAIT);
+        let timing_enabled = named(PRESENT_TIMING);
+        let calibrate = if named(CALIBRATED_KHR) {
+            load(c"vkGetCalibratedTimestampsEXT").map(|f| std::mem::transmute(f))
+        } else {
+            None
+        };
         let fns = ash::Device::load_with(|n| std::mem::transmute(gdpa(handle, n.as_ptr())), handle);
         DEVICES.lock().unwrap_or_else(|e| e.into_inner()).push((
             key(handle.as_raw()),
@@ -432,6 +545,8 @@ unsafe extern "system" fn create_device(
                 create_swapchain: load(c"vkCreateSwapchainKHR").map(|f| std::mem::transmute(f)),
                 destroy_swapchain: load(c"vkDestroySwapchainKHR").map(|f| std::mem::transmute(f)),
                 wait_enabled,
+                timing_enabled,
+                calibrate,
             },
         ));
         r
@@ -458,14 +573,20 @@ unsafe extern "system" fn create_swapchain(
         let Some(f) = with(&DEVICES, key(device.as_raw()), |d| d.create_swapchain).flatten() else {
             return vk::Result::ERROR_INITIALIZATION_FAILED;
         };
-        let r = f(device, info, alloc, out);
+        // Lavapipe knows neither flag.
+        let ours = SWAPCHAIN_CREATE_PRESENT_TIMING | SWAPCHAIN_CREATE_PRESENT_ID_2;
+        let mut copy = *info;
+        copy.flags &= !ours;
+        let r = f(device, &copy, alloc, out);
         if r == vk::Result::SUCCESS {
             let fifo = (*info).present_mode == vk::PresentModeKHR::FIFO;
+            let timing = (*info).flags.contains(SWAPCHAIN_CREATE_PRESENT_TIMING);
             swapchains(|m| {
                 m.insert(
                     (*out).as_raw(),
                     Swapchain {
                         fifo,
+                        timing,
                         ..Swapchain::default()
                     },
                 )
@@ -498,12 +619,20 @@ unsafe extern "system" fn queue_present(queue: vk::Queue, info: *const vk::Prese
         };
         let i = &*info;
         let mut ids: &[u64] = &[];
+        let mut timings: &[PresentTimingInfo] = &[];
         let mut p = i.p_next as *const vk::BaseInStructure;
         while !p.is_null() {
-            if (*p).s_type == vk::StructureType::PRESENT_ID_KHR {
+            // VkPresentIdKHR and VkPresentId2KHR have one layout.
+            if (*p).s_type == vk::StructureType::PRESENT_ID_KHR || (*p).s_type == ST_PRESENT_ID_2 {
                 let pid = &*(p as *const vk::PresentIdKHR);
                 if !pid.p_present_ids.is_null() {
                     ids = std::slice::from_raw_parts(pid.p_present_ids, pid.swapchain_count as usize);
+                }
+            }
+            if (*p).s_type == ST_PRESENT_TIMINGS_INFO {
+                let t = &*(p as *const PresentTimingsInfo);
+                if !t.p_timing_infos.is_null() {
+                    timings = std::slice::from_raw_parts(t.p_timing_infos, t.swapchain_count as usize);
                 }
             }
             p = (*p).p_next;
@@ -513,6 +642,19 @@ unsafe extern "system" fn queue_present(queue: vk::Queue, info: *const vk::Prese
         let now = now_ns();
         // The latest a FIFO present of this call may return: once the image before it is shown.
         let mut hold_until = 0u64;
+        // A timing request with its swapchain's queue full fails the whole present, before
+        // anything is queued (VK_ERROR_PRESENT_TIMING_QUEUE_FULL_EXT).
+        let full = swapchains(|m| {
+            scs.iter().enumerate().any(|(n, sc)| {
+                let asks = timings.get(n).is_some_and(|t| t.present_stage_queries != 0);
+                asks && m
+                    .get(&sc.as_raw())
+                    .is_none_or(|s| !s.timing || s.queue.len() >= s.queue_size)
+            })
+        });
+        if full {
+            return ERROR_PRESENT_TIMING_QUEUE_FULL;
+        }
         swapchains(|m| {
             for (n, sc) in scs.iter().enumerate() {
                 let Some(s) = m.get_mut(&sc.as_raw()) else { continue };
@@ -527,12 +669,29 @@ unsafe extern "system" fn queue_present(queue: vk::Queue, info: *const vk::Prese
                     }
                     s.shown.push_back((id, shown));
                 }
+                if let Some(t) = timings.get(n).filter(|t| t.present_stage_queries != 0) {
+                    if t.time_domain_id != TIME_DOMAIN_ID {
+                        eprintln!(
+                            "present_double: a timing request in time domain {}, not {TIME_DOMAIN_ID}",
+                            t.time_domain_id
+                        );
+                    }
+                    s.queue.push_back(Timing {
+                        id: ids.get(n).copied().unwrap_or(0),
+                        stages: t.present_stage_queries,
+                        shown,
+                    });
+                }
             }
         });
         let mut copy = *info;
         let taken = unlink(
             std::ptr::addr_of_mut!(copy).cast(),
-            &[vk::StructureType::PRESENT_ID_KHR],
+            &[
+                vk::StructureType::PRESENT_ID_KHR,
+                ST_PRESENT_ID_2,
+                ST_PRESENT_TIMINGS_INFO,
+            ],
         );
         let r = f(queue, &copy);
         relink(taken);
@@ -580,6 +739,207 @@ unsafe extern "system" fn wait_for_present(
             }
             // Not presented yet: look again in a millisecond.
             Ok(None) => sleep_until(deadline.min(now + 1_000_000)),
+        }
+    }
+}
+
+unsafe extern "system" fn surface_capabilities2(
+    pd: vk::PhysicalDevice,
+    info: *const vk::PhysicalDeviceSurfaceInfo2KHR,
+    caps: *mut vk::SurfaceCapabilities2KHR,
+) -> vk::Result {
+    // SAFETY: as the app passed them; our instance's function; the chain is restored.
+    unsafe {
+        let types = [
+            ST_PRESENT_TIMING_SURFACE_CAPABILITIES,
+            ST_SURFACE_CAPABILITIES_PRESENT_ID_2,
+        ];
+        let taken = unlink(caps.cast(), &types);
+        let Some(f) = with(&INSTANCES, key(pd.as_raw()), |i| i.caps2).flatten() else {
+            relink(taken);
+            return vk::Result::ERROR_EXTENSION_NOT_PRESENT;
+        };
+        let f: vk::PFN_vkGetPhysicalDeviceSurfaceCapabilities2KHR = std::mem::transmute(f);
+        let r = f(pd, info, caps);
+        let on = vk::Bool32::from(timing_offered());
+        for &(_, s) in &taken {
+            if (*s).s_type == types[0] {
+                let c = &mut *(s as *mut PresentTimingSurfaceCapabilities);
+                c.present_timing_supported = on;
+                c.present_at_absolute_time_supported = vk::FALSE;
+                c.present_at_relative_time_supported = vk::FALSE;
+                c.present_stage_queries = if timing_offered() {
+                    STAGE_QUEUE_OPERATIONS_END | STAGE_IMAGE_FIRST_PIXEL_OUT | STAGE_IMAGE_FIRST_PIXEL_VISIBLE
+                } else {
+                    0
+                };
+            } else {
+                (*(s as *mut SurfaceCapabilitiesPresentId2)).present_id2_supported = on;
+            }
+        }
+        relink(taken);
+        r
+    }
+}
+
+unsafe extern "system" fn set_queue_size(_device: vk::Device, swapchain: vk::SwapchainKHR, size: u32) -> vk::Result {
+    swapchains(|m| match m.get_mut(&swapchain.as_raw()) {
+        // Fewer than are queued: VK_NOT_READY, the size unchanged.
+        Some(s) if (size as usize) < s.queue.len() => vk::Result::NOT_READY,
+        Some(s) => {
+            s.queue_size = size as usize;
+            vk::Result::SUCCESS
+        }
+        None => vk::Result::ERROR_OUT_OF_DATE_KHR,
+    })
+}
+
+unsafe extern "system" fn timing_properties(
+    _device: vk::Device,
+    _swapchain: vk::SwapchainKHR,
+    props: *mut SwapchainTimingProperties,
+    counter: *mut u64,
+) -> vk::Result {
+    // SAFETY: the caller's structs.
+    unsafe {
+        (*props).refresh_duration = refresh_ns();
+        (*props).refresh_interval = refresh_ns();
+        if !counter.is_null() {
+            *counter = 1;
+        }
+    }
+    vk::Result::SUCCESS
+}
+
+unsafe extern "system" fn time_domains(
+    _device: vk::Device,
+    _swapchain: vk::SwapchainKHR,
+    props: *mut SwapchainTimeDomainProperties,
+    counter: *mut u64,
+) -> vk::Result {
+    // SAFETY: the caller's struct and arrays of the count it gives.
+    unsafe {
+        if !counter.is_null() {
+            *counter = 1;
+        }
+        let p = &mut *props;
+        if p.p_time_domains.is_null() && p.p_time_domain_ids.is_null() {
+            p.time_domain_count = 1;
+            return vk::Result::SUCCESS;
+        }
+        if p.time_domain_count == 0 {
+            return vk::Result::INCOMPLETE;
+        }
+        p.time_domain_count = 1;
+        if !p.p_time_domains.is_null() {
+            *p.p_time_domains = time_domain();
+        }
+        if !p.p_time_domain_ids.is_null() {
+            *p.p_time_domain_ids = TIME_DOMAIN_ID;
+        }
+        vk::Result::SUCCESS
+    }
+}
+
+unsafe extern "system" fn past_timing(
+    _device: vk::Device,
+    info: *const PastPresentationTimingInfo,
+    props: *mut PastPresentationTimingProperties,
+) -> vk::Result {
+    let now = now_ns();
+    // SAFETY: the caller's structs and arrays of the counts it gives.
+    unsafe {
+        let sc = (*info).swapchain;
+        let p = &mut *props;
+        p.timing_properties_counter = 1;
+        p.time_domains_counter = 1;
+        swapchains(|m| {
+            let Some(s) = m.get_mut(&sc.as_raw()) else {
+                return vk::Result::ERROR_OUT_OF_DATE_KHR;
+            };
+            // Complete results only (no ALLOW_PARTIAL_RESULTS): presents whose refresh passed.
+            let ready = s.queue.iter().take_while(|t| t.shown <= now).count();
+            if p.p_presentation_timings.is_null() {
+                p.presentation_timing_count = ready as u32;
+                return vk::Result::SUCCESS;
+            }
+            let give = ready.min(p.presentation_timing_count as usize);
+            for k in 0..give {
+                let t = s.queue.pop_front().expect("counted above");
+                let out = &mut *p.p_presentation_timings.add(k);
+                out.present_id = t.id;
+                out.target_time = 0;
+                out.time_domain = time_domain();
+                out.time_domain_id = TIME_DOMAIN_ID;
+                out.report_complete = vk::TRUE;
+                let room = out.present_stage_count as usize;
+                let mut n = 0;
+                for bit in [
+                    STAGE_QUEUE_OPERATIONS_END,
+                    STAGE_REQUEST_DEQUEUED,
+                    STAGE_IMAGE_FIRST_PIXEL_OUT,
+                    STAGE_IMAGE_FIRST_PIXEL_VISIBLE,
+                ] {
+                    if t.stages & bit != 0 && n < room && !out.p_present_stages.is_null() {
+                        *out.p_present_stages.add(n) = PresentStageTime {
+                            stage: bit,
+                            time: in_domain(t.shown),
+                        };
+                        n += 1;
+                    }
+                }
+                out.present_stage_count = n as u32;
+            }
+            p.presentation_timing_count = give as u32;
+            if give < ready {
+                vk::Result::INCOMPLETE
+            } else {
+                vk::Result::SUCCESS
+            }
+        })
+    }
+}
+
+unsafe extern "system" fn calibrated_timestamps(
+    device: vk::Device,
+    count: u32,
+    infos: *const vk::CalibratedTimestampInfoKHR,
+    out: *mut u64,
+    deviation: *mut u64,
+) -> vk::Result {
+    // SAFETY: the caller's arrays of `count`; a live device of ours; lavapipe's EXT command has
+    // the same signature.
+    unsafe {
+        let infos_s = std::slice::from_raw_parts(infos, count as usize);
+        let local = |d: vk::TimeDomainKHR| d == TIME_DOMAIN_PRESENT_STAGE_LOCAL || d == TIME_DOMAIN_SWAPCHAIN_LOCAL;
+        if infos_s.iter().any(|i| local(i.time_domain)) {
+            // The swapchain's domains: answered here, all at one instant (deviation 0).
+            let now = now_ns();
+            for (k, i) in infos_s.iter().enumerate() {
+                *out.add(k) = match i.time_domain {
+                    d if local(d) => {
+                        let mut p = i.p_next as *const vk::BaseInStructure;
+                        while !p.is_null() && (*p).s_type != ST_SWAPCHAIN_CALIBRATED_TIMESTAMP_INFO {
+                            p = (*p).p_next;
+                        }
+                        if p.is_null() {
+                            eprintln!("present_double: a swapchain-local calibration without VkSwapchainCalibratedTimestampInfoEXT");
+                            return vk::Result::ERROR_UNKNOWN;
+                        }
+                        now + STAGE_LOCAL_OFFSET_NS
+                    }
+                    vk::TimeDomainKHR::CLOCK_MONOTONIC => now,
+                    _ => return vk::Result::ERROR_UNKNOWN,
+                };
+            }
+            if !deviation.is_null() {
+                *deviation = 0;
+            }
+            return vk::Result::SUCCESS;
+        }
+        match with(&DEVICES, key(device.as_raw()), |d| d.calibrate).flatten() {
+            Some(f) => f(device, count, infos, out, deviation),
+            None => vk::Result::ERROR_EXTENSION_NOT_PRESENT,
         }
     }
 }

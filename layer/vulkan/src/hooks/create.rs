@@ -4,7 +4,7 @@
 use crate::chain::Unlinked;
 use crate::device::{self, Device, DeviceAugment, FrameBoundaryMode};
 use crate::device_state::{self, DeviceState};
-use crate::display::present_wait;
+use crate::display::{present_timing, present_wait, timing_abi};
 use crate::hooks::frame_boundary;
 use crate::instance::{self, Instance, INSTANCES};
 use crate::loader_abi::*;
@@ -56,8 +56,43 @@ pub unsafe extern "system" fn create_instance(
             Some(f) => unsafe { std::mem::transmute::<unsafe extern "system" fn(), vk::PFN_vkCreateInstance>(f) },
             None => return vk::Result::ERROR_INITIALIZATION_FAILED,
         };
-    // SAFETY: forwarding the app's arguments unchanged.
-    let r = unsafe { create(ci, alloc, out) };
+    // SAFETY: `ci` is the app's valid create info.
+    let app_exts = unsafe { instance_extensions(&*ci) };
+    let app_has = |n: &CStr| app_exts.contains(&n);
+    // VK_EXT_present_timing needs VK_KHR_get_surface_capabilities2 on the instance (the
+    // extension's dependencies in vk.xml): added below the app where it presents to surfaces;
+    // the loader answers its commands to the app only if the app enabled it.
+    let add_caps2 = app_has(ash::khr::surface::NAME)
+        && !app_has(ash::khr::get_surface_capabilities2::NAME)
+        && framescope_core::settings::get().display_times;
+    let mut r = vk::Result::ERROR_INITIALIZATION_FAILED;
+    let mut surface_caps2 = app_has(ash::khr::get_surface_capabilities2::NAME);
+    if add_caps2 {
+        let mut names: Vec<*const c_char> = app_exts.iter().map(|e| e.as_ptr()).collect();
+        names.push(ash::khr::get_surface_capabilities2::NAME.as_ptr());
+        // SAFETY: the app's create info with one more extension name, valid for the call.
+        let mut copy = unsafe { *ci };
+        copy.enabled_extension_count = names.len() as u32;
+        copy.pp_enabled_extension_names = names.as_ptr();
+        // SAFETY: the link entry as the first call found it, for a retry (the layers below
+        // advance it as they pass it on).
+        let link_u = unsafe { (*link_info).u };
+        // SAFETY: the app's arguments with our copy of its create info.
+        r = unsafe { create(&copy, alloc, out) };
+        if r == vk::Result::SUCCESS {
+            surface_caps2 = true;
+        } else {
+            // SAFETY: restoring the loader's link entry for the retry.
+            unsafe { (*link_info).u = link_u };
+            framescope_core::log::info(format_args!(
+                "vkCreateInstance with VK_KHR_get_surface_capabilities2 failed ({r:?}); as the app asked"
+            ));
+        }
+    }
+    if r != vk::Result::SUCCESS {
+        // SAFETY: forwarding the app's arguments unchanged.
+        r = unsafe { create(ci, alloc, out) };
+    }
     if r != vk::Result::SUCCESS {
         return r;
     }
@@ -93,12 +128,21 @@ pub unsafe extern "system" fn create_instance(
         .map(|f| unsafe {
             std::mem::transmute::<unsafe extern "system" fn(), vk::PFN_vkGetPhysicalDeviceFeatures2>(f)
         });
+        // SAFETY: querying an instance command of `handle` by name; that name has this signature.
+        let next_surface_caps2 = unsafe { next_gipa(handle, c"vkGetPhysicalDeviceSurfaceCapabilities2KHR".as_ptr()) }
+            .filter(|_| surface_caps2)
+            .map(|f| unsafe {
+                std::mem::transmute::<unsafe extern "system" fn(), vk::PFN_vkGetPhysicalDeviceSurfaceCapabilities2KHR>(
+                    f,
+                )
+            });
         let state = Arc::new(Instance {
             handle,
             next_gipa,
             fns,
             api_version,
             next_features2,
+            next_surface_caps2,
             frame_boundary_native: framescope_core::sync::Mutex::new(Vec::new()),
             // SAFETY: querying instance commands of `handle` by name.
             x11_surface: crate::x11_surface::NextSurfaceFns::resolve(|n| unsafe { next_gipa(handle, n.as_ptr()) }),
@@ -199,66 +243,83 @@ pub unsafe extern "system" fn create_device(
     };
     // SAFETY: `ci` is the app's create info of this call.
     let stats = guarded(&device::CREATE_DEVICE, || unsafe { StatsPlan::new(&inst, phys, ci) }).unwrap_or_default();
-    let create_with = |names: &[*const c_char], stats: Option<&StatsPlan>, with_present_wait: bool| {
-        // SAFETY: a copy of the app's create info differing only in its extension list, which
-        // holds names the app asked for or the physical device supports, and in the
-        // pipelineStatisticsQuery feature where the device supports it.
-        let mut copy = unsafe { *ci };
-        copy.enabled_extension_count = names.len() as u32;
-        copy.pp_enabled_extension_names = if names.is_empty() {
-            std::ptr::null()
-        } else {
-            names.as_ptr()
+    let create_with =
+        |names: &[*const c_char], stats: Option<&StatsPlan>, with_present_wait: bool, with_timing: bool| {
+            // SAFETY: a copy of the app's create info differing only in its extension list, which
+            // holds names the app asked for or the physical device supports, and in the
+            // pipelineStatisticsQuery feature where the device supports it.
+            let mut copy = unsafe { *ci };
+            copy.enabled_extension_count = names.len() as u32;
+            copy.pp_enabled_extension_names = if names.is_empty() {
+                std::ptr::null()
+            } else {
+                names.as_ptr()
+            };
+            // SAFETY: `copy` is of the app's create info of this call; restored right after it.
+            let patched = stats.and_then(|p| unsafe { p.apply(&mut copy) });
+            // The feature the extension's pools need (VUID-VkQueryPoolCreateInfo-queryType-03237),
+            // chained in front of the app's structs, only when we add the extension.
+            let mut perf_features = vk::PhysicalDevicePerformanceQueryFeaturesKHR {
+                performance_counter_query_pools: vk::TRUE,
+                ..Default::default()
+            };
+            if names.contains(&crate::perf_counters::EXTENSION.as_ptr()) {
+                perf_features.p_next = copy.p_next as *mut c_void;
+                copy.p_next = std::ptr::addr_of!(perf_features).cast();
+            }
+            // presentId and presentWait with the extensions we add (VUID-vkWaitForPresentKHR-presentWait-06234).
+            let mut present_features = present_wait::FeatureChain::default();
+            if with_present_wait {
+                // SAFETY: `copy`'s chain is the app's, valid for this call; restored below.
+                unsafe { present_features.apply(&mut copy) };
+            }
+            // presentTiming and presentId2 with the extensions we add.
+            let mut timing_features = present_timing::FeatureChain::default();
+            if with_timing {
+                // SAFETY: as above.
+                unsafe { timing_features.apply(&mut copy) };
+            }
+            // SAFETY: the layers below advance the chain's link as they pass it on, so a retry
+            // hands them the link as the first call did (else the layer below ours finds its
+            // successor's entry and fails with VK_ERROR_INITIALIZATION_FAILED, not the driver's
+            // result); then forwarding a valid create info.
+            let r = unsafe {
+                (*link_info).u = next_link;
+                create(phys, &copy, alloc, out)
+            };
+            if let Some(restore) = patched {
+                restore();
+            }
+            if with_present_wait {
+                // SAFETY: the app's structs `apply` patched, still valid.
+                unsafe { present_features.restore() };
+            }
+            if with_timing {
+                // SAFETY: as above.
+                unsafe { timing_features.restore() };
+            }
+            r
         };
-        // SAFETY: `copy` is of the app's create info of this call; restored right after it.
-        let patched = stats.and_then(|p| unsafe { p.apply(&mut copy) });
-        // The feature the extension's pools need (VUID-VkQueryPoolCreateInfo-queryType-03237),
-        // chained in front of the app's structs, only when we add the extension.
-        let mut perf_features = vk::PhysicalDevicePerformanceQueryFeaturesKHR {
-            performance_counter_query_pools: vk::TRUE,
-            ..Default::default()
-        };
-        if names.contains(&crate::perf_counters::EXTENSION.as_ptr()) {
-            perf_features.p_next = copy.p_next as *mut c_void;
-            copy.p_next = std::ptr::addr_of!(perf_features).cast();
-        }
-        // presentId and presentWait with the extensions we add (VUID-vkWaitForPresentKHR-presentWait-06234).
-        let mut present_features = present_wait::FeatureChain::default();
-        if with_present_wait {
-            // SAFETY: `copy`'s chain is the app's, valid for this call; restored below.
-            unsafe { present_features.apply(&mut copy) };
-        }
-        // SAFETY: the layers below advance the chain's link as they pass it on, so a retry
-        // hands them the link as the first call did (else the layer below ours finds its
-        // successor's entry and fails with VK_ERROR_INITIALIZATION_FAILED, not the driver's
-        // result); then forwarding a valid create info.
-        let r = unsafe {
-            (*link_info).u = next_link;
-            create(phys, &copy, alloc, out)
-        };
-        if let Some(restore) = patched {
-            restore();
-        }
-        if with_present_wait {
-            // SAFETY: the app's structs `apply` patched, still valid.
-            unsafe { present_features.restore() };
-        }
-        r
-    };
     let mut r = vk::Result::ERROR_INITIALIZATION_FAILED;
     let cfg = framescope_core::settings::get();
     let want_stats = stats.enable
         && cfg.samples != framescope_core::config::Samples::Off
         && cfg.sample_stats != framescope_core::config::SampleStats::Off;
-    if !plan.add.is_empty() || want_stats || plan.present_wait.on {
+    if !plan.add.is_empty() || want_stats || plan.present_wait.on || plan.present_timing.on {
         let mut names = kept.clone();
         names.extend(plan.add.iter().map(|n| n.as_ptr()));
-        r = create_with(&names, want_stats.then_some(&stats), plan.present_wait.on);
+        r = create_with(
+            &names,
+            want_stats.then_some(&stats),
+            plan.present_wait.on,
+            plan.present_timing.on,
+        );
         if r == vk::Result::SUCCESS {
             augment.added_extensions = plan.add.clone();
             augment.perf_query = plan.perf_query;
             augment.pipeline_stats = stats.app_enabled || want_stats;
             augment.present_wait = plan.present_wait;
+            augment.present_timing = plan.present_timing;
         } else {
             framescope_core::log::error(format_args!(
                 "vkCreateDevice failed with our additions ({r:?}); retrying as the app asked"
@@ -273,7 +334,7 @@ pub unsafe extern "system" fn create_device(
         }
     }
     if r != vk::Result::SUCCESS {
-        r = create_with(&kept, None, false);
+        r = create_with(&kept, None, false, false);
         augment.pipeline_stats = stats.app_enabled;
         // Where the app enabled both itself, present_wait runs on the device as the app made it.
         augment.present_wait = plan.present_wait_app;
@@ -390,6 +451,8 @@ struct AugmentPlan {
     present_wait: crate::device::PresentWaitAugment,
     /// present_wait without `add`: the app enabled both extensions and features itself.
     present_wait_app: crate::device::PresentWaitAugment,
+    /// present_timing with `add` (and its features).
+    present_timing: present_timing::Augment,
 }
 
 /// # Safety
@@ -432,6 +495,7 @@ unsafe fn augment_plan(inst: &Instance, phys: vk::PhysicalDevice, ci: *const vk:
     }
     // SAFETY: the caller's contract.
     unsafe { plan_present_wait(inst, phys, ci, &available, &app, &mut plan) };
+    plan_present_timing(inst, phys, &available, &app, &mut plan);
     if supported(crate::perf_counters::EXTENSION) {
         // SAFETY: the device supports the extension.
         plan.driver_counters = unsafe { crate::perf_counters::enumerate(inst, phys) };
@@ -521,6 +585,60 @@ unsafe fn plan_present_wait(
     }
 }
 
+/// The app's instance extension names.
+///
+/// # Safety
+/// `ci` is a valid instance create info.
+unsafe fn instance_extensions<'a>(ci: &'a vk::InstanceCreateInfo<'_>) -> Vec<&'a CStr> {
+    if ci.enabled_extension_count == 0 || ci.pp_enabled_extension_names.is_null() {
+        return Vec::new();
+    }
+    // SAFETY: the caller's contract: that many valid C strings.
+    unsafe {
+        std::slice::from_raw_parts(ci.pp_enabled_extension_names, ci.enabled_extension_count as usize)
+            .iter()
+            .map(|&p| CStr::from_ptr(p))
+            .collect()
+    }
+}
+
+/// The display-time source `VK_EXT_present_timing`: it and its dependencies go on below the
+/// app where the device offers them with their features, the app presents, and the app does
+/// not use present timing itself (its timing queues would be read by two).
+fn plan_present_timing(
+    inst: &Instance,
+    phys: vk::PhysicalDevice,
+    available: &[vk::ExtensionProperties],
+    app: &[String],
+    plan: &mut AugmentPlan,
+) {
+    let app_has = |n: &CStr| app.iter().any(|e| e.as_bytes() == n.to_bytes());
+    let why_not = if !app_has(ash::khr::swapchain::NAME) {
+        Some("the app does not enable VK_KHR_swapchain")
+    } else if !framescope_core::settings::get().display_times {
+        Some("display_times=0")
+    } else if app_has(timing_abi::PRESENT_TIMING) {
+        Some("the app uses VK_EXT_present_timing itself; framescope leaves its timing queues to it")
+    } else {
+        present_timing::supported(inst, phys, available).err()
+    };
+    if let Some(why) = why_not {
+        plan.unavailable.push(("present_timing".into(), why.into()));
+        return;
+    }
+    let app_ids = app_has(timing_abi::PRESENT_ID_2) || app_has(present_wait::PRESENT_ID);
+    plan.present_timing = present_timing::Augment { on: true, app_ids };
+    for n in [
+        timing_abi::PRESENT_ID_2,
+        present_timing::CALIBRATED_KHR,
+        timing_abi::PRESENT_TIMING,
+    ] {
+        if !app_has(n) {
+            plan.add.push(n);
+        }
+    }
+}
+
 /// # Safety
 /// `ci` must be a valid device create info.
 unsafe fn app_extension_ptrs(ci: &vk::DeviceCreateInfo<'_>) -> Vec<*const c_char> {
@@ -560,6 +678,9 @@ pub unsafe extern "system" fn destroy_device(device: vk::Device, alloc: *const v
         // The waiting thread returns within one wait call, before the device goes.
         if let Some(pw) = state.present_wait.as_ref() {
             pw.stop();
+        }
+        if let Some(pt) = state.present_timing.as_ref() {
+            pt.stop();
         }
         {
             // The app made the device idle before destroying it: every result is readable.

@@ -16,7 +16,7 @@ static CREATE_SWAPCHAIN: Site = Site::new("vkCreateSwapchainKHR");
 static HUD_PRESENT: Site = Site::new("vkQueuePresentKHR (HUD)");
 static DESTROY_SWAPCHAIN: Site = Site::new("vkDestroySwapchainKHR");
 static DESTROY_SEMAPHORE: Site = Site::new("vkDestroySemaphore");
-static PRESENT_WAIT: Site = Site::new("vkQueuePresentKHR (present_wait)");
+static PRESENT_WAIT: Site = Site::new("vkQueuePresentKHR (present_wait, present_timing)");
 
 /// Calibration drifts slowly; refreshing it every so many frames is plenty.
 const RECALIBRATE_EVERY: u64 = 256;
@@ -90,8 +90,22 @@ pub unsafe extern "system" fn queue_present(queue: vk::Queue, info: *const vk::P
     // SAFETY: as above.
     let with_ids = ids.as_mut().and_then(|i| i.chain_onto(unsafe { &*info }));
     let down = with_ids.as_ref().map_or(info, |c| c as *const vk::PresentInfoKHR<'_>);
+    // present_timing: VkPresentId2KHR and VkPresentTimingsInfoEXT in front, likewise.
+    let mut timing = d.present_timing.as_ref().filter(|_| !down.is_null()).and_then(|pt| {
+        // SAFETY: the present info going down, valid for this call.
+        guarded(&PRESENT_WAIT, || unsafe { pt.timing_for(&*down) })
+    });
+    // SAFETY: as above.
+    let with_timing = timing.as_mut().and_then(|t| t.chain_onto(unsafe { &*down }));
+    let down = with_timing
+        .as_ref()
+        .map_or(down, |c| c as *const vk::PresentInfoKHR<'_>);
     // SAFETY: forwarding the app's arguments (or their copy with our semaphores or ids).
     let r = unsafe { (d.swapchain_fns.queue_present_khr)(queue, down) };
+    if let (Some(pt), Some(t)) = (d.present_timing.as_ref(), timing.as_ref()) {
+        let returned = monotonic_now_ns();
+        guarded(&PRESENT_WAIT, || pt.presented(t, r, closed, returned));
+    }
     if let Some(frame) = closed {
         let returned = monotonic_now_ns();
         guarded(&PRESENT, || d.frames.lock().present_returned(frame, returned));
@@ -222,7 +236,7 @@ pub unsafe extern "system" fn create_swapchain(
     };
     // --- HUD: a copy of the create info with the image usage the HUD needs; if the
     // driver refuses it, the app's own create info.
-    let adjusted = if ci.is_null() {
+    let mut adjusted = if ci.is_null() {
         None
     } else {
         // SAFETY: the app's valid create info.
@@ -239,10 +253,17 @@ pub unsafe extern "system" fn create_swapchain(
             guarded(&CREATE_SWAPCHAIN, || pw.swapchain_ending(old, false));
         }
     }
+    // present_timing: its flags on (a copy of) the create info where the surface supports it.
+    // SAFETY: the app's valid create info.
+    let timing = guarded(&CREATE_SWAPCHAIN, || unsafe {
+        crate::display::present_timing::plan_for(&d.dev, d.present_timing.as_ref(), ci, &mut adjusted)
+    })
+    .flatten();
     let mut used = ci;
     let mut r = vk::Result::ERROR_INITIALIZATION_FAILED;
     if let Some(a) = adjusted.as_ref() {
-        // SAFETY: the app's arguments with a create info differing only in imageUsage.
+        // SAFETY: the app's arguments with a create info differing only in imageUsage (and
+        // present_timing's flags).
         r = unsafe { (d.swapchain_fns.create_swapchain_khr)(device, a, alloc, out) };
         if r == vk::Result::SUCCESS {
             used = a;
@@ -253,6 +274,7 @@ pub unsafe extern "system" fn create_swapchain(
         r = unsafe { (d.swapchain_fns.create_swapchain_khr)(device, ci, alloc, out) };
     }
     // --- end HUD ---
+    let timing = timing.filter(|_| used != ci);
     if r == vk::Result::SUCCESS {
         guarded(&CREATE_SWAPCHAIN, || {
             d.stats.swapchains_created.fetch_add(1, Ordering::Relaxed);
@@ -264,7 +286,10 @@ pub unsafe extern "system" fn create_swapchain(
             // SAFETY: as above.
             let concurrent = unsafe { crate::hud::concurrent_families(used) };
             crate::hud::swapchain_created(&d.hud, handle, used, concurrent);
-            if let Some(pw) = d.present_wait.as_ref() {
+            // One display-time source a swapchain: present_timing where it runs.
+            let timed = timing
+                .is_some_and(|stage| crate::display::present_timing::created(d.present_timing.as_ref(), handle, stage));
+            if let Some(pw) = d.present_wait.as_ref().filter(|_| !timed) {
                 pw.swapchain_created(handle);
             }
             d.add_swapchain(
@@ -278,7 +303,9 @@ pub unsafe extern "system" fn create_swapchain(
                 },
             );
             let feed = std::sync::Arc::clone(d.frames.lock().session.display());
-            let present_wait = crate::display::present_wait_covers(d.present_wait.as_ref(), handle);
+            // A better source of the device covers it: X11 Present stays off for it.
+            let present_wait = crate::display::present_wait_covers(d.present_wait.as_ref(), handle)
+                || crate::display::present_timing_covers(d.present_timing.as_ref(), handle);
             crate::display_x11::swapchain_created(&feed, handle, ci.surface, present_wait);
         });
     }
@@ -296,6 +323,9 @@ pub unsafe extern "system" fn destroy_swapchain(
         // No wait may be in flight on it when it goes: at most one wait call's timeout.
         if let Some(pw) = d.present_wait.as_ref() {
             guarded(&DESTROY_SWAPCHAIN, || pw.swapchain_ending(swapchain, true));
+        }
+        if let Some(pt) = d.present_timing.as_ref() {
+            guarded(&DESTROY_SWAPCHAIN, || pt.swapchain_ending(swapchain, true));
         }
         guarded(&DESTROY_SWAPCHAIN, || {
             crate::display_x11::swapchain_destroyed(swapchain)

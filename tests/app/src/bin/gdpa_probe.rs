@@ -1,10 +1,14 @@
 //! Probes `vkGetDeviceProcAddr` for a device with and without `VK_KHR_swapchain` (and, where
-//! the device offers them, one with `VK_KHR_present_id` + `VK_KHR_present_wait` too), through
+//! the device offers them, one with `VK_KHR_present_id` + `VK_KHR_present_wait` too, and one
+//! with `VK_EXT_present_timing` and its dependencies), through
 //! the loader and through the framescope layer's own export, and prints one JSON line.
 //!
 //! Run under `framescope run` (so the layer is in the chain) with the layer's path as argument:
 //! `gdpa_probe /path/to/libframescope_vk.so`. The layer must hand out NULL for commands of an
 //! extension the app did not enable, and its hook when the extension is enabled.
+
+#[path = "../../../../layer/vulkan/src/display/timing_abi.rs"]
+mod timing_abi;
 
 use ash::vk;
 use std::ffi::{c_char, c_void, CStr, CString};
@@ -15,8 +19,12 @@ fn main() {
     let layer_path = std::env::args().nth(1).expect("usage: gdpa_probe LAYER_SO");
     let entry = ash::Entry::linked();
     let app = vk::ApplicationInfo::default().api_version(vk::API_VERSION_1_3);
-    // VK_KHR_swapchain requires VK_KHR_surface on the instance.
-    let inst_exts = [ash::khr::surface::NAME.as_ptr()];
+    // VK_KHR_swapchain requires VK_KHR_surface on the instance; VK_EXT_present_timing
+    // VK_KHR_get_surface_capabilities2.
+    let inst_exts = [
+        ash::khr::surface::NAME.as_ptr(),
+        ash::khr::get_surface_capabilities2::NAME.as_ptr(),
+    ];
     let ici = vk::InstanceCreateInfo::default()
         .application_info(&app)
         .enabled_extension_names(&inst_exts);
@@ -41,6 +49,19 @@ fn main() {
             vec![swapchain, present_wait[0].as_ptr(), present_wait[1].as_ptr()],
         ));
     }
+    let present_timing = [
+        c"VK_KHR_present_id2",
+        c"VK_KHR_calibrated_timestamps",
+        c"VK_EXT_present_timing",
+    ];
+    if present_timing
+        .iter()
+        .all(|n| offered.iter().any(|e| e.extension_name_as_c_str() == Ok(*n)))
+    {
+        let mut exts = vec![swapchain];
+        exts.extend(present_timing.iter().map(|n| n.as_ptr()));
+        devices.push(("with_present_timing", exts));
+    }
     for (label, exts) in devices {
         let prio = [1.0f32];
         let queues = [vk::DeviceQueueCreateInfo::default()
@@ -51,8 +72,25 @@ fn main() {
         let mut ci = vk::DeviceCreateInfo::default()
             .queue_create_infos(&queues)
             .enabled_extension_names(&exts);
-        if exts.len() == 3 {
+        if label == "with_present_wait" {
             ci = ci.push_next(&mut id).push_next(&mut wait);
+        }
+        // ash 0.38 predates VK_KHR_present_id2 and VK_EXT_present_timing: the layer's
+        // definitions of their feature structs.
+        let mut timing = timing_abi::PhysicalDevicePresentTimingFeatures {
+            s_type: timing_abi::ST_PHYSICAL_DEVICE_PRESENT_TIMING_FEATURES,
+            p_next: std::ptr::null_mut(),
+            present_timing: vk::TRUE,
+            present_at_absolute_time: vk::FALSE,
+            present_at_relative_time: vk::FALSE,
+        };
+        let id2 = timing_abi::PhysicalDevicePresentId2Features {
+            s_type: timing_abi::ST_PHYSICAL_DEVICE_PRESENT_ID_2_FEATURES,
+            p_next: std::ptr::addr_of_mut!(timing).cast(),
+            present_id2: vk::TRUE,
+        };
+        if label == "with_present_timing" {
+            ci.p_next = std::ptr::addr_of!(id2).cast();
         }
         // SAFETY: valid create info for physical device 0, family 0.
         let device = unsafe { instance.create_device(phys, &ci, None) }.expect("vkCreateDevice");
@@ -63,6 +101,9 @@ fn main() {
             "vkCreateSwapchainKHR",
             "vkQueueSubmit",
             "vkWaitForPresentKHR",
+            "vkGetPastPresentationTimingEXT",
+            "vkSetSwapchainPresentTimingQueueSizeEXT",
+            "vkGetCalibratedTimestampsKHR",
         ] {
             let c = CString::new(name).unwrap();
             // SAFETY: querying a command name of a live device.
