@@ -97,6 +97,8 @@ fn test() -> Result<(), String> {
     // No import cycle between the modules of the crates already reshaped (`cargo xtask deps`
     // reports every crate, the two layers included).
     modgraph::check(modgraph::CHECKED)?;
+    // No product function over 120 lines: a longer one is several phases under one name.
+    fnlen::check(&shell::root())?;
     cargo(&["fmt", "--all", "--check"])?;
     cargo(&["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"])?;
     // Integration tests run the built layer, CLI and test apps: build them all first, and the

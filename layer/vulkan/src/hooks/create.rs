@@ -107,55 +107,65 @@ pub unsafe extern "system" fn create_instance(
             (*app).api_version.max(vk::API_VERSION_1_0)
         }
     };
-    guarded(&CREATE_INSTANCE, || {
-        // SAFETY: next_gipa resolves instance commands of `handle`.
-        let fns = unsafe {
-            ash::Instance::load_with(
-                |name| std::mem::transmute::<vk::PFN_vkVoidFunction, *const c_void>(next_gipa(handle, name.as_ptr())),
-                handle,
-            )
-        };
-        // SAFETY: querying instance commands of `handle` by name.
-        let core = unsafe { next_gipa(handle, c"vkGetPhysicalDeviceFeatures2".as_ptr()) };
-        // SAFETY: as above.
-        let khr = unsafe { next_gipa(handle, c"vkGetPhysicalDeviceFeatures2KHR".as_ptr()) };
-        let next_features2 = if api_version >= vk::API_VERSION_1_1 {
-            core.or(khr)
-        } else {
-            khr.filter(|&f| !in_loader(f)).or(core).or(khr)
-        }
-        // SAFETY: both names have the PFN_vkGetPhysicalDeviceFeatures2 signature (aliases).
-        .map(|f| unsafe {
-            std::mem::transmute::<unsafe extern "system" fn(), vk::PFN_vkGetPhysicalDeviceFeatures2>(f)
-        });
-        // SAFETY: querying an instance command of `handle` by name; that name has this signature.
-        let next_surface_caps2 = unsafe { next_gipa(handle, c"vkGetPhysicalDeviceSurfaceCapabilities2KHR".as_ptr()) }
-            .filter(|_| surface_caps2)
-            .map(|f| unsafe {
-                std::mem::transmute::<unsafe extern "system" fn(), vk::PFN_vkGetPhysicalDeviceSurfaceCapabilities2KHR>(
-                    f,
-                )
-            });
-        let state = Arc::new(Instance {
-            handle,
-            next_gipa,
-            fns,
-            api_version,
-            next_features2,
-            next_surface_caps2,
-            frame_boundary_native: framescope_core::sync::Mutex::new(Vec::new()),
-            // SAFETY: querying instance commands of `handle` by name.
-            x11_surface: crate::x11_surface::NextSurfaceFns::resolve(|n| unsafe { next_gipa(handle, n.as_ptr()) }),
-        });
-        // SAFETY: handle is a live instance created through the loader.
-        INSTANCES.insert(unsafe { dispatch_key(handle.as_raw()) }, state);
-        framescope_core::log::debug(format_args!(
-            "instance created (api {}.{})",
-            vk::api_version_major(api_version),
-            vk::api_version_minor(api_version)
-        ));
+    // SAFETY: `handle` was just created through `next_gipa`'s chain.
+    guarded(&CREATE_INSTANCE, || unsafe {
+        register_instance(handle, next_gipa, api_version, surface_caps2)
     });
     r
+}
+
+/// Records a new instance with the next layer's commands it needs.
+///
+/// # Safety
+/// `handle` is a live instance created through the chain `next_gipa` belongs to.
+unsafe fn register_instance(
+    handle: vk::Instance,
+    next_gipa: vk::PFN_vkGetInstanceProcAddr,
+    api_version: u32,
+    surface_caps2: bool,
+) {
+    // SAFETY: next_gipa resolves instance commands of `handle`.
+    let fns = unsafe {
+        ash::Instance::load_with(
+            |name| std::mem::transmute::<vk::PFN_vkVoidFunction, *const c_void>(next_gipa(handle, name.as_ptr())),
+            handle,
+        )
+    };
+    // SAFETY: querying instance commands of `handle` by name.
+    let core = unsafe { next_gipa(handle, c"vkGetPhysicalDeviceFeatures2".as_ptr()) };
+    // SAFETY: as above.
+    let khr = unsafe { next_gipa(handle, c"vkGetPhysicalDeviceFeatures2KHR".as_ptr()) };
+    let next_features2 = if api_version >= vk::API_VERSION_1_1 {
+        core.or(khr)
+    } else {
+        khr.filter(|&f| !in_loader(f)).or(core).or(khr)
+    }
+    // SAFETY: both names have the PFN_vkGetPhysicalDeviceFeatures2 signature (aliases).
+    .map(|f| unsafe { std::mem::transmute::<unsafe extern "system" fn(), vk::PFN_vkGetPhysicalDeviceFeatures2>(f) });
+    // SAFETY: querying an instance command of `handle` by name; that name has this signature.
+    let next_surface_caps2 = unsafe { next_gipa(handle, c"vkGetPhysicalDeviceSurfaceCapabilities2KHR".as_ptr()) }
+        .filter(|_| surface_caps2)
+        .map(|f| unsafe {
+            std::mem::transmute::<unsafe extern "system" fn(), vk::PFN_vkGetPhysicalDeviceSurfaceCapabilities2KHR>(f)
+        });
+    let state = Arc::new(Instance {
+        handle,
+        next_gipa,
+        fns,
+        api_version,
+        next_features2,
+        next_surface_caps2,
+        frame_boundary_native: framescope_core::sync::Mutex::new(Vec::new()),
+        // SAFETY: querying instance commands of `handle` by name.
+        x11_surface: crate::x11_surface::NextSurfaceFns::resolve(|n| unsafe { next_gipa(handle, n.as_ptr()) }),
+    });
+    // SAFETY: handle is a live instance created through the loader.
+    INSTANCES.insert(unsafe { dispatch_key(handle.as_raw()) }, state);
+    framescope_core::log::debug(format_args!(
+        "instance created (api {}.{})",
+        vk::api_version_major(api_version),
+        vk::api_version_minor(api_version)
+    ));
 }
 
 pub unsafe extern "system" fn destroy_instance(instance: vk::Instance, alloc: *const vk::AllocationCallbacks<'_>) {
@@ -169,51 +179,164 @@ pub unsafe extern "system" fn destroy_instance(instance: vk::Instance, alloc: *c
     }
 }
 
+/// Our link in the loader's device chain and what it leads to.
+struct DeviceLink {
+    inst: Arc<Instance>,
+    link_info: *mut VkLayerDeviceCreateInfo,
+    /// The link entry as the first call left it, for a retry.
+    next_link: *mut c_void,
+    next_gdpa: vk::PFN_vkGetDeviceProcAddr,
+    set_loader_data: Option<PfnSetDeviceLoaderData>,
+    create: vk::PFN_vkCreateDevice,
+}
+
+impl DeviceLink {
+    /// Reads our link and advances the chain (loader interface); `None` when the chain has
+    /// no link, the instance is unknown or the next layer gives no `vkCreateDevice`.
+    ///
+    /// # Safety
+    /// `ci` is the loader's valid create info of this `vkCreateDevice` call, `phys` its
+    /// physical device.
+    unsafe fn read(phys: vk::PhysicalDevice, ci: *const vk::DeviceCreateInfo<'_>) -> Option<DeviceLink> {
+        // SAFETY: the loader passes a valid create info chain.
+        let (link_info, loader_data) = unsafe {
+            (
+                find_device_link((*ci).p_next, VK_LAYER_LINK_INFO),
+                find_device_link((*ci).p_next, VK_LOADER_DATA_CALLBACK),
+            )
+        };
+        if link_info.is_null() {
+            return None;
+        }
+        // SAFETY: `phys` is a handle the app (or the loader) passed to this command.
+        let inst = unsafe { instance::lookup(phys.as_raw()) }?;
+        // SAFETY: as for the instance link: read our link, then advance the chain.
+        let (next_gipa, next_gdpa, next_link) = unsafe {
+            let link = (*link_info).u as *mut VkLayerDeviceLink;
+            (*link_info).u = (*link).p_next as *mut c_void;
+            (
+                (*link).pfn_next_get_instance_proc_addr,
+                (*link).pfn_next_get_device_proc_addr,
+                (*link_info).u,
+            )
+        };
+        let set_loader_data = if loader_data.is_null() {
+            None
+        } else {
+            // SAFETY: the VK_LOADER_DATA_CALLBACK entry's union holds pfnSetDeviceLoaderData.
+            Some(unsafe { std::mem::transmute::<*mut c_void, PfnSetDeviceLoaderData>((*loader_data).u) })
+        };
+        // vkCreateDevice must come from the instance's dispatch, never gipa(NULL, ...).
+        // SAFETY: querying an instance command of a live instance.
+        let create: vk::PFN_vkCreateDevice = match unsafe { next_gipa(inst.handle, c"vkCreateDevice".as_ptr()) } {
+            // SAFETY: the next layer returned vkCreateDevice for that name.
+            Some(f) => unsafe { std::mem::transmute::<unsafe extern "system" fn(), vk::PFN_vkCreateDevice>(f) },
+            None => return None,
+        };
+        Some(DeviceLink {
+            inst,
+            link_info,
+            next_link,
+            next_gdpa,
+            set_loader_data,
+            create,
+        })
+    }
+}
+
+/// One `vkCreateDevice` call down the chain, with the app's arguments.
+struct DownCall<'a> {
+    link: &'a DeviceLink,
+    phys: vk::PhysicalDevice,
+    ci: *const vk::DeviceCreateInfo<'a>,
+    alloc: *const vk::AllocationCallbacks<'a>,
+    out: *mut vk::Device,
+}
+
+impl DownCall<'_> {
+    /// Creates the device from a copy of the app's create info with extension list `names`,
+    /// the statistics feature (`stats`) and the features present wait and present timing need
+    /// where we add them; the app's chain is restored after.
+    ///
+    /// # Safety
+    /// The fields are the app's valid arguments of this call.
+    unsafe fn create(
+        &self,
+        names: &[*const c_char],
+        stats: Option<&StatsPlan>,
+        with_present_wait: bool,
+        timing: bool,
+    ) -> vk::Result {
+        // SAFETY: a copy of the app's create info differing only in its extension list, which
+        // holds names the app asked for or the physical device supports, and in the
+        // pipelineStatisticsQuery feature where the device supports it.
+        let mut copy = unsafe { *self.ci };
+        copy.enabled_extension_count = names.len() as u32;
+        copy.pp_enabled_extension_names = if names.is_empty() {
+            std::ptr::null()
+        } else {
+            names.as_ptr()
+        };
+        // SAFETY: `copy` is of the app's create info of this call; restored right after it.
+        let patched = stats.and_then(|p| unsafe { p.apply(&mut copy) });
+        // The feature the extension's pools need (VUID-VkQueryPoolCreateInfo-queryType-03237),
+        // chained in front of the app's structs, only when we add the extension.
+        let mut perf_features = vk::PhysicalDevicePerformanceQueryFeaturesKHR {
+            performance_counter_query_pools: vk::TRUE,
+            ..Default::default()
+        };
+        if names.contains(&crate::perf_counters::EXTENSION.as_ptr()) {
+            perf_features.p_next = copy.p_next as *mut c_void;
+            copy.p_next = std::ptr::addr_of!(perf_features).cast();
+        }
+        // presentId and presentWait with the extensions we add (VUID-vkWaitForPresentKHR-presentWait-06234).
+        let mut present_features = present_wait::FeatureChain::default();
+        if with_present_wait {
+            // SAFETY: `copy`'s chain is the app's, valid for this call; restored below.
+            unsafe { present_features.apply(&mut copy) };
+        }
+        // presentTiming and presentId2 with the extensions we add.
+        let mut timing_features = present_timing::FeatureChain::default();
+        if timing {
+            // SAFETY: as above.
+            unsafe { timing_features.apply(&mut copy) };
+        }
+        // SAFETY: the layers below advance the chain's link as they pass it on, so a retry
+        // hands them the link as the first call did (else the layer below ours finds its
+        // successor's entry and fails with VK_ERROR_INITIALIZATION_FAILED, not the driver's
+        // result); then forwarding a valid create info.
+        let r = unsafe {
+            (*self.link.link_info).u = self.link.next_link;
+            (self.link.create)(self.phys, &copy, self.alloc, self.out)
+        };
+        if let Some(restore) = patched {
+            restore();
+        }
+        if with_present_wait {
+            // SAFETY: the app's structs `apply` patched, still valid.
+            unsafe { present_features.restore() };
+        }
+        if timing {
+            // SAFETY: as above.
+            unsafe { timing_features.restore() };
+        }
+        r
+    }
+}
+
 pub unsafe extern "system" fn create_device(
     phys: vk::PhysicalDevice,
     ci: *const vk::DeviceCreateInfo<'_>,
     alloc: *const vk::AllocationCallbacks<'_>,
     out: *mut vk::Device,
 ) -> vk::Result {
-    // SAFETY: the loader passes a valid create info chain.
-    let (link_info, loader_data) = unsafe {
-        (
-            find_device_link((*ci).p_next, VK_LAYER_LINK_INFO),
-            find_device_link((*ci).p_next, VK_LOADER_DATA_CALLBACK),
-        )
-    };
-    if link_info.is_null() {
-        return vk::Result::ERROR_INITIALIZATION_FAILED;
-    }
-    // SAFETY: `phys` is a handle the app (or the loader) passed to this command.
-    let Some(inst) = (unsafe { instance::lookup(phys.as_raw()) }) else {
+    // SAFETY: the loader's create info of this call.
+    let Some(link) = (unsafe { DeviceLink::read(phys, ci) }) else {
         return vk::Result::ERROR_INITIALIZATION_FAILED;
     };
-    // SAFETY: as for the instance link: read our link, then advance the chain.
-    let (next_gipa, next_gdpa, next_link) = unsafe {
-        let link = (*link_info).u as *mut VkLayerDeviceLink;
-        (*link_info).u = (*link).p_next as *mut c_void;
-        (
-            (*link).pfn_next_get_instance_proc_addr,
-            (*link).pfn_next_get_device_proc_addr,
-            (*link_info).u,
-        )
-    };
-    let set_loader_data = if loader_data.is_null() {
-        None
-    } else {
-        // SAFETY: the VK_LOADER_DATA_CALLBACK entry's union holds pfnSetDeviceLoaderData.
-        Some(unsafe { std::mem::transmute::<*mut c_void, PfnSetDeviceLoaderData>((*loader_data).u) })
-    };
-    // vkCreateDevice must come from the instance's dispatch, never gipa(NULL, ...).
-    // SAFETY: querying an instance command of a live instance.
-    let create: vk::PFN_vkCreateDevice = match unsafe { next_gipa(inst.handle, c"vkCreateDevice".as_ptr()) } {
-        // SAFETY: the next layer returned vkCreateDevice for that name.
-        Some(f) => unsafe { std::mem::transmute::<unsafe extern "system" fn(), vk::PFN_vkCreateDevice>(f) },
-        None => return vk::Result::ERROR_INITIALIZATION_FAILED,
-    };
+    let inst = &link.inst;
     // SAFETY: `ci` is the app's create info of this call.
-    let plan = guarded(&device::CREATE_DEVICE, || unsafe { augment_plan(&inst, phys, ci) }).unwrap_or_default();
+    let plan = guarded(&device::CREATE_DEVICE, || unsafe { augment_plan(inst, phys, ci) }).unwrap_or_default();
     let mut augment = DeviceAugment {
         unavailable: plan.unavailable.clone(),
         driver_counters: plan.driver_counters.clone(),
@@ -242,64 +365,18 @@ pub unsafe extern "system" fn create_device(
         None
     };
     // SAFETY: `ci` is the app's create info of this call.
-    let stats = guarded(&device::CREATE_DEVICE, || unsafe { StatsPlan::new(&inst, phys, ci) }).unwrap_or_default();
-    let create_with =
-        |names: &[*const c_char], stats: Option<&StatsPlan>, with_present_wait: bool, with_timing: bool| {
-            // SAFETY: a copy of the app's create info differing only in its extension list, which
-            // holds names the app asked for or the physical device supports, and in the
-            // pipelineStatisticsQuery feature where the device supports it.
-            let mut copy = unsafe { *ci };
-            copy.enabled_extension_count = names.len() as u32;
-            copy.pp_enabled_extension_names = if names.is_empty() {
-                std::ptr::null()
-            } else {
-                names.as_ptr()
-            };
-            // SAFETY: `copy` is of the app's create info of this call; restored right after it.
-            let patched = stats.and_then(|p| unsafe { p.apply(&mut copy) });
-            // The feature the extension's pools need (VUID-VkQueryPoolCreateInfo-queryType-03237),
-            // chained in front of the app's structs, only when we add the extension.
-            let mut perf_features = vk::PhysicalDevicePerformanceQueryFeaturesKHR {
-                performance_counter_query_pools: vk::TRUE,
-                ..Default::default()
-            };
-            if names.contains(&crate::perf_counters::EXTENSION.as_ptr()) {
-                perf_features.p_next = copy.p_next as *mut c_void;
-                copy.p_next = std::ptr::addr_of!(perf_features).cast();
-            }
-            // presentId and presentWait with the extensions we add (VUID-vkWaitForPresentKHR-presentWait-06234).
-            let mut present_features = present_wait::FeatureChain::default();
-            if with_present_wait {
-                // SAFETY: `copy`'s chain is the app's, valid for this call; restored below.
-                unsafe { present_features.apply(&mut copy) };
-            }
-            // presentTiming and presentId2 with the extensions we add.
-            let mut timing_features = present_timing::FeatureChain::default();
-            if with_timing {
-                // SAFETY: as above.
-                unsafe { timing_features.apply(&mut copy) };
-            }
-            // SAFETY: the layers below advance the chain's link as they pass it on, so a retry
-            // hands them the link as the first call did (else the layer below ours finds its
-            // successor's entry and fails with VK_ERROR_INITIALIZATION_FAILED, not the driver's
-            // result); then forwarding a valid create info.
-            let r = unsafe {
-                (*link_info).u = next_link;
-                create(phys, &copy, alloc, out)
-            };
-            if let Some(restore) = patched {
-                restore();
-            }
-            if with_present_wait {
-                // SAFETY: the app's structs `apply` patched, still valid.
-                unsafe { present_features.restore() };
-            }
-            if with_timing {
-                // SAFETY: as above.
-                unsafe { timing_features.restore() };
-            }
-            r
-        };
+    let stats = guarded(&device::CREATE_DEVICE, || unsafe { StatsPlan::new(inst, phys, ci) }).unwrap_or_default();
+    let down = DownCall {
+        link: &link,
+        phys,
+        ci,
+        alloc,
+        out,
+    };
+    // SAFETY: the app's arguments of this call, with its create info's copies below.
+    let create_with = |names: &[*const c_char], stats: Option<&StatsPlan>, pw: bool, timing: bool| unsafe {
+        down.create(names, stats, pw, timing)
+    };
     let mut r = vk::Result::ERROR_INITIALIZATION_FAILED;
     let cfg = framescope_core::settings::get();
     let want_stats = stats.enable
@@ -355,18 +432,40 @@ pub unsafe extern "system" fn create_device(
     if r != vk::Result::SUCCESS {
         return r;
     }
-    // SAFETY: success means *out is the new device.
+    // SAFETY: success means *out is the new device, made from the app's create info.
     let handle = unsafe { *out };
-    guarded(&device::CREATE_DEVICE, || {
-        // SAFETY: ci is the app's valid create info; handle was just created from it.
-        let enabled = unsafe { enabled_extensions(&*ci) };
-        let dev = Device::new(inst.clone(), phys, handle, next_gdpa, set_loader_data, enabled, augment);
-        let state = Arc::new(DeviceState::new(dev));
-        crate::hooks::present::start_dump(&state);
-        // SAFETY: handle is a live device created through the loader.
-        device_state::DEVICES.insert(unsafe { dispatch_key(handle.as_raw()) }, state);
+    guarded(&device::CREATE_DEVICE, || unsafe {
+        register_device(&link, phys, ci, handle, augment)
     });
     r
+}
+
+/// Records a new device with its state (and starts its dump).
+///
+/// # Safety
+/// `handle` is a live device just created through `link` from the app's create info `ci`.
+unsafe fn register_device(
+    link: &DeviceLink,
+    phys: vk::PhysicalDevice,
+    ci: *const vk::DeviceCreateInfo<'_>,
+    handle: vk::Device,
+    augment: DeviceAugment,
+) {
+    // SAFETY: ci is the app's valid create info; handle was just created from it.
+    let enabled = unsafe { enabled_extensions(&*ci) };
+    let dev = Device::new(
+        link.inst.clone(),
+        phys,
+        handle,
+        link.next_gdpa,
+        link.set_loader_data,
+        enabled,
+        augment,
+    );
+    let state = Arc::new(DeviceState::new(dev));
+    crate::hooks::present::start_dump(&state);
+    // SAFETY: handle is a live device created through the loader.
+    device_state::DEVICES.insert(unsafe { dispatch_key(handle.as_raw()) }, state);
 }
 
 /// How to turn on `pipelineStatisticsQuery` in the app's create info, if it is not on.
