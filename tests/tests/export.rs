@@ -217,7 +217,7 @@ fn regions_dump_exports_to_perfetto_mangohud_and_presentmon() {
     assert_eq!(lines.len() - 1, FRAMES, "one PresentMon row per frame");
     for row in &lines[1..] {
         let cells: Vec<&str> = row.split(',').collect();
-        assert_eq!(cells.len(), 19, "{row}");
+        assert_eq!(cells.len(), PRESENTMON_COLUMNS.split(',').count(), "{row}");
         assert_eq!(cells[0], "framescope-testapp");
         assert_eq!(cells[3], "Vulkan");
     }

@@ -340,7 +340,19 @@ impl SwapchainHud {
             reusable,
             reused: false,
         };
-        let done = self.surface.frame(&mut recorder, &input, &source)?;
+        let done = match self.surface.frame(&mut recorder, &input, &source) {
+            Ok(done) => done,
+            Err(e) => {
+                if rec.recorded {
+                    // A failure after the begin (an allocation for a grown HUD, under memory
+                    // pressure) leaves the command buffer recording: end it, so the image's next
+                    // frame can begin it again (VUID-vkBeginCommandBuffer-commandBuffer-00049).
+                    // SAFETY: recording state, begun in this frame.
+                    let _ = unsafe { f.end_command_buffer(cb) };
+                }
+                return Err(e);
+            }
+        };
         let reused = recorder.reused;
         rec.refreshed = done.refreshed;
         if rec.recorded {
