@@ -107,3 +107,25 @@ impl Dump {
             .collect()
     }
 }
+
+/// Field `k` of frame `f` as an integer; panics naming the frame when it has none.
+pub fn frame_u64(f: &serde_json::Value, k: &str) -> u64 {
+    f[k].as_u64()
+        .unwrap_or_else(|| panic!("frame {} has no {k}: {f}", f["frame"]))
+}
+
+/// The middle value (the upper of the two middle ones for an even count); panics on none.
+pub fn median(mut v: Vec<u64>) -> u64 {
+    assert!(!v.is_empty(), "a median of nothing");
+    v.sort_unstable();
+    v[v.len() / 2]
+}
+
+/// The header's `unavailable` reason for `source`, if it lists one.
+pub fn unavailable(header: &serde_json::Value, source: &str) -> Option<String> {
+    header["unavailable"]
+        .as_array()?
+        .iter()
+        .find(|u| u["source"] == source)
+        .map(|u| u["reason"].as_str().unwrap_or_default().to_string())
+}

@@ -6,6 +6,7 @@
 //! the app never sees the extensions framescope enabled for itself; and the validation layer
 //! between framescope and the double reports nothing.
 
+use framescope_tests::dump::{frame_u64 as u, median, unavailable};
 use framescope_tests::{dump, test_layers, validation, Artifacts, Sandbox, Xvfb};
 use serde_json::Value;
 use std::time::Duration;
@@ -72,25 +73,6 @@ fn run_with(
     let d = dump::read(&path);
     assert_eq!(d.frames.len(), frames, "{}", out.describe());
     (d, out)
-}
-
-fn u(f: &Value, k: &str) -> u64 {
-    f[k].as_u64()
-        .unwrap_or_else(|| panic!("frame {} has no {k}: {f}", f["frame"]))
-}
-
-fn median(mut v: Vec<u64>) -> u64 {
-    assert!(!v.is_empty());
-    v.sort_unstable();
-    v[v.len() / 2]
-}
-
-fn unavailable(h: &Value, source: &str) -> Option<String> {
-    h["unavailable"]
-        .as_array()?
-        .iter()
-        .find(|u| u["source"] == source)
-        .map(|u| u["reason"].as_str().unwrap_or_default().to_string())
 }
 
 #[test]

@@ -7,6 +7,7 @@
 //! (lavapipe's WSI on Xvfb puts images too), the source must say the window is
 //! software-presented.
 
+use framescope_tests::dump::{frame_u64 as u, median};
 use framescope_tests::{dump, validation, Artifacts, Sandbox, Xvfb};
 use serde_json::Value;
 use std::collections::HashMap;
@@ -16,17 +17,6 @@ const LIMIT: Duration = Duration::from_secs(60);
 /// Xvfb's fake refresh: 1 s / 60 (present_fake.c).
 const REFRESH_NS: u64 = 16_666_667;
 const WINDOW: [&str; 4] = ["--width", "160", "--height", "120"];
-
-fn median(mut v: Vec<u64>) -> u64 {
-    assert!(!v.is_empty());
-    v.sort_unstable();
-    v[v.len() / 2]
-}
-
-fn u(f: &Value, k: &str) -> u64 {
-    f[k].as_u64()
-        .unwrap_or_else(|| panic!("frame {} has no {k}: {f}", f["frame"]))
-}
 
 /// One `PresentCompleteNotify` as the app received it.
 #[derive(Clone, Copy, Debug)]

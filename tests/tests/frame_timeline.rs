@@ -6,6 +6,7 @@
 //! to it), its time in the present call, its start at the previous present's return, and
 //! busy + waits must add up to the frame's time exactly.
 
+use framescope_tests::dump::median;
 use framescope_tests::{dump, test_layers, validation, Artifacts, Sandbox, Xvfb};
 use serde_json::Value;
 use std::time::Duration;
@@ -19,12 +20,6 @@ fn wait(f: &Value, kind: &str) -> u64 {
     f["cpu_wait_by_kind_ns"][kind]
         .as_u64()
         .unwrap_or_else(|| panic!("frame {} has no {kind} wait: {f}", f["frame"]))
-}
-
-fn median(mut v: Vec<u64>) -> u64 {
-    assert!(!v.is_empty());
-    v.sort_unstable();
-    v[v.len() / 2]
 }
 
 /// What holds for every frame after the first: its start is the previous frame's present
