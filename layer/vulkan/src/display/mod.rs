@@ -7,6 +7,7 @@
 
 pub mod present_timing;
 pub mod present_wait;
+mod threads;
 pub mod timing_abi;
 
 use ash::vk;

@@ -601,17 +601,7 @@ impl PresentTiming {
         self.shared.stop.store(true, Ordering::Release);
         self.waker.unpark();
         if let Some(t) = self.thread.lock().take() {
-            let deadline = std::time::Instant::now() + JOIN_CAP;
-            while !t.is_finished() && std::time::Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(1));
-            }
-            if t.is_finished() {
-                let _ = t.join();
-            } else {
-                framescope_core::log::error(format_args!(
-                    "present_timing: the reading thread did not return; leaving it"
-                ));
-            }
+            super::threads::join_bounded(t, JOIN_CAP, "present_timing: the reading thread");
         }
         let (lost, skipped) = (
             self.shared.lost.load(Ordering::Relaxed),

@@ -353,19 +353,7 @@ impl PresentWait {
         self.shared.stop.store(true, Ordering::Release);
         self.waker.unpark();
         if let Some(t) = self.thread.lock().take() {
-            // JoinHandle has no timed join: poll (device destruction only, never per frame).
-            let deadline = std::time::Instant::now() + JOIN_CAP;
-            while !t.is_finished() && std::time::Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(1));
-            }
-            if t.is_finished() {
-                let _ = t.join();
-            } else {
-                framescope_core::log::error(format_args!(
-                    "present_wait: the waiting thread did not return within {} s; leaving it",
-                    JOIN_CAP.as_secs()
-                ));
-            }
+            super::threads::join_bounded(t, JOIN_CAP, "present_wait: the waiting thread");
         }
         let lost = self.shared.lost.load(Ordering::Relaxed);
         if lost > 0 {
