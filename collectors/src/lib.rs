@@ -16,6 +16,7 @@ pub mod catalogue;
 pub mod collector;
 pub mod constants;
 pub mod db;
+pub mod display;
 pub mod expr;
 pub mod intel;
 pub mod listing;

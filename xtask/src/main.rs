@@ -171,6 +171,7 @@ const DRIVER_LANE_TESTS: &[&str] = &[
     "apps32",
     "faults",
     "frame_timeline",
+    "wayland_presentation",
 ];
 
 /// Replaces the README's config key table (between its `config-keys` markers) with the one the

@@ -23,6 +23,7 @@ mod registry;
 // Features, each with its per-device state, below the wiring.
 mod counters;
 mod counts;
+mod display_wayland;
 mod frames;
 mod hud;
 mod samples;

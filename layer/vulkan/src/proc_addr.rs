@@ -50,7 +50,7 @@ fn instance_hook_if_next_has(name: &[u8]) -> vk::PFN_vkVoidFunction {
                 vk::PFN_vkGetPhysicalDeviceFeatures2
             )
         }
-        _ => None,
+        _ => crate::display_wayland::instance_hook(name),
     }
 }
 

@@ -30,6 +30,7 @@ fn in_loader(f: unsafe extern "system" fn()) -> bool {
 }
 
 static CREATE_INSTANCE: Site = Site::new("vkCreateInstance");
+static DESTROY_INSTANCE: Site = Site::new("vkDestroyInstance");
 
 pub unsafe extern "system" fn create_instance(
     ci: *const vk::InstanceCreateInfo<'_>,
@@ -101,7 +102,10 @@ pub unsafe extern "system" fn create_instance(
             frame_boundary_native: framescope_core::sync::Mutex::new(Vec::new()),
         });
         // SAFETY: handle is a live instance created through the loader.
-        INSTANCES.insert(unsafe { dispatch_key(handle.as_raw()) }, state);
+        let key = unsafe { dispatch_key(handle.as_raw()) };
+        // SAFETY: the new instance and the next layer's vkGetInstanceProcAddr.
+        unsafe { crate::display_wayland::instance_created(key, handle, next_gipa) };
+        INSTANCES.insert(key, state);
         framescope_core::log::debug(format_args!(
             "instance created (api {}.{})",
             vk::api_version_major(api_version),
@@ -116,7 +120,9 @@ pub unsafe extern "system" fn destroy_instance(instance: vk::Instance, alloc: *c
         return;
     }
     // SAFETY: a non-null instance handle from the app.
-    if let Some(state) = INSTANCES.remove(unsafe { dispatch_key(instance.as_raw()) }) {
+    let key = unsafe { dispatch_key(instance.as_raw()) };
+    if let Some(state) = INSTANCES.remove(key) {
+        guarded(&DESTROY_INSTANCE, || crate::display_wayland::instance_destroyed(key));
         // SAFETY: forwarding to the next layer's destroy for this instance.
         unsafe { (state.fns.fp_v1_0().destroy_instance)(instance, alloc) };
     }

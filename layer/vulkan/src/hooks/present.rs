@@ -75,6 +75,12 @@ pub unsafe extern "system" fn queue_present(queue: vk::Queue, info: *const vk::P
         info
     };
     // --- end HUD ---
+    if let Some(frame) = closed {
+        // Right before the call down: the driver commits the surface inside it.
+        // SAFETY: the present info passed down, valid for this call.
+        let swapchain = unsafe { first_swapchain(info) };
+        guarded(&PRESENT, || crate::display_wayland::before_present(swapchain, frame));
+    }
     // SAFETY: forwarding the app's arguments (or their copy with our semaphores).
     let r = unsafe { (d.swapchain_fns.queue_present_khr)(queue, info) };
     if let Some(frame) = closed {
@@ -246,6 +252,7 @@ pub unsafe extern "system" fn create_swapchain(
                     present_mode: ci.present_mode.as_raw(),
                 },
             );
+            crate::display_wayland::swapchain_created(&d, handle, ci.surface);
         });
     }
     r
@@ -259,6 +266,9 @@ pub unsafe extern "system" fn destroy_swapchain(
     // SAFETY: `device` is a handle the app (or the loader) passed to this command.
     if let Some(d) = unsafe { device_state::lookup(device.as_raw()) } {
         d.remove_swapchain(swapchain);
+        guarded(&DESTROY_SWAPCHAIN, || {
+            crate::display_wayland::swapchain_destroyed(swapchain)
+        });
         // HUD: waits for our own work on it, then frees our objects.
         guarded(&DESTROY_SWAPCHAIN, || {
             crate::hud::swapchain_destroyed(&d, &d.hud, swapchain)

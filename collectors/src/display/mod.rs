@@ -1,0 +1,5 @@
+//! Display-time sources: learn when the app's frames reached the screen and report them
+//! through the session's `framescope_core::display::DisplayFeed`.
+
+pub mod wayland_feedback;
+mod wayland_sys;

@@ -1,0 +1,164 @@
+//! Wayland `wp_presentation` display times, with weston 10's headless output as the known
+//! answer (`framescope_tests::weston`): vkcube-wayland on lavapipe under framescope.
+//!
+//! FIFO: the driver's WSI waits for the compositor before each commit, so every frame reaches
+//! the screen, once per weston cycle (25 ms); the app's own frame time follows that cycle,
+//! which checks the reported times against something framescope did not measure.
+//!
+//! MAILBOX: vkcube commits far faster than weston repaints; weston shows the newest commit at
+//! each repaint and answers the others `discarded`, so most frames are dropped and the shown
+//! ones are never closer together than weston's cycle. Mesa's Wayland WSI has no IMMEDIATE
+//! (vkcube says "Present mode specified is not supported"), so MAILBOX is the fast mode here.
+
+use framescope_tests::weston::{Weston, ANNOUNCED_REFRESH_NS, PRESENT_PERIOD_NS};
+use framescope_tests::{artifacts, dump, validation, Artifacts, Sandbox};
+use serde_json::Value;
+use std::time::Duration;
+
+const LIMIT: Duration = Duration::from_secs(60);
+const MS: u64 = 1_000_000;
+/// How long before the app's last present a frame may have been presented and still have no
+/// report: vkcube destroys its device (the dump's end) while weston still holds the frames of
+/// its last cycles (FIFO: about 2.6 cycles from present to screen; MAILBOX: the frame weston
+/// will show next, whose `presented` comes after the `discarded` of the frames that followed).
+const TAIL_NS: u64 = 4 * PRESENT_PERIOD_NS;
+
+fn median(mut v: Vec<u64>) -> u64 {
+    assert!(!v.is_empty());
+    v.sort_unstable();
+    v[v.len() / 2]
+}
+
+fn u(f: &Value, k: &str) -> u64 {
+    f[k].as_u64()
+        .unwrap_or_else(|| panic!("frame {} has no {k}: {f}", f["frame"]))
+}
+
+/// The frames presented more than [`TAIL_NS`] before the last present, each of which must
+/// have its report: a frame missing one there fails.
+fn answered(frames: &[Value]) -> &[Value] {
+    let last = u(&frames[frames.len() - 1], "t_ns");
+    let n = frames.partition_point(|f| last - u(f, "t_ns") > TAIL_NS);
+    assert!(
+        n + 60 >= frames.len(),
+        "{} of {} frames in the last {TAIL_NS} ns",
+        frames.len() - n,
+        frames.len()
+    );
+    let body = &frames[..n];
+    for f in body {
+        assert_ne!(f["display"], "no_report", "{f}");
+    }
+    body
+}
+
+/// Runs vkcube-wayland under framescope on a private headless weston; its frames.
+fn run(name: &str, args: &[&str]) -> Vec<Value> {
+    artifacts::require_program("vkcube-wayland");
+    let a = Artifacts::get();
+    let w = Weston::start_headless();
+    let mut sb = Sandbox::new(name);
+    let path = sb.path("dump.jsonl");
+    sb.with_validation()
+        .wayland(&w)
+        .set("FRAMESCOPE_DUMP", path.display().to_string());
+    let out = sb.run_under_framescope(&a, "vkcube-wayland", args, LIMIT);
+    assert_eq!(out.code(), Some(0), "{}\n--- weston ---\n{}", out.describe(), w.log());
+    validation::assert_clean("vkcube-wayland", &out.combined());
+    out.assert_no_loader_errors("vkcube-wayland");
+    assert!(
+        out.combined().contains("Wayland presentation: feedback on"),
+        "framescope did not say it watches the surface:\n{}",
+        out.describe()
+    );
+    let frames = dump::read(&path).frames;
+    for f in &frames {
+        assert_eq!(f["display_source"], "wayland_presentation", "{f}");
+    }
+    frames
+}
+
+#[test]
+fn fifo_frames_are_displayed_once_per_weston_cycle() {
+    let frames = run("wayland-fifo", &["--c", "90"]);
+    assert_eq!(frames.len(), 90);
+    let body = answered(&frames);
+    for f in body {
+        assert_eq!(f["display"], "displayed", "{f}");
+        assert_eq!(
+            f["display_mode"], "composited",
+            "weston's headless output composites (no ZERO_COPY): {f}"
+        );
+        assert_eq!(u(f, "refresh_ns"), ANNOUNCED_REFRESH_NS, "{f}");
+        // On screen after the present began, and within the join's bound.
+        let (shown, t) = (u(f, "shown_ns"), u(f, "t_ns"));
+        assert!(shown > t && shown - t < 1_000 * MS, "{f}");
+        assert_eq!(u(f, "until_displayed_ns"), shown - t, "{f}");
+    }
+    // Consecutive frames are shown in order, one per cycle.
+    for pair in body.windows(2) {
+        assert!(
+            u(&pair[1], "shown_ns") > u(&pair[0], "shown_ns"),
+            "{} then {}",
+            pair[0],
+            pair[1]
+        );
+    }
+    // The last of them may have no displayed time: its successor's feedback may not come.
+    let steady = &body[10..body.len() - 1];
+    let displayed = median(steady.iter().map(|f| u(f, "displayed_time_ns")).collect());
+    assert!(
+        displayed.abs_diff(PRESENT_PERIOD_NS) <= MS,
+        "median displayed time {:.3} ms, weston 10 headless presents every {:.3} ms",
+        displayed as f64 / 1e6,
+        PRESENT_PERIOD_NS as f64 / 1e6
+    );
+    // FIFO paces the app by the compositor: its frame time is the same cycle.
+    let cpu = median(steady.iter().map(|f| u(f, "cpu_frame_ns")).collect());
+    assert!(
+        cpu.abs_diff(displayed) <= MS,
+        "FIFO: median frame time {:.3} ms, median displayed time {:.3} ms",
+        cpu as f64 / 1e6,
+        displayed as f64 / 1e6
+    );
+}
+
+#[test]
+fn mailbox_frames_replaced_before_a_repaint_are_dropped() {
+    let frames = run("wayland-mailbox", &["--c", "300", "--present_mode", "1"]);
+    assert_eq!(frames.len(), 300);
+    // VK_PRESENT_MODE_MAILBOX_KHR is what the swapchain got.
+    assert_eq!(frames[0]["swapchain"]["present_mode"], 1, "{}", frames[0]);
+    let body = answered(&frames);
+    let shown: Vec<&Value> = body.iter().filter(|f| f["display"] == "displayed").collect();
+    let dropped: Vec<&Value> = body.iter().filter(|f| f["display"] == "dropped").collect();
+    for f in body {
+        assert!(f["display"] == "displayed" || f["display"] == "dropped", "{f}");
+    }
+    for f in &dropped {
+        assert!(f["shown_ns"].is_null() && f["display_latency_ns"].is_null(), "{f}");
+    }
+    assert!(shown.len() >= 2, "{} frames shown", shown.len());
+    // weston shows one commit per repaint at most: the shown ones are a cycle apart or more
+    // (1 ms of slack for the timer), so at most this many fit between the first and the last.
+    let first = u(shown[0], "shown_ns");
+    let last = u(shown[shown.len() - 1], "shown_ns");
+    let most = (last - first) / (PRESENT_PERIOD_NS - MS) + 1;
+    assert!(
+        shown.len() as u64 <= most,
+        "{} shown in {} ns",
+        shown.len(),
+        last - first
+    );
+    for pair in shown.windows(2) {
+        let d = u(pair[1], "shown_ns") - u(pair[0], "shown_ns");
+        assert!(d >= PRESENT_PERIOD_NS - MS, "two frames shown {d} ns apart");
+    }
+    // vkcube on lavapipe renders a frame in a few ms: most are replaced before a repaint.
+    assert!(
+        dropped.len() > shown.len(),
+        "{} dropped, {} shown: MAILBOX should replace most frames",
+        dropped.len(),
+        shown.len()
+    );
+}
