@@ -1,14 +1,17 @@
 //! Wayland `wp_presentation` display times, with weston 10's headless output as the known
-//! answer (`framescope_tests::weston`): vkcube-wayland on lavapipe under framescope.
+//! answer (`framescope_tests::weston`): vkcube-wayland on lavapipe (Vulkan) and
+//! glmark2-es2-wayland on llvmpipe (EGL) under framescope.
 //!
-//! FIFO: the driver's WSI waits for the compositor before each commit, so every frame reaches
-//! the screen, once per weston cycle (25 ms); the app's own frame time follows that cycle,
-//! which checks the reported times against something framescope did not measure.
+//! FIFO (vkcube's default, glmark2's `--swap-mode fifo`): the driver waits for the compositor
+//! before each commit, so every frame reaches the screen, once per weston cycle (25 ms); the
+//! app's own frame time follows that cycle, which checks the reported times against something
+//! framescope did not measure.
 //!
-//! MAILBOX: vkcube commits far faster than weston repaints; weston shows the newest commit at
-//! each repaint and answers the others `discarded`, so most frames are dropped and the shown
-//! ones are never closer together than weston's cycle. Mesa's Wayland WSI has no IMMEDIATE
-//! (vkcube says "Present mode specified is not supported"), so MAILBOX is the fast mode here.
+//! Unthrottled (vkcube's MAILBOX, glmark2's default swap interval 0): the app commits far
+//! faster than weston repaints; weston shows the newest commit at each repaint and answers the
+//! others `discarded`, so most frames are dropped and the shown ones are never closer together
+//! than weston's cycle. Mesa's Wayland WSI has no IMMEDIATE (vkcube says "Present mode
+//! specified is not supported"), so MAILBOX is vkcube's fast mode here.
 
 use framescope_tests::weston::{Weston, ANNOUNCED_REFRESH_NS, PRESENT_PERIOD_NS};
 use framescope_tests::{artifacts, dump, validation, Artifacts, Sandbox};
@@ -18,10 +21,12 @@ use std::time::Duration;
 const LIMIT: Duration = Duration::from_secs(60);
 const MS: u64 = 1_000_000;
 /// How long before the app's last present a frame may have been presented and still have no
-/// report: vkcube destroys its device (the dump's end) while weston still holds the frames of
-/// its last cycles (FIFO: about 2.6 cycles from present to screen; MAILBOX: the frame weston
-/// will show next, whose `presented` comes after the `discarded` of the frames that followed).
-const TAIL_NS: u64 = 4 * PRESENT_PERIOD_NS;
+/// report: the app ends its dump (device or EGL display) and destroys its surface (and with it
+/// framescope's feedback objects) while weston still holds the frames of its last cycles (FIFO:
+/// about 2.6 cycles from present to screen, more when the machine is busy: 5 were seen on the
+/// shared 2-core machine; unthrottled: the frame weston will show next, whose `presented` comes
+/// after the `discarded` of the frames that followed it).
+const TAIL_NS: u64 = 10 * PRESENT_PERIOD_NS;
 
 fn median(mut v: Vec<u64>) -> u64 {
     assert!(!v.is_empty());
@@ -39,22 +44,29 @@ fn u(f: &Value, k: &str) -> u64 {
 fn answered(frames: &[Value]) -> &[Value] {
     let last = u(&frames[frames.len() - 1], "t_ns");
     let n = frames.partition_point(|f| last - u(f, "t_ns") > TAIL_NS);
+    // Unthrottled glmark2 presents about 200 frames in that time; most frames are before it.
     assert!(
-        n + 60 >= frames.len(),
+        n * 2 >= frames.len(),
         "{} of {} frames in the last {TAIL_NS} ns",
         frames.len() - n,
         frames.len()
     );
     let body = &frames[..n];
     for f in body {
-        assert_ne!(f["display"], "no_report", "{f}");
+        assert_ne!(
+            f["display"],
+            "no_report",
+            "frame {} of {}: {f}",
+            f["frame"],
+            frames.len()
+        );
     }
     body
 }
 
-/// Runs vkcube-wayland under framescope on a private headless weston; its frames.
-fn run(name: &str, args: &[&str]) -> Vec<Value> {
-    artifacts::require_program("vkcube-wayland");
+/// Runs `app` under framescope on a private headless weston; its frames.
+fn run(name: &str, app: &str, args: &[&str]) -> Vec<Value> {
+    artifacts::require_program(app);
     let a = Artifacts::get();
     let w = Weston::start_headless();
     let mut sb = Sandbox::new(name);
@@ -62,10 +74,10 @@ fn run(name: &str, args: &[&str]) -> Vec<Value> {
     sb.with_validation()
         .wayland(&w)
         .set("FRAMESCOPE_DUMP", path.display().to_string());
-    let out = sb.run_under_framescope(&a, "vkcube-wayland", args, LIMIT);
+    let out = sb.run_under_framescope(&a, app, args, LIMIT);
     assert_eq!(out.code(), Some(0), "{}\n--- weston ---\n{}", out.describe(), w.log());
-    validation::assert_clean("vkcube-wayland", &out.combined());
-    out.assert_no_loader_errors("vkcube-wayland");
+    validation::assert_clean(app, &out.combined());
+    out.assert_no_loader_errors(app);
     assert!(
         out.combined().contains("Wayland presentation: feedback on"),
         "framescope did not say it watches the surface:\n{}",
@@ -78,11 +90,9 @@ fn run(name: &str, args: &[&str]) -> Vec<Value> {
     frames
 }
 
-#[test]
-fn fifo_frames_are_displayed_once_per_weston_cycle() {
-    let frames = run("wayland-fifo", &["--c", "90"]);
-    assert_eq!(frames.len(), 90);
-    let body = answered(&frames);
+/// FIFO's known answer: every frame shown, in order, once per weston cycle.
+fn check_fifo(frames: &[Value]) {
+    let body = answered(frames);
     for f in body {
         assert_eq!(f["display"], "displayed", "{f}");
         assert_eq!(
@@ -123,13 +133,10 @@ fn fifo_frames_are_displayed_once_per_weston_cycle() {
     );
 }
 
-#[test]
-fn mailbox_frames_replaced_before_a_repaint_are_dropped() {
-    let frames = run("wayland-mailbox", &["--c", "300", "--present_mode", "1"]);
-    assert_eq!(frames.len(), 300);
-    // VK_PRESENT_MODE_MAILBOX_KHR is what the swapchain got.
-    assert_eq!(frames[0]["swapchain"]["present_mode"], 1, "{}", frames[0]);
-    let body = answered(&frames);
+/// An unthrottled app's known answer: the frames weston replaced before a repaint dropped,
+/// the shown ones at least a cycle apart.
+fn check_replaced(frames: &[Value]) {
+    let body = answered(frames);
     let shown: Vec<&Value> = body.iter().filter(|f| f["display"] == "displayed").collect();
     let dropped: Vec<&Value> = body.iter().filter(|f| f["display"] == "dropped").collect();
     for f in body {
@@ -161,4 +168,43 @@ fn mailbox_frames_replaced_before_a_repaint_are_dropped() {
         dropped.len(),
         shown.len()
     );
+}
+
+#[test]
+fn vulkan_fifo_frames_are_displayed_once_per_weston_cycle() {
+    let frames = run("wayland-vk-fifo", "vkcube-wayland", &["--c", "90"]);
+    assert_eq!(frames.len(), 90);
+    check_fifo(&frames);
+}
+
+#[test]
+fn vulkan_mailbox_frames_replaced_before_a_repaint_are_dropped() {
+    let frames = run(
+        "wayland-vk-mailbox",
+        "vkcube-wayland",
+        &["--c", "300", "--present_mode", "1"],
+    );
+    assert_eq!(frames.len(), 300);
+    // VK_PRESENT_MODE_MAILBOX_KHR is what the swapchain got.
+    assert_eq!(frames[0]["swapchain"]["present_mode"], 1, "{}", frames[0]);
+    check_replaced(&frames);
+}
+
+/// glmark2's `build` scene for 2 s in a small window (its frames are the swaps).
+const GLMARK: [&str; 4] = ["-b", "build:duration=2", "--size", "200x150"];
+
+#[test]
+fn egl_fifo_frames_are_displayed_once_per_weston_cycle() {
+    let mut args = GLMARK.to_vec();
+    args.extend(["--swap-mode", "fifo"]);
+    let frames = run("wayland-egl-fifo", "glmark2-es2-wayland", &args);
+    // 2 s at weston's 40 Hz.
+    assert!(frames.len() >= 60, "{} frames", frames.len());
+    check_fifo(&frames);
+}
+
+#[test]
+fn egl_unthrottled_frames_replaced_before_a_repaint_are_dropped() {
+    let frames = run("wayland-egl-unthrottled", "glmark2-es2-wayland", &GLMARK);
+    check_replaced(&frames);
 }

@@ -405,6 +405,40 @@ pub fn detach(display: *mut c_void) {
     conn.teardown();
 }
 
+/// Tears `display`'s connection down whatever its users (the app is disconnecting it: the
+/// GL shim's `wl_display_disconnect`); their targets stop asking for feedback.
+pub fn close_display(display: *mut c_void) {
+    let conn = {
+        let mut conns = CONNS.lock();
+        let Some(i) = conns.iter().position(|e| e.0 == display as usize) else {
+            return;
+        };
+        conns.swap_remove(i).1
+    };
+    conn.teardown();
+}
+
+/// Whether `native` is a `wl_display*` of the process's libwayland (EGL's native display of
+/// `eglGetDisplay` may be one, an X11 `Display*`, a `gbm_device*`, or the default).
+///
+/// # Safety
+/// `native` is null or points to at least one readable pointer-sized word.
+pub unsafe fn is_wl_display(native: *mut c_void) -> bool {
+    if native.is_null() || !(native as usize).is_multiple_of(std::mem::align_of::<usize>()) {
+        return false;
+    }
+    let Ok(wl) = Wl::get() else { return false };
+    // Only a mapped page is read (Mesa's EGL checks with mincore too: an app may pass anything).
+    // SAFETY: sysconf and mincore only read the address space; `vec` is one byte on our stack.
+    let mapped = unsafe {
+        let page = libc::sysconf(libc::_SC_PAGESIZE).max(4096) as usize;
+        let mut vec = 0u8;
+        libc::mincore(((native as usize) & !(page - 1)) as *mut c_void, page, &mut vec) == 0
+    };
+    // SAFETY: the caller's: one readable word, on a mapped page.
+    mapped && unsafe { *(native as *const *const c_void) == wl.display_interface as *const c_void }
+}
+
 /// # Safety
 /// `display` is a live `wl_display` of `wl`'s library.
 unsafe fn connect(wl: &'static Wl, display: *mut c_void) -> Result<Arc<Conn>, String> {
@@ -743,6 +777,16 @@ mod tests {
         let mono = clock_ns(libc::CLOCK_MONOTONIC).unwrap();
         assert!((raw + o - mono).abs() < 1_000_000, "offset {o}");
         assert_eq!(offset_to_monotonic(12345), None);
+    }
+
+    #[test]
+    fn only_a_wl_display_is_taken_for_one() {
+        let word = 0x1234usize;
+        // SAFETY: null, and a readable word on our stack.
+        unsafe {
+            assert!(!is_wl_display(ptr::null_mut()));
+            assert!(!is_wl_display((&word as *const usize).cast_mut().cast()));
+        }
     }
 
     #[test]

@@ -76,6 +76,10 @@ pub struct Wl {
     pub display_flush: unsafe extern "C" fn(*mut c_void) -> c_int,
     pub display_get_error: unsafe extern "C" fn(*mut c_void) -> c_int,
     pub registry_interface: *const WlInterface,
+    /// `wl_display_interface`: a `wl_display`'s first word points at it (its `wl_proxy`'s
+    /// `wl_object` starts with its interface), which tells a `wl_display*` from other native
+    /// displays, as Mesa's EGL does.
+    pub display_interface: *const WlInterface,
     pub callback_interface: *const WlInterface,
     /// `wp_presentation` and `wp_presentation_feedback` (presentation-time.xml, version 1).
     pub presentation_interface: *const WlInterface,
@@ -146,6 +150,7 @@ impl Wl {
             display_flush: f!(c"wl_display_flush"),
             display_get_error: f!(c"wl_display_get_error"),
             registry_interface: sym(c"wl_registry_interface")? as *const WlInterface,
+            display_interface: sym(c"wl_display_interface")? as *const WlInterface,
             callback_interface: sym(c"wl_callback_interface")? as *const WlInterface,
             presentation_interface,
             feedback_interface,
