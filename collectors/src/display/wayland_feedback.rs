@@ -689,9 +689,15 @@ unsafe extern "C" fn presentation_event(
         c.clock.store(clock, Ordering::Release);
         if offset_to_monotonic(clock).is_some() {
             c.set_state(State::Ready);
-            framescope_core::log::info(format_args!(
-                "Wayland presentation: feedback on (the compositor's clock is {clock}, converted to CLOCK_MONOTONIC)"
-            ));
+            if clock == libc::CLOCK_MONOTONIC {
+                framescope_core::log::info(format_args!(
+                    "Wayland presentation: feedback on (the compositor's clock is CLOCK_MONOTONIC)"
+                ));
+            } else {
+                framescope_core::log::info(format_args!(
+                    "Wayland presentation: feedback on (the compositor's clock is {clock}, converted to CLOCK_MONOTONIC)"
+                ));
+            }
         } else {
             c.set_state(State::UnknownClock);
             framescope_core::log::info(format_args!(
