@@ -334,3 +334,22 @@ pub fn before_swap(surface: usize, frame: u64) {
     // SAFETY: the wl_surface of a live EGL window surface being swapped, on the target's display.
     unsafe { target.before_commit(s.wl_surface as *mut c_void, frame) };
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// wayland-egl-backend.h: `intptr_t version`, six ints, then four pointers; `surface` is the
+    /// last (byte 56 on LP64, 40 on ILP32).
+    #[test]
+    fn wl_egl_window_has_the_headers_layout() {
+        let surface = std::mem::offset_of!(WlEglWindow, surface);
+        let expected = if cfg!(target_pointer_width = "64") { 56 } else { 40 };
+        assert_eq!(surface, expected);
+        let pointer = std::mem::size_of::<usize>();
+        assert_eq!(
+            std::mem::offset_of!(WlEglWindow, driver_private),
+            expected - 3 * pointer
+        );
+    }
+}
