@@ -785,6 +785,45 @@ mod tests {
         assert_eq!(offset_to_monotonic(12345), None);
     }
 
+    /// The order weston answers an unthrottled app in (seen in vkcube-wayland's MAILBOX runs):
+    /// frame 1 is the one a repaint will show, 2 and 3 replace each other before it, so their
+    /// `discarded` come before 1's `presented`; core's join still gives each frame its own.
+    #[test]
+    fn discarded_answers_before_an_earlier_frames_presented_join_to_their_frames() {
+        use framescope_core::display::join::DisplayJoin;
+        use framescope_core::display::DisplayState;
+        use framescope_core::frame::FrameRecord;
+        const MS: u64 = 1_000_000;
+        let feed = Arc::new(DisplayFeed::default());
+        feed.set_source(DisplaySource::WaylandPresentation);
+        let mut j = DisplayJoin::new(feed.clone());
+        let mut frames: Vec<FrameRecord> = (0..5)
+            .map(|i| FrameRecord {
+                frame: i,
+                t_ns: i * 2 * MS,
+                ..FrameRecord::default()
+            })
+            .collect();
+        let at = |ms: u64| [0, 0, (ms * MS) as u32, 16_666_666, 0, 0, 0];
+        feed.report(presented_report(0, at(25), 0));
+        feed.report(discarded_report(2));
+        feed.report(discarded_report(3));
+        j.poll();
+        assert!(j.holds(&frames[0], 9 * MS), "frame 0 waits for the next shown frame");
+        assert!(j.holds(&frames[1], 9 * MS), "frame 1 waits for its own answer");
+        feed.report(presented_report(1, at(50), 0));
+        feed.report(presented_report(4, at(75), 0));
+        j.poll();
+        for f in &mut frames {
+            j.apply(f);
+        }
+        let states: Vec<_> = frames.iter().map(|f| f.display.state).collect();
+        use DisplayState::{Displayed, Dropped};
+        assert_eq!(states, [Displayed, Displayed, Dropped, Dropped, Displayed]);
+        assert_eq!(frames[0].display.displayed_ns, Some(25 * MS));
+        assert_eq!(frames[1].display.displayed_ns, Some(25 * MS));
+    }
+
     #[test]
     fn only_a_wl_display_is_taken_for_one() {
         let word = 0x1234usize;
