@@ -779,15 +779,21 @@ mod tests {
     fn the_raw_clock_converts_within_a_millisecond_and_monotonic_is_itself() {
         assert_eq!(offset_to_monotonic(libc::CLOCK_MONOTONIC), Some(0));
         let o = offset_to_monotonic(libc::CLOCK_MONOTONIC_RAW).expect("CLOCK_MONOTONIC_RAW");
-        let raw = clock_ns(libc::CLOCK_MONOTONIC_RAW).unwrap();
-        let mono = clock_ns(libc::CLOCK_MONOTONIC).unwrap();
-        assert!((raw + o - mono).abs() < 1_000_000, "offset {o}");
+        // A raw read converted lies inside a monotonic bracket around it (give or take 1 ms);
+        // the tightest of a few brackets, so that a preemption inside one does not count.
+        let error = (0..5)
+            .map(|_| {
+                let a = clock_ns(libc::CLOCK_MONOTONIC).unwrap();
+                let raw = clock_ns(libc::CLOCK_MONOTONIC_RAW).unwrap() + o;
+                let b = clock_ns(libc::CLOCK_MONOTONIC).unwrap();
+                (a - raw).max(raw - b).max(0)
+            })
+            .min()
+            .unwrap();
+        assert!(error < 1_000_000, "offset {o}: {error} ns outside the bracket");
         assert_eq!(offset_to_monotonic(12345), None);
     }
 
-    /// The order weston answers an unthrottled app in (seen in vkcube-wayland's MAILBOX runs):
-    /// frame 1 is the one a repaint will show, 2 and 3 replace each other before it, so their
-    /// `discarded` come before 1's `presented`; core's join still gives each frame its own.
     #[test]
     fn discarded_answers_before_an_earlier_frames_presented_join_to_their_frames() {
         use framescope_core::display::join::DisplayJoin;
@@ -835,11 +841,9 @@ mod tests {
     }
 
     #[test]
-    fn attaching_without_libwayland_loaded_says_so() {
-        // The test binary does not link libwayland-client: RTLD_NOLOAD finds nothing.
-        let mut d = 0u64;
-        // SAFETY: never dereferenced: the library lookup fails first.
-        let r = unsafe { attach((&mut d as *mut u64).cast()) };
-        assert!(r.is_err());
+    fn no_display_is_no_connection() {
+        // SAFETY: null is refused before anything is read.
+        assert!(unsafe { attach(ptr::null_mut()) }.is_err());
+        detach(ptr::null_mut());
     }
 }
