@@ -513,12 +513,12 @@ fn session_checks(env: &dyn Fn(&str) -> Option<String>) -> Vec<Check> {
         (Some(_), Some(_)) => (
             "Wayland session: apps with Wayland support draw on it natively (SDL 3, GTK 4, Qt 6, vkcube-wayland), X11-only ones through XWayland",
             (Status::Warn, "read from X11 (DISPLAY): they work for X11 and XWayland apps, not yet for native Wayland ones"),
-            "X11 and XWayland windows: the X11 Present extension's completions; Vulkan where the driver has VK_KHR_present_wait: present_wait; native Wayland windows: none yet",
+            "X11 and XWayland windows: the X11 Present extension's completions; Vulkan where the driver has VK_KHR_present_wait: present_wait; native Wayland windows (Vulkan and EGL): the compositor's wp_presentation feedback",
         ),
         (Some(_), None) => (
             "Wayland session without XWayland: apps draw on Wayland natively or not at all",
             (Status::Warn, "unavailable: they are read from X11 and there is no DISPLAY"),
-            "Vulkan where the driver has VK_KHR_present_wait: present_wait; native Wayland windows: none yet",
+            "Vulkan where the driver has VK_KHR_present_wait: present_wait; native Wayland windows (Vulkan and EGL): the compositor's wp_presentation feedback",
         ),
         (None, Some(_)) => (
             "X11 session: apps draw on X11",

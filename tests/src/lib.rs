@@ -12,6 +12,7 @@ pub mod python;
 pub mod runner;
 pub mod test_layers;
 pub mod validation;
+pub mod weston;
 pub mod xvfb;
 
 pub use artifacts::Artifacts;

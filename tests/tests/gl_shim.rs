@@ -28,6 +28,16 @@ const EXPECTED_EXPORTS: &[&str] = &[
     "dlsym",
     "dlvsym",
     "eglDestroyContext",
+    // Wayland display times: the calls that name the app's wl_display and wl_surface, the
+    // surface's end, and the display's disconnect (framescope's objects on it go first).
+    "eglCreatePlatformWindowSurface",
+    "eglCreatePlatformWindowSurfaceEXT",
+    "eglCreateWindowSurface",
+    "eglDestroySurface",
+    "eglGetDisplay",
+    "eglGetPlatformDisplay",
+    "eglGetPlatformDisplayEXT",
+    "wl_display_disconnect",
     "eglGetProcAddress",
     "eglMakeCurrent",
     "eglSwapBuffers",

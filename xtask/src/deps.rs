@@ -33,6 +33,10 @@ pub const TEST_ONLY: &[&str] = &[
     "mangohud",
     "vkbasalt",
     "gcc",
+    // A headless Wayland compositor and an EGL Wayland app for the Wayland display-time tests
+    // (tests/tests/wayland_presentation.rs, tests/src/weston.rs).
+    "weston",
+    "glmark2-es2-wayland",
     // The text of `framescope plot`'s PNG files (tests/tests/compare.rs).
     "fonts-dejavu-core",
     // Runs tests/tests/export_perfetto.py (its packages: PYPI below).

@@ -181,6 +181,7 @@ const DRIVER_LANE_TESTS: &[&str] = &[
     "display_present_wait",
     "display_x11",
     "display_present_timing",
+    "wayland_presentation",
 ];
 
 /// Replaces the README's config key table (between its `config-keys` markers) with the one the

@@ -160,6 +160,7 @@ pub enum Family {
     Egl,
     Gl,
     X11,
+    Wayland,
 }
 
 impl Family {
@@ -169,6 +170,7 @@ impl Family {
             Family::Egl => &[c"libEGL.so.1", c"libEGL.so"],
             Family::Gl => &[c"libGL.so.1", c"libOpenGL.so.0", c"libGLESv2.so.2", c"libGLESv2.so"],
             Family::X11 => &[c"libX11.so.6", c"libX11.so"],
+            Family::Wayland => &[c"libwayland-client.so.0"],
         }
     }
 }

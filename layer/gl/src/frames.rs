@@ -467,6 +467,12 @@ fn close_frame(ws: WinSys, key: usize, counts: FrameCounts) -> Option<(u64, Arc<
     Some((session.close(record), gl, now))
 }
 
+/// The frame session's display feed, once the session exists (a display-time source reports
+/// through it).
+pub fn display_feed() -> Option<Arc<framescope_core::display::DisplayFeed>> {
+    STATE.lock().session.as_ref().map(|s| s.display().clone())
+}
+
 /// Refreshes the HUD's numbers from the frames emitted so far.
 pub fn hud_data(data: &mut HudData, opts: &HudOptions) {
     let st = STATE.lock();

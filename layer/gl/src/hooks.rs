@@ -97,6 +97,7 @@ pub fn intercept(name: &[u8]) -> Option<(&'static Slot, usize)> {
                 .or_else(|| sample_hooks::intercept(name))
                 .or_else(|| crate::waits::intercept(name))
                 .or_else(|| crate::creation::intercept(name))
+                .or_else(|| crate::display_wayland::intercept(name))
         }
     };
     Some((real, ours as usize))
@@ -168,6 +169,12 @@ fn around_swap<R>(ws: WinSys, target: Target, real: impl FnOnce() -> R) -> R {
             })
         });
         hud_time.stop();
+    }
+    if let (WinSys::Egl, Some(c)) = (ws, &closed) {
+        // Right before the real swap, which commits the surface.
+        guarded(&SWAP, || {
+            crate::display_wayland::before_swap(target.drawable(), c.frame)
+        });
     }
     let r = real();
     let returned = framescope_core::clock::monotonic_now_ns();
@@ -374,6 +381,7 @@ pub unsafe extern "C" fn x_close_display(dpy: *mut c_void) -> c_int {
 /// As [`x_close_display`]: `eglTerminate` destroys the display's contexts.
 pub unsafe extern "C" fn egl_terminate(dpy: *mut c_void) -> u32 {
     guarded(&CLOSE, || frames::before_display_close(WinSys::Egl));
+    guarded(&CLOSE, || crate::display_wayland::before_terminate(dpy));
     let Some(f) = real(&EGL_TERMINATE) else { return 0 };
     // SAFETY: f is the real eglTerminate; the argument is the app's own.
     unsafe { f(dpy) }

@@ -42,6 +42,7 @@ mod gl;
 // Features: statistics, samples, draw counting, waits and creations, the frame protocol, the
 // HUD.
 mod creation;
+mod display_wayland;
 mod display_x11;
 mod draws;
 mod frames;
@@ -291,4 +292,79 @@ pub unsafe extern "C" fn glNewList(list: u32, mode: u32) {
 pub unsafe extern "C" fn glEndList() {
     // SAFETY: forwarded unchanged.
     unsafe { draws::end_list() }
+}
+
+// Wayland display times (`display_wayland`): the EGL display and window-surface calls that
+// reveal the app's wl_display and wl_surface, and the disconnect that must find framescope's
+// objects gone.
+
+#[no_mangle]
+pub unsafe extern "C" fn eglGetDisplay(native: *mut c_void) -> *mut c_void {
+    // SAFETY: forwarded unchanged.
+    unsafe { display_wayland::get_display(native) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn eglGetPlatformDisplay(
+    platform: u32,
+    native: *mut c_void,
+    attribs: *const isize,
+) -> *mut c_void {
+    // SAFETY: forwarded unchanged.
+    unsafe { display_wayland::get_platform_display(platform, native, attribs) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn eglGetPlatformDisplayEXT(
+    platform: u32,
+    native: *mut c_void,
+    attribs: *const i32,
+) -> *mut c_void {
+    // SAFETY: forwarded unchanged.
+    unsafe { display_wayland::get_platform_display_ext(platform, native, attribs) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn eglCreateWindowSurface(
+    dpy: *mut c_void,
+    config: *mut c_void,
+    native: usize,
+    attribs: *const i32,
+) -> *mut c_void {
+    // SAFETY: forwarded unchanged.
+    unsafe { display_wayland::create_window_surface(dpy, config, native, attribs) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn eglCreatePlatformWindowSurface(
+    dpy: *mut c_void,
+    config: *mut c_void,
+    native: *mut c_void,
+    attribs: *const isize,
+) -> *mut c_void {
+    // SAFETY: forwarded unchanged.
+    unsafe { display_wayland::create_platform_window_surface(dpy, config, native, attribs) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn eglCreatePlatformWindowSurfaceEXT(
+    dpy: *mut c_void,
+    config: *mut c_void,
+    native: *mut c_void,
+    attribs: *const i32,
+) -> *mut c_void {
+    // SAFETY: forwarded unchanged.
+    unsafe { display_wayland::create_platform_window_surface_ext(dpy, config, native, attribs) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn eglDestroySurface(dpy: *mut c_void, surface: *mut c_void) -> u32 {
+    // SAFETY: forwarded unchanged.
+    unsafe { display_wayland::destroy_surface(dpy, surface) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn wl_display_disconnect(display: *mut c_void) {
+    // SAFETY: forwarded unchanged.
+    unsafe { display_wayland::wl_display_disconnect(display) }
 }

@@ -6,7 +6,7 @@
 //! Which source a swapchain gets is decided by [`source_for`] alone, so better sources
 //! (`VK_KHR_present_wait`) take precedence in one place.
 
-use crate::x11_surface::NextSurfaceFns;
+use crate::surface_fns::NextSurfaceFns;
 use ash::vk::{self, Handle};
 use framescope_collectors::display::x11_present::X11Present;
 use framescope_core::display::{DisplayFeed, DisplaySource};
@@ -16,7 +16,6 @@ use std::sync::Arc;
 
 static CREATE_XLIB: Site = Site::new("vkCreateXlibSurfaceKHR");
 static CREATE_XCB: Site = Site::new("vkCreateXcbSurfaceKHR");
-static DESTROY_SURFACE: Site = Site::new("vkDestroySurfaceKHR");
 
 /// X surfaces: (surface, X window). Written at surface and swapchain creation only.
 static SURFACES: Mutex<Vec<(u64, u32)>> = Mutex::new(Vec::new());
@@ -109,10 +108,6 @@ pub fn instance_hook(next: &NextSurfaceFns, name: &[u8]) -> vk::PFN_vkVoidFuncti
                 vk::PFN_vkCreateXcbSurfaceKHR,
                 unsafe extern "system" fn(),
             >(create_xcb_surface)),
-            b"vkDestroySurfaceKHR" if next.destroy.is_some() => Some(std::mem::transmute::<
-                vk::PFN_vkDestroySurfaceKHR,
-                unsafe extern "system" fn(),
-            >(destroy_surface)),
             _ => None,
         }
     }
@@ -124,7 +119,7 @@ pub fn instance_hook(next: &NextSurfaceFns, name: &[u8]) -> vk::PFN_vkVoidFuncti
 /// `instance` is a live instance handle.
 unsafe fn next(instance: vk::Instance) -> NextSurfaceFns {
     // SAFETY: the caller's: a live instance.
-    unsafe { crate::instance::lookup(instance.as_raw()) }.map_or_else(NextSurfaceFns::default, |i| i.x11_surface)
+    unsafe { crate::instance::lookup(instance.as_raw()) }.map_or_else(NextSurfaceFns::default, |i| i.surface_fns)
 }
 
 pub unsafe extern "system" fn create_xlib_surface(
@@ -171,19 +166,9 @@ pub unsafe extern "system" fn create_xcb_surface(
     r
 }
 
-pub unsafe extern "system" fn destroy_surface(
-    instance: vk::Instance,
-    surface: vk::SurfaceKHR,
-    alloc: *const vk::AllocationCallbacks<'_>,
-) {
-    guarded(&DESTROY_SURFACE, || {
-        SURFACES.lock().retain(|(h, _)| *h != surface.as_raw())
-    });
-    // SAFETY: the app's live instance.
-    if let Some(f) = unsafe { next(instance) }.destroy {
-        // SAFETY: forwarding the app's arguments.
-        unsafe { f(instance, surface, alloc) };
-    }
+/// At `vkDestroySurfaceKHR` (`hooks::surface`), before the next layer's.
+pub fn surface_destroyed(surface: vk::SurfaceKHR) {
+    SURFACES.lock().retain(|(h, _)| *h != surface.as_raw());
 }
 
 #[cfg(test)]

@@ -89,7 +89,7 @@ impl FakeDevice {
             next_features2: None,
             next_surface_caps2: None,
             frame_boundary_native: Mutex::new(Vec::new()),
-            x11_surface: Default::default(),
+            surface_fns: Default::default(),
         });
         let device_key = Box::into_raw(Box::new(0u8)) as usize;
         let device = vk::Device::from_raw(dispatchable(device_key));

@@ -29,7 +29,7 @@ pub struct Instance {
     pub next_surface_caps2: Option<vk::PFN_vkGetPhysicalDeviceSurfaceCapabilities2KHR>,
     pub frame_boundary_native: framescope_core::sync::Mutex<Vec<(vk::PhysicalDevice, bool)>>,
     /// The next layer's X11 surface commands (`display_x11`), resolved at creation.
-    pub x11_surface: crate::x11_surface::NextSurfaceFns,
+    pub surface_fns: crate::surface_fns::NextSurfaceFns,
 }
 
 pub static INSTANCES: Registry<Instance> = Registry::new();

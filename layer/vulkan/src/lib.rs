@@ -20,11 +20,12 @@ mod layers_above;
 mod loader_abi;
 mod perf_counters;
 mod registry;
-mod x11_surface;
+mod surface_fns;
 // Features, each with its per-device state, below the wiring.
 mod counters;
 mod counts;
 mod display;
+mod display_wayland;
 mod display_x11;
 mod frames;
 mod hud;

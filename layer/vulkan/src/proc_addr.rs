@@ -3,8 +3,8 @@
 //! stay NULL).
 
 use crate::hooks::samples as sh;
-use crate::hooks::{cmdbuf, commands, create, creation, frame_boundary, present, queue, waits};
-use crate::{device_state, display_x11};
+use crate::hooks::{cmdbuf, commands, create, creation, frame_boundary, present, queue, surface, waits};
+use crate::{device_state, display_wayland, display_x11};
 use ash::vk::{self, Handle};
 use framescope_core::guard::{guarded, Site};
 use std::ffi::{c_char, CStr};
@@ -157,8 +157,15 @@ pub unsafe fn get_instance_proc_addr(inst: vk::Instance, n: &CStr) -> vk::PFN_vk
             unsafe { crate::instance::lookup(inst.as_raw()) }
         };
         let state = state?;
-        if let Some(f) = display_x11::instance_hook(&state.x11_surface, n.to_bytes()) {
-            return Some(f);
+        let surface_hook = match n.to_bytes() {
+            b"vkDestroySurfaceKHR" if state.surface_fns.destroy.is_some() => {
+                pfn!(surface::destroy_surface, vk::PFN_vkDestroySurfaceKHR)
+            }
+            name => display_x11::instance_hook(&state.surface_fns, name)
+                .or_else(|| display_wayland::instance_hook(&state.surface_fns, name)),
+        };
+        if surface_hook.is_some() {
+            return surface_hook;
         }
         // SAFETY: querying a command name of a live instance.
         let next = unsafe { (state.next_gipa)(inst, n.as_ptr()) };

@@ -31,6 +31,7 @@ fn in_loader(f: unsafe extern "system" fn()) -> bool {
 }
 
 static CREATE_INSTANCE: Site = Site::new("vkCreateInstance");
+static DESTROY_INSTANCE: Site = Site::new("vkDestroyInstance");
 
 pub unsafe extern "system" fn create_instance(
     ci: *const vk::InstanceCreateInfo<'_>,
@@ -157,7 +158,7 @@ unsafe fn register_instance(
         next_surface_caps2,
         frame_boundary_native: framescope_core::sync::Mutex::new(Vec::new()),
         // SAFETY: querying instance commands of `handle` by name.
-        x11_surface: crate::x11_surface::NextSurfaceFns::resolve(|n| unsafe { next_gipa(handle, n.as_ptr()) }),
+        surface_fns: crate::surface_fns::NextSurfaceFns::resolve(|n| unsafe { next_gipa(handle, n.as_ptr()) }),
     });
     // SAFETY: handle is a live instance created through the loader.
     INSTANCES.insert(unsafe { dispatch_key(handle.as_raw()) }, state);
@@ -173,7 +174,9 @@ pub unsafe extern "system" fn destroy_instance(instance: vk::Instance, alloc: *c
         return;
     }
     // SAFETY: a non-null instance handle from the app.
-    if let Some(state) = INSTANCES.remove(unsafe { dispatch_key(instance.as_raw()) }) {
+    let key = unsafe { dispatch_key(instance.as_raw()) };
+    if let Some(state) = INSTANCES.remove(key) {
+        guarded(&DESTROY_INSTANCE, || crate::display_wayland::instance_destroyed(key));
         // SAFETY: forwarding to the next layer's destroy for this instance.
         unsafe { (state.fns.fp_v1_0().destroy_instance)(instance, alloc) };
     }

@@ -39,6 +39,7 @@ pub mod frame_boundary;
 pub mod present;
 pub mod queue;
 pub mod samples;
+pub mod surface;
 pub mod waits;
 
 #[cfg(test)]

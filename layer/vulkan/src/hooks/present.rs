@@ -81,6 +81,12 @@ pub unsafe extern "system" fn queue_present(queue: vk::Queue, info: *const vk::P
         info
     };
     // --- end HUD ---
+    if let Some(frame) = closed {
+        // Right before the call down: the driver commits the surface inside it.
+        // SAFETY: the present info passed down, valid for this call.
+        let swapchain = unsafe { first_swapchain(info) };
+        guarded(&PRESENT, || crate::display_wayland::before_present(swapchain, frame));
+    }
     // present_wait: our present ids in front of the chain (stack structs; `ids` stays put
     // until the call returns, `with_ids` points into it).
     let mut ids = d.present_wait.as_ref().filter(|_| !info.is_null()).and_then(|pw| {
@@ -303,10 +309,12 @@ pub unsafe extern "system" fn create_swapchain(
                 },
             );
             let feed = std::sync::Arc::clone(d.frames.lock().session.display());
-            // A better source of the device covers it: X11 Present stays off for it.
-            let present_wait = crate::display::present_wait_covers(d.present_wait.as_ref(), handle)
+            // A better source of the device covers it: X11 Present and Wayland presentation
+            // stay off for it.
+            let covered = crate::display::present_wait_covers(d.present_wait.as_ref(), handle)
                 || crate::display::present_timing_covers(d.present_timing.as_ref(), handle);
-            crate::display_x11::swapchain_created(&feed, handle, ci.surface, present_wait);
+            crate::display_x11::swapchain_created(&feed, handle, ci.surface, covered);
+            crate::display_wayland::swapchain_created(&feed, handle, ci.surface, covered);
         });
     }
     r
@@ -329,6 +337,9 @@ pub unsafe extern "system" fn destroy_swapchain(
         }
         guarded(&DESTROY_SWAPCHAIN, || {
             crate::display_x11::swapchain_destroyed(swapchain)
+        });
+        guarded(&DESTROY_SWAPCHAIN, || {
+            crate::display_wayland::swapchain_destroyed(swapchain)
         });
         // HUD: waits for our own work on it, then frees our objects.
         guarded(&DESTROY_SWAPCHAIN, || {

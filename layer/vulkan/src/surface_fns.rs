@@ -1,10 +1,11 @@
-//! The next layer's X11 surface commands for `display_x11`, kept apart so the instance state
-//! (`instance`) can hold them without depending on the hooks that use them.
+//! The next layer's surface commands for the surface hooks (`display_x11`, `display_wayland`,
+//! `hooks::surface`), kept apart so the instance state (`instance`) can hold them without
+//! depending on the hooks that use them.
 
 use ash::vk;
 use std::ffi::CStr;
 
-/// The next layer's X11 surface commands, resolved at `vkCreateInstance`: asked later, the
+/// The next layer's surface commands, resolved at `vkCreateInstance`: asked later, the
 /// loader's terminator answers with the loader's exported trampolines (it looks the name up in
 /// the instance's top-of-chain dispatch table), which call the top of the chain, us, again: a
 /// recursion until the stack overflows (measured with loader 1.3.239). A trampoline is
@@ -13,6 +14,7 @@ use std::ffi::CStr;
 pub struct NextSurfaceFns {
     pub create_xlib: Option<vk::PFN_vkCreateXlibSurfaceKHR>,
     pub create_xcb: Option<vk::PFN_vkCreateXcbSurfaceKHR>,
+    pub create_wayland: Option<vk::PFN_vkCreateWaylandSurfaceKHR>,
     pub destroy: Option<vk::PFN_vkDestroySurfaceKHR>,
 }
 
@@ -26,6 +28,8 @@ impl NextSurfaceFns {
                     .map(|f| std::mem::transmute::<unsafe extern "system" fn(), vk::PFN_vkCreateXlibSurfaceKHR>(f)),
                 create_xcb: get(c"vkCreateXcbSurfaceKHR")
                     .map(|f| std::mem::transmute::<unsafe extern "system" fn(), vk::PFN_vkCreateXcbSurfaceKHR>(f)),
+                create_wayland: get(c"vkCreateWaylandSurfaceKHR")
+                    .map(|f| std::mem::transmute::<unsafe extern "system" fn(), vk::PFN_vkCreateWaylandSurfaceKHR>(f)),
                 destroy: get(c"vkDestroySurfaceKHR")
                     .map(|f| std::mem::transmute::<unsafe extern "system" fn(), vk::PFN_vkDestroySurfaceKHR>(f)),
             }
