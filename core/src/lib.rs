@@ -1,4 +1,8 @@
-//! framescope core: configuration, frame model, frame assembly, statistics and the dump writer.
+//! framescope core: configuration, frame model, frame session, statistics and the dump writer,
+//! in folders by role: `model` (what a frame holds), `session` (the frame path from a frame's
+//! end to the dump and the HUD), `display` (when frames reached the screen), `dump` (the
+//! writer), `stats` (a run's statistics), `runtime` (the process a layer lives in), `control`
+//! (configuration and run-time control).
 //!
 //! Everything here is pure Rust with no Vulkan or GL types, so the layers and the CLI share
 //! one implementation and it can be unit-tested without a GPU.
@@ -10,43 +14,23 @@
 // A safe function never dereferences a raw pointer it was handed (checked, not only by review).
 #![deny(clippy::not_unsafe_ptr_arg_deref)]
 
-pub mod alloc_count;
-pub mod assembly;
-pub mod attribution;
-pub mod capture;
-pub mod clock;
-pub mod command_kinds;
-pub mod config;
-pub mod counter_values;
-pub mod counters;
-pub mod creation;
-pub mod ctl;
+// Folders by role; each module is re-exported at the crate root, where the other crates
+// name it (`framescope_core::frame`, `framescope_core::config`, ...).
+pub mod control;
 pub mod display;
-pub mod distribution;
-pub mod draw_keys;
-pub mod driver_latest;
-pub mod driver_values;
 pub mod dump;
-pub mod frame;
-pub mod gpu_time;
-pub mod guard;
-pub mod history;
-pub mod hud_time;
-pub mod labels;
-pub mod loaded;
-pub mod log;
-pub mod pacing;
-pub mod regions;
-pub mod sample;
+pub mod model;
+pub mod runtime;
 pub mod session;
-pub mod settings;
-pub mod shown;
 pub mod stats;
-pub mod stutter;
-pub mod sync;
-pub mod timeline_stats;
-pub mod units;
-pub mod waits;
+
+pub use control::{capture, config, ctl, pacing, settings};
+pub use model::{
+    command_kinds, counter_values, creation, driver_values, frame, gpu_time, labels, sample, stutter, waits,
+};
+pub use runtime::{alloc_count, clock, guard, hud_time, loaded, log, shown, sync};
+pub use session::{assembly, attribution, counters, draw_keys, driver_latest, history, regions};
+pub use stats::{distribution, timeline_stats, units};
 
 /// The dump schema id written in every header record.
 pub const SCHEMA_ID: &str = "framescope.v1";

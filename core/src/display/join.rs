@@ -7,7 +7,7 @@
 
 use super::feed::DisplayFeed;
 use super::model::{DisplayReport, DisplayState, FrameDisplay, NoSourceReason};
-use crate::frame::{FrameEnd, FrameRecord};
+use crate::model::frame::{FrameEnd, FrameRecord};
 use std::collections::VecDeque;
 use std::sync::Arc;
 

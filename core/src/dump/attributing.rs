@@ -1,11 +1,11 @@
-//! The dump writer's side of [`crate::attribution`]: decides when a held frame may go out,
+//! The dump writer's side of [`crate::session::attribution`]: decides when a held frame may go out,
 //! and replaces its window values of the attributing source with the values over exactly
 //! its GPU span (and gives long enough samples their own).
 
 use super::record::{FrameAttribution, IntervalValues};
-use crate::attribution::{frame_window, Arrival, Attributor, Over, HOLD_BOUND_NS, SERIES_PER_LINE};
-use crate::frame::FrameRecord;
-use crate::sample::SampleRecord;
+use crate::model::frame::FrameRecord;
+use crate::model::sample::SampleRecord;
+use crate::session::attribution::{frame_window, Arrival, Attributor, Over, HOLD_BOUND_NS, SERIES_PER_LINE};
 
 pub struct Attributing {
     attributor: Box<dyn Attributor>,
@@ -25,7 +25,7 @@ impl Attributing {
     /// `None` when the header's catalogue has none of the attributor's counters.
     pub fn new(
         attributor: Box<dyn Attributor>,
-        catalogue: &[crate::counter_values::CounterDesc],
+        catalogue: &[crate::model::counter_values::CounterDesc],
         sources: &[String],
     ) -> Option<Attributing> {
         let source = sources.iter().position(|s| s == attributor.source())?;
@@ -192,7 +192,7 @@ fn needed_until(r: &FrameRecord) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::counter_values::CounterDesc;
+    use crate::model::counter_values::CounterDesc;
 
     /// A time series with one value per microsecond: `value(t) = t / 1000` on [0, until).
     struct Ramp {

@@ -1,8 +1,8 @@
 //! A frame's driver counters: the driver values of its samples combined per group, for the
 //! frame line and the summary.
 
-use crate::driver_values::DriverGroup;
-use crate::sample::SampleRecord;
+use crate::model::driver_values::DriverGroup;
+use crate::model::sample::SampleRecord;
 
 /// A frame's values of one group: combined over the frame's samples that carry it.
 #[derive(Clone, Debug, PartialEq)]
@@ -67,8 +67,8 @@ pub fn frame_values(groups: &[DriverGroup], samples: &[SampleRecord], out: &mut 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::driver_values::DriverValues;
-    use crate::sample::Scope;
+    use crate::model::driver_values::DriverValues;
+    use crate::model::sample::Scope;
 
     fn group(units: &[&'static str]) -> DriverGroup {
         DriverGroup {

@@ -3,7 +3,7 @@
 //!
 //! Every line is one JSON object whose `type` is `header` (first line), `frame` (one per
 //! frame, in frame order) or `summary` (last line). The layer builds a [`Header`], starts a
-//! [`DumpWriter`], pushes each [`crate::frame::FrameRecord`] the assembler emits, and calls
+//! [`DumpWriter`], pushes each [`crate::model::frame::FrameRecord`] the assembler emits, and calls
 //! [`DumpWriter::finish`] at `vkDestroyDevice` (and registers [`DumpWriter::finish_at_exit`]).
 
 pub mod announce;

@@ -207,7 +207,7 @@ pub fn block_sigpipe_on_this_thread() {
 
 /// A path for messages: lossy UTF-8, one line.
 pub fn display(path: &OsStr) -> String {
-    crate::shown::shown(&path.to_string_lossy())
+    crate::runtime::shown::shown(&path.to_string_lossy())
 }
 
 #[cfg(test)]

@@ -4,11 +4,11 @@
 //! intermediate `serde_json::Value`), in a stable field order with `type` first.
 
 use super::driver_frames::FrameGroupValues;
-use crate::driver_values::{DriverGroup, DriverValues};
-use crate::frame::{vk_format_name, vk_present_mode_name, DispatchKind, DrawKind, FrameRecord, GpuMissing};
-use crate::sample::{DrawParams, PipelineStats, SampleRecord};
+use crate::model::driver_values::{DriverGroup, DriverValues};
+use crate::model::frame::{vk_format_name, vk_present_mode_name, DispatchKind, DrawKind, FrameRecord, GpuMissing};
+use crate::model::sample::{DrawParams, PipelineStats, SampleRecord};
+use crate::model::waits::WaitKind;
 use crate::stats::Summary;
-use crate::waits::WaitKind;
 use serde::ser::{SerializeMap, SerializeSeq, Serializer};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value as Json};
@@ -93,7 +93,7 @@ pub fn format_driver_version(vendor_id: u32, v: u32) -> String {
     }
 }
 
-pub use crate::counter_values::{CounterDesc, Unavailable};
+pub use crate::model::counter_values::{CounterDesc, Unavailable};
 
 /// What the layer knows for the header. The writer adds the process facts (pid, exe, args),
 /// the schema id, versions and clock origin itself, on its own thread.
@@ -111,7 +111,7 @@ pub struct Header {
     pub unavailable: Vec<Unavailable>,
     /// The collector's board: the writer thread waits (bounded) for its catalogue and
     /// `unavailable` list before it writes the header, so the app's thread never does.
-    pub counter_board: Option<std::sync::Arc<crate::counters::CounterBoard>>,
+    pub counter_board: Option<std::sync::Arc<crate::session::counters::CounterBoard>>,
     /// Every recorded draw, dispatch, trace-rays command, pipeline bind and barrier was
     /// counted: the frames' counts of them are 0 when not (Vulkan with `command_counts`
     /// off).
@@ -268,7 +268,7 @@ pub struct FrameAttribution {
     /// The source (`pm`).
     pub source: String,
     /// The window the values cover; `None` when the frame kept the source's window values.
-    pub over: Option<crate::attribution::Over>,
+    pub over: Option<crate::session::attribution::Over>,
     /// Fraction of the window the samples covered.
     pub covered: f64,
     /// Why the frame has no attributed values.
@@ -396,7 +396,7 @@ impl Serialize for SampleLine<'_> {
         let x = self.0;
         let mut m = s.serialize_map(None)?;
         m.serialize_entry("scope", x.scope.name())?;
-        m.serialize_entry("label", &crate::labels::path_string(x.label.ids()))?;
+        m.serialize_entry("label", &crate::model::labels::path_string(x.label.ids()))?;
         m.serialize_entry("cmdbuf", &x.cmdbuf)?;
         m.serialize_entry("draw", &x.draw)?;
         if x.overwritten {
@@ -437,7 +437,7 @@ impl Serialize for SampleDriver<'_> {
         m.serialize_entry("group", &d.group)?;
         m.serialize_entry("reused", &d.reused)?;
         let values: &[f64] = if self.2 { &[] } else { d.values() };
-        let nan = [f64::NAN; crate::driver_values::MAX_GROUP];
+        let nan = [f64::NAN; crate::model::driver_values::MAX_GROUP];
         let values = if values.is_empty() {
             &nan[..self.1.len().min(nan.len())]
         } else {
@@ -519,12 +519,12 @@ impl<T: Serialize> Serialize for ByKind<'_, T> {
 }
 
 /// A frame's creations: `{kind: {calls, ns}}`.
-struct Creation<'a>(&'a crate::creation::CreationTimes);
+struct Creation<'a>(&'a crate::model::creation::CreationTimes);
 
 impl Serialize for Creation<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut m = s.serialize_map(Some(crate::creation::CreationKind::COUNT))?;
-        for k in crate::creation::CreationKind::ALL {
+        let mut m = s.serialize_map(Some(crate::model::creation::CreationKind::COUNT))?;
+        for k in crate::model::creation::CreationKind::ALL {
             m.serialize_entry(
                 k.name(),
                 &serde_json::json!({"calls": self.0.calls(k), "ns": self.0.ns(k)}),
@@ -562,7 +562,7 @@ impl Serialize for Number {
     }
 }
 
-struct Swapchain<'a>(&'a crate::frame::SwapchainInfo);
+struct Swapchain<'a>(&'a crate::model::frame::SwapchainInfo);
 
 impl Serialize for Swapchain<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -667,10 +667,10 @@ impl Serialize for FrameLine<'_> {
         m.serialize_entry("stutter", &r.stutter_median_ns.is_some())?;
         if let Some(median) = r.stutter_median_ns {
             let mut causes = Vec::new();
-            crate::stutter::causes(cpu, &mut causes);
+            crate::model::stutter::causes(cpu, &mut causes);
             let excess = r.cpu_frame_ns.unwrap_or(0).saturating_sub(median);
             m.serialize_entry("stutter_median_ns", &median)?;
-            m.serialize_entry("stutter_explained", &crate::stutter::explained(&causes, excess))?;
+            m.serialize_entry("stutter_explained", &crate::model::stutter::explained(&causes, excess))?;
             let list: Vec<Json> = causes
                 .iter()
                 .map(|c| serde_json::json!({"cause": c.name, "ns": c.ns, "calls": c.calls}))

@@ -15,12 +15,12 @@ use super::attributing::Attributing;
 use super::open::{self, Kind};
 use super::path;
 use super::record::{write_frame, write_header, DriverFrame, Header, ProcessFacts, SummaryRecord};
-use crate::clock::monotonic_now_ns;
-use crate::config::{Config, LogLevel};
-use crate::draw_keys::{DrawTable, TOP};
-use crate::frame::FrameRecord;
-use crate::sample::LabelPath;
-use crate::sample::SampleRecord;
+use crate::control::config::{Config, LogLevel};
+use crate::model::frame::FrameRecord;
+use crate::model::sample::LabelPath;
+use crate::model::sample::SampleRecord;
+use crate::runtime::clock::monotonic_now_ns;
+use crate::session::draw_keys::{DrawTable, TOP};
 use crate::stats::SummaryBuilder;
 use crossbeam_queue::ArrayQueue;
 use parking_lot::{Condvar, Mutex};
@@ -59,9 +59,9 @@ pub struct DumpOptions {
     pub flush_interval: Duration,
     pub log: LogLevel,
     /// Start with capture off (`dump_paused`): frames are written only between a capture
-    /// start and stop ([`crate::capture`]).
+    /// start and stop ([`crate::control::capture`]).
     pub paused: bool,
-    /// Serve the control socket ([`crate::ctl`]) while the writer runs.
+    /// Serve the control socket ([`crate::control::ctl`]) while the writer runs.
     pub ctl: bool,
 }
 
@@ -164,7 +164,7 @@ impl DumpWriter {
             };
             header.config = c.to_json();
         }
-        crate::capture::init(!opts.paused);
+        crate::control::capture::init(!opts.paused);
         let shared = Arc::new(Shared {
             queue: ArrayQueue::new(opts.queue_capacity.max(1)),
             samples: ArrayQueue::new(opts.sample_queue_capacity.max(1)),
@@ -185,7 +185,7 @@ impl DumpWriter {
         let spawned = std::thread::Builder::new()
             .name("framescope-dump".into())
             .spawn(move || {
-                crate::alloc_count::mark_own_thread();
+                crate::runtime::alloc_count::mark_own_thread();
                 open::block_sigpipe_on_this_thread();
                 let _done = DoneOnDrop(&for_thread);
                 run(&for_thread, &opts, &header)
@@ -195,7 +195,7 @@ impl DumpWriter {
             Err(e) => {
                 eprintln!("framescope: cannot start the dump writer thread: {e}; dumping disabled");
                 shared.accepting.store(false, Ordering::Relaxed);
-                crate::capture::end("no writer thread");
+                crate::control::capture::end("no writer thread");
             }
         }
         DumpWriter { shared }
@@ -306,7 +306,7 @@ struct DoneOnDrop<'a>(&'a Shared);
 
 impl Drop for DoneOnDrop<'_> {
     fn drop(&mut self) {
-        crate::capture::end(*self.0.ended_by.lock());
+        crate::control::capture::end(*self.0.ended_by.lock());
         *self.0.done.lock() = true;
         self.0.done_cv.notify_all();
     }
@@ -326,7 +326,7 @@ fn wait_done(s: &Shared, limit: Duration) -> bool {
 
 fn finish_shared(s: &Shared) {
     s.accepting.store(false, Ordering::Relaxed);
-    crate::ctl::stop();
+    crate::control::ctl::stop();
     // Its exit hook entry goes (a process making dump after dump must not collect them),
     // with any whose writer is gone.
     AT_EXIT
@@ -449,7 +449,7 @@ fn complete_counters(h: &mut Header, s: &Shared) {
         }
     }
     if !board.is_started() {
-        h.unavailable.push(crate::counter_values::Unavailable {
+        h.unavailable.push(crate::model::counter_values::Unavailable {
             source: "counters".into(),
             reason: format!(
                 "the collector's sources were not ready when the header was written (after {:.1} s): no counters in this dump",
@@ -470,7 +470,7 @@ fn complete_counters(h: &mut Header, s: &Shared) {
 
 /// A device the API could not name by PCI ids (NVIDIA's GL) takes those of the GPU a counter
 /// source picked for it, and says where they came from.
-fn fill_pci_ids(d: &mut super::record::DeviceInfo, g: &crate::counters::GpuIdentity) {
+fn fill_pci_ids(d: &mut super::record::DeviceInfo, g: &crate::session::counters::GpuIdentity) {
     if d.vendor_id != 0 || d.device_id != 0 {
         return;
     }
@@ -482,18 +482,18 @@ fn fill_pci_ids(d: &mut super::record::DeviceInfo, g: &crate::counters::GpuIdent
 
 /// A written frame's timeline fields into the summary, as `report` reads them back.
 fn add_timeline(
-    t: &mut crate::timeline_stats::TimelineStats,
+    t: &mut crate::stats::timeline_stats::TimelineStats,
     r: &FrameRecord,
-    causes: &mut Vec<crate::stutter::Cause>,
+    causes: &mut Vec<crate::model::stutter::Cause>,
 ) {
-    use crate::waits::WaitKind;
+    use crate::model::waits::WaitKind;
     let cpu = &r.cpu;
     let waits = WaitKind::ALL.iter().zip(cpu.waits.0).map(|(k, ns)| (k.name(), ns));
     t.add_cpu(cpu.busy_ns(r.t_ns), cpu.wait_ns(), cpu.present_ns, Some(waits));
     if let Some(median) = r.stutter_median_ns {
-        crate::stutter::causes(cpu, causes);
+        crate::model::stutter::causes(cpu, causes);
         let excess = r.cpu_frame_ns.unwrap_or(0).saturating_sub(median);
-        let explained = crate::stutter::explained(causes, excess);
+        let explained = crate::model::stutter::explained(causes, excess);
         t.add_stutter(explained, causes.iter().map(|c| (c.name, c.ns)));
     }
     let d = &r.display;
@@ -588,7 +588,7 @@ struct Rounds<'a> {
     window_end: Option<u64>,
     stats: SummaryBuilder,
     /// Judges each written frame against the ones written before it.
-    stutters: crate::stutter::Detector,
+    stutters: crate::model::stutter::Detector,
     draws: DrawTable<LabelPath>,
     /// Frames and samples taken from the queues wait here: a frame later than the capture
     /// changes taken so far, or one whose attributed counters or display report have not
@@ -600,11 +600,11 @@ struct Rounds<'a> {
     frame_samples: Vec<SampleRecord>,
     driver: Vec<super::driver_frames::FrameGroupValues>,
     /// Capture changes and marks, applied to frames by their time.
-    timeline: crate::capture::Timeline,
-    changes: Vec<crate::capture::Change>,
+    timeline: crate::control::capture::Timeline,
+    changes: Vec<crate::control::capture::Change>,
     marks: Vec<(u64, String)>,
     faults: Vec<Fault>,
-    causes: Vec<crate::stutter::Cause>,
+    causes: Vec<crate::model::stutter::Cause>,
 }
 
 impl<'a> Rounds<'a> {
@@ -618,7 +618,7 @@ impl<'a> Rounds<'a> {
             window_start,
             window_end: opts.dump_duration_s.map(|d| window_start.saturating_add(secs(d))),
             stats: SummaryBuilder::new(),
-            stutters: crate::stutter::Detector::default(),
+            stutters: crate::model::stutter::Detector::default(),
             draws: DrawTable::new(),
             frames: VecDeque::new(),
             samples: VecDeque::new(),
@@ -630,7 +630,7 @@ impl<'a> Rounds<'a> {
             display: None,
             frame_samples: Vec::new(),
             driver: Vec::new(),
-            timeline: crate::capture::Timeline::new(!opts.paused),
+            timeline: crate::control::capture::Timeline::new(!opts.paused),
             changes: Vec::new(),
             marks: Vec::new(),
             faults: Vec::new(),
@@ -641,10 +641,10 @@ impl<'a> Rounds<'a> {
     /// Takes the capture changes; the time up to which frames may be judged by them.
     fn take_changes(&mut self, stopping: bool) -> u64 {
         let horizon = if stopping {
-            crate::capture::take(&mut self.changes);
+            crate::control::capture::take(&mut self.changes);
             u64::MAX
         } else {
-            crate::capture::take(&mut self.changes)
+            crate::control::capture::take(&mut self.changes)
         };
         for c in self.changes.drain(..) {
             self.timeline.add(c);
@@ -758,7 +758,7 @@ impl<'a> Rounds<'a> {
         for v in &self.driver {
             if let Some(g) = header.driver_groups.get(usize::from(v.group)) {
                 for (name, x) in g.names.iter().zip(&v.values) {
-                    stats.add_counter(&crate::driver_values::summary_name(name), *x);
+                    stats.add_counter(&crate::model::driver_values::summary_name(name), *x);
                 }
             }
         }
@@ -777,7 +777,7 @@ impl<'a> Rounds<'a> {
         let s = self.s;
         s.accepting.store(false, Ordering::Relaxed);
         *s.ended_by.lock() = ended_by;
-        crate::capture::take(&mut self.changes);
+        crate::control::capture::take(&mut self.changes);
         for c in self.changes.drain(..) {
             self.timeline.add(c);
         }
@@ -786,7 +786,7 @@ impl<'a> Rounds<'a> {
             write_mark(&mut self.batch, t_ns, None, &label);
         }
         let mut summary = self.stats.summary();
-        summary.draws_top = self.draws.top(TOP, |l| crate::labels::path_string(l.ids()));
+        summary.draws_top = self.draws.top(TOP, |l| crate::model::labels::path_string(l.ids()));
         summary.draw_keys = self.draws.keys() as u64;
         summary.draws_untracked = self.draws.untracked();
         let summary = SummaryRecord {
@@ -805,7 +805,7 @@ impl<'a> Rounds<'a> {
 fn run(s: &Shared, opts: &DumpOptions, header: &Header) {
     // Here, not on the app's thread: it makes a directory and binds a socket.
     if opts.ctl {
-        crate::ctl::start();
+        crate::control::ctl::start();
     }
     let Some(out) = open_dump(s, opts) else { return };
     // The file exists before the (bounded) wait for the counter catalogue: an app killed in
@@ -857,8 +857,8 @@ fn run(s: &Shared, opts: &DumpOptions, header: &Header) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::counters::GpuIdentity;
     use crate::dump::record::DeviceInfo;
+    use crate::session::counters::GpuIdentity;
 
     fn device(vendor_id: u32, device_id: u32) -> DeviceInfo {
         DeviceInfo {

@@ -7,9 +7,9 @@
 //! never waits and never allocates. Slot `i` of the board is entry `i` of the catalogue, which
 //! the collector fixes once, after it has built its sources.
 
-use crate::counter_values::{CounterDesc, Unavailable};
-pub use crate::counter_values::{CounterWindow, MAX_COUNTERS, MAX_SOURCES};
-use crate::sync::Mutex;
+use crate::model::counter_values::{CounterDesc, Unavailable};
+pub use crate::model::counter_values::{CounterWindow, MAX_COUNTERS, MAX_SOURCES};
+use crate::runtime::sync::Mutex;
 use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
 use std::sync::{Condvar, OnceLock};
 use std::time::Duration;
@@ -20,7 +20,7 @@ const NONE_BITS: u64 = 0x7ff8_dead_0000_0000;
 /// The counters of the board, fixed once: names, units, sources.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Catalogue {
-    /// Slot `i` of the board and of every frame's [`crate::frame::CounterValues`].
+    /// Slot `i` of the board and of every frame's [`crate::model::frame::CounterValues`].
     pub counters: Vec<CounterDesc>,
     /// Index into `sources` of each counter's source.
     pub source_of: Vec<u8>,
@@ -61,8 +61,8 @@ pub struct CounterBoard {
     started_lock: std::sync::Mutex<bool>,
     started_cv: Condvar,
     /// Builds the dump writer's attributor, where a source can attribute its counters to
-    /// exact windows ([`crate::attribution`]).
-    attributor: OnceLock<crate::attribution::AttributorFactory>,
+    /// exact windows ([`crate::session::attribution`]).
+    attributor: OnceLock<crate::session::attribution::AttributorFactory>,
     gpu: OnceLock<GpuIdentity>,
 }
 
@@ -97,7 +97,7 @@ impl Default for CounterBoard {
 /// A consistent copy of the board, as a frame record carries it.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct CounterSnapshot {
-    pub values: crate::counter_values::CounterValues,
+    pub values: crate::model::counter_values::CounterValues,
     pub windows: [CounterWindow; MAX_SOURCES],
 }
 
@@ -123,12 +123,12 @@ impl CounterBoard {
     }
 
     /// Registers how to build an attributor for this board's counters (the first call wins).
-    pub fn set_attributor(&self, f: crate::attribution::AttributorFactory) {
+    pub fn set_attributor(&self, f: crate::session::attribution::AttributorFactory) {
         let _ = self.attributor.set(f);
     }
 
     /// A new attributor, for the dump writer's thread; `None` when no source attributes.
-    pub fn attributor(&self) -> Option<Box<dyn crate::attribution::Attributor>> {
+    pub fn attributor(&self) -> Option<Box<dyn crate::session::attribution::Attributor>> {
         self.attributor.get().and_then(|f| f())
     }
 

@@ -19,8 +19,8 @@
 //! ignored). Not thread-safe by itself: the layer keeps it behind its own lock; every call is
 //! O(1) amortised and allocation-free after [`FrameAssembler::new`].
 
-use crate::frame::{FrameRecord, GpuFrameTime, GpuMissing};
-use crate::gpu_time::IntervalSet;
+use crate::model::frame::{FrameRecord, GpuFrameTime, GpuMissing};
+use crate::model::gpu_time::IntervalSet;
 
 /// Bounds and switches of a [`FrameAssembler`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -163,7 +163,7 @@ impl FrameAssembler {
     /// Sets the pipeline statistics of a closed frame not yet emitted (a layer that measures
     /// them per frame keeps a submission of the frame open until they are read, so they arrive
     /// before the frame is emitted). Ignored for frames emitted already or not closed yet.
-    pub fn set_frame_stats(&mut self, frame: u64, stats: crate::sample::PipelineStats) {
+    pub fn set_frame_stats(&mut self, frame: u64, stats: crate::model::sample::PipelineStats) {
         if frame < self.next_emit || frame >= self.open {
             return;
         }
@@ -223,7 +223,7 @@ impl FrameAssembler {
         record.gpu = GpuFrameTime::default();
         self.last_t_ns = Some(record.t_ns);
         // A frame boundary is no call that returns: the next frame starts at this one's end.
-        let returned = record.end != crate::frame::FrameEnd::Present || !self.opts.await_present_return;
+        let returned = record.end != crate::model::frame::FrameEnd::Present || !self.opts.await_present_return;
         if returned {
             self.last_return_ns = Some(record.t_ns);
         }
@@ -487,7 +487,7 @@ mod tests {
 
     #[test]
     fn frame_stats_reach_the_emitted_record_only_while_the_frame_waits() {
-        use crate::sample::PipelineStats;
+        use crate::model::sample::PipelineStats;
         let mut a = FrameAssembler::new(AssemblerOptions::default());
         let mut out = Vec::new();
         let f0 = a.on_submit();
@@ -601,8 +601,8 @@ mod tests {
         a.present_returned(f0, 101 * MS, collect(&mut out));
         a.on_submit();
         let mut r = cpu(117 * MS);
-        r.cpu.waits.add(crate::waits::WaitKind::Fence, 4 * MS);
-        r.cpu.waits.add(crate::waits::WaitKind::FpsLimit, 2 * MS);
+        r.cpu.waits.add(crate::model::waits::WaitKind::Fence, 4 * MS);
+        r.cpu.waits.add(crate::model::waits::WaitKind::FpsLimit, 2 * MS);
         let f1 = a.close_frame(r, collect(&mut out));
         a.present_returned(f1, 118 * MS, collect(&mut out));
         assert_eq!(out.len(), 1, "frame 1 still waits for its GPU time");
@@ -645,7 +645,7 @@ mod tests {
         let mut a = FrameAssembler::new(awaiting());
         let mut out = Vec::new();
         let boundary = |t| FrameRecord {
-            end: crate::frame::FrameEnd::FrameBoundary,
+            end: crate::model::frame::FrameEnd::FrameBoundary,
             ..cpu(t)
         };
         a.close_frame(boundary(100 * MS), collect(&mut out));

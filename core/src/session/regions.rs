@@ -2,7 +2,7 @@
 //! for the HUD's "top regions" table. Fixed capacity and fed per sample on the app's thread,
 //! so it allocates nothing after creation; only `top` (a few times per second) builds strings.
 
-use crate::sample::{LabelPath, SampleRecord, Scope};
+use crate::model::sample::{LabelPath, SampleRecord, Scope};
 
 /// Regions tracked; the least recently seen one gives its place to a new one.
 pub const CAPACITY: usize = 64;
@@ -124,7 +124,7 @@ impl RegionTable {
         list.sort_by(|a, b| b.ema_ns.total_cmp(&a.ema_ns));
         out.clear();
         for e in list.into_iter().take(n) {
-            let label = crate::labels::path_string(e.path.ids());
+            let label = crate::model::labels::path_string(e.path.ids());
             let name = if label.is_empty() {
                 format!("draw {}", e.draw)
             } else {
@@ -193,7 +193,7 @@ impl RegionTable {
         list.sort_by(|a, b| b.0.total_cmp(&a.0));
         out.clear();
         for (v, e) in list.into_iter().take(n) {
-            let label = crate::labels::path_string(e.path.ids());
+            let label = crate::model::labels::path_string(e.path.ids());
             let name = match e.scope {
                 Scope::RenderPass if label.is_empty() => "pass".to_string(),
                 Scope::RenderPass => format!("pass @ {label}"),
@@ -217,7 +217,7 @@ mod tests {
 
     fn label(name: &[u8], frame: u64, ns: u64) -> SampleRecord {
         let mut path = LabelPath::default();
-        path.push(crate::labels::intern(name));
+        path.push(crate::model::labels::intern(name));
         SampleRecord {
             frame,
             scope: Scope::Label,

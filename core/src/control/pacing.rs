@@ -60,18 +60,18 @@ impl Limiter {
     /// Waits on this thread until the frame's deadline (see the module docs); the time
     /// waited (0 when nothing limits).
     pub fn pace(&self) -> u64 {
-        let start = crate::clock::monotonic_now_ns();
+        let start = crate::runtime::clock::monotonic_now_ns();
         let Some(deadline) = self.deadline(start) else {
             return 0;
         };
-        let now = crate::clock::monotonic_now_ns();
+        let now = crate::runtime::clock::monotonic_now_ns();
         if deadline > now + SPIN_NS {
             std::thread::sleep(Duration::from_nanos(deadline - now - SPIN_NS));
         }
-        let mut end = crate::clock::monotonic_now_ns();
+        let mut end = crate::runtime::clock::monotonic_now_ns();
         while end < deadline {
             std::hint::spin_loop();
-            end = crate::clock::monotonic_now_ns();
+            end = crate::runtime::clock::monotonic_now_ns();
         }
         end - start
     }
@@ -89,7 +89,7 @@ pub static LIMITER: Limiter = Limiter::new();
 /// `fps_limit`'s rates, parsed once.
 fn rates() -> &'static [u32] {
     static RATES: std::sync::OnceLock<Vec<u32>> = std::sync::OnceLock::new();
-    RATES.get_or_init(|| crate::settings::get().fps_limits())
+    RATES.get_or_init(|| crate::control::settings::get().fps_limits())
 }
 
 /// The rate in force after `presses` presses of the rate key (0: none).
@@ -111,7 +111,7 @@ pub fn pace(presses: u64) {
     }
     let waited = LIMITER.pace();
     if waited > 0 {
-        crate::waits::add(crate::waits::WaitKind::FpsLimit, waited);
+        crate::model::waits::add(crate::model::waits::WaitKind::FpsLimit, waited);
     }
 }
 
@@ -142,9 +142,9 @@ mod tests {
         let l = Limiter::new();
         l.set_fps(200); // 5 ms
         assert_eq!(l.pace(), 0, "the first frame sets the pace");
-        let t0 = crate::clock::monotonic_now_ns();
+        let t0 = crate::runtime::clock::monotonic_now_ns();
         let waited = l.pace();
-        let t1 = crate::clock::monotonic_now_ns();
+        let t1 = crate::runtime::clock::monotonic_now_ns();
         assert!(waited <= t1 - t0 && waited >= 4_000_000, "said it waited {waited} ns");
         // The second pace waited for the first frame's deadline, about 5 ms after the first.
         assert!(t1 >= t0, "{t0} {t1}");

@@ -3,8 +3,8 @@
 //! from every sample pushed to the frame session, on the app's thread: the tables are sized
 //! once when the groups are known and never allocate after.
 
-use crate::driver_values::{DriverGroup, MAX_GROUP};
-use crate::sample::SampleRecord;
+use crate::model::driver_values::{DriverGroup, MAX_GROUP};
+use crate::model::sample::SampleRecord;
 
 #[derive(Default)]
 pub struct DriverLatest {
@@ -75,7 +75,7 @@ impl DriverLatest {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::driver_values::DriverValues;
+    use crate::model::driver_values::DriverValues;
 
     fn sample(frame: u64, group: u8, ns: u64, v: &[f64]) -> SampleRecord {
         SampleRecord {

@@ -1,14 +1,14 @@
 //! The frame model: one fixed-size, heap-free [`FrameRecord`] per frame.
 //!
 //! The layer fills the CPU part at present time (counts, swapchain, `t_ns`); the
-//! [`crate::assembly::FrameAssembler`] fills the frame index, `cpu_frame_ns` and the GPU part
+//! [`crate::session::assembly::FrameAssembler`] fills the frame index, `cpu_frame_ns` and the GPU part
 //! once the frame's submissions retire. Records are `Copy` so they travel through the dump
 //! queue without allocation.
 
 use std::ops::{Index, IndexMut};
 
-pub use crate::command_kinds::{DispatchKind, DrawKind, KindCounts};
-pub use crate::counter_values::{CounterValues, MAX_FRAME_COUNTERS};
+pub use crate::model::command_kinds::{DispatchKind, DrawKind, KindCounts};
+pub use crate::model::counter_values::{CounterValues, MAX_FRAME_COUNTERS};
 
 pub type DrawCounts = KindCounts<{ DrawKind::COUNT }>;
 pub type DispatchCounts = KindCounts<{ DispatchKind::COUNT }>;
@@ -131,7 +131,7 @@ pub struct GpuFrameTime {
 }
 
 /// The app's CPU side of a frame, on `CLOCK_MONOTONIC`: PresentMon's CPUStart, time in
-/// Present, and the presenting thread's waits (see [`crate::waits`]).
+/// Present, and the presenting thread's waits (see [`crate::model::waits`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CpuFrameTime {
     /// When the previous frame's present (or swap) call returned: the frame's CPU start.
@@ -142,9 +142,9 @@ pub struct CpuFrameTime {
     /// present call's return: framescope's HUD and the driver's present, as the app sees it.
     pub present_ns: Option<u64>,
     /// The presenting thread's waits from the previous present to this one.
-    pub waits: crate::waits::WaitTimes,
+    pub waits: crate::model::waits::WaitTimes,
     /// What the presenting thread created from the previous present to this one.
-    pub creation: crate::creation::CreationTimes,
+    pub creation: crate::model::creation::CreationTimes,
 }
 
 impl CpuFrameTime {
@@ -211,15 +211,15 @@ pub struct FrameRecord {
     /// When it reached the screen; set by the dump writer's join ([`crate::display`]).
     pub display: crate::display::FrameDisplay,
     pub counts: FrameCounts,
-    /// The newest counter values when the frame closed (see [`crate::counters`]).
+    /// The newest counter values when the frame closed (see [`crate::session::counters`]).
     pub counters: CounterValues,
     /// The window each counter source's values cover, by the catalogue's source index.
-    pub counter_windows: [crate::counter_values::CounterWindow; crate::counter_values::MAX_SOURCES],
+    pub counter_windows: [crate::model::counter_values::CounterWindow; crate::model::counter_values::MAX_SOURCES],
     /// Pipeline statistics of the whole frame, where the layer measures them per frame (the GL
     /// shim); `None` when not measured or not trustworthy for this frame.
-    pub stats: Option<crate::sample::PipelineStats>,
+    pub stats: Option<crate::model::sample::PipelineStats>,
     /// Set by the dump writer: the median frame time this frame is a stutter against
-    /// ([`crate::stutter`]); `None` when it is none.
+    /// ([`crate::model::stutter`]); `None` when it is none.
     pub stutter_median_ns: Option<u64>,
     /// `samples=draw` within a budget: the draw positions timed in every command buffer of the
     /// frame (`first`, `count`; `count` 0: a baseline frame) and the estimated GPU time they

@@ -9,13 +9,21 @@
 //! Everything here runs on the app's threads under the owner's frame lock: no I/O, no
 //! allocation per frame.
 
-use crate::assembly::{AssemblerOptions, FrameAssembler};
-use crate::counters::{CounterBoard, CounterSnapshot};
+pub mod assembly;
+pub mod attribution;
+pub mod counters;
+pub mod draw_keys;
+pub mod driver_latest;
+pub mod history;
+pub mod regions;
+
 use crate::dump::DumpWriter;
-use crate::frame::{FrameRecord, GpuMissing};
-use crate::history::FrameHistory;
-use crate::regions::RegionTable;
-use crate::sample::SampleRecord;
+use crate::model::frame::{FrameRecord, GpuMissing};
+use crate::model::sample::SampleRecord;
+use crate::session::assembly::{AssemblerOptions, FrameAssembler};
+use crate::session::counters::{CounterBoard, CounterSnapshot};
+use crate::session::history::FrameHistory;
+use crate::session::regions::RegionTable;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -45,7 +53,7 @@ pub struct FrameSession {
     snapshot: CounterSnapshot,
     frames_closed: u64,
     /// Driver counters' newest values, for the HUD.
-    driver: crate::driver_latest::DriverLatest,
+    driver: crate::session::driver_latest::DriverLatest,
     /// Display reports from this session's display-time sources (to the dump and the HUD).
     display: Arc<crate::display::DisplayFeed>,
 }
@@ -90,11 +98,11 @@ impl FrameSession {
             return self.dump.is_some();
         }
         self.dump_checked = true;
-        if crate::settings::get().dump.is_none() {
+        if crate::control::settings::get().dump.is_none() {
             return false;
         }
         if DUMP_TAKEN.swap(true, Ordering::AcqRel) {
-            crate::log::info(format_args!(
+            crate::runtime::log::info(format_args!(
                 "another device of this process has the dump open: this one's frames are not dumped"
             ));
             return false;
@@ -190,14 +198,14 @@ impl FrameSession {
 
     /// The driver-counter groups being collected (once they are known; a second device's or
     /// context's are ignored: the HUD shows the first's).
-    pub fn set_driver_groups(&mut self, groups: &[crate::driver_values::DriverGroup]) {
+    pub fn set_driver_groups(&mut self, groups: &[crate::model::driver_values::DriverGroup]) {
         if self.driver.groups().is_empty() && !groups.is_empty() {
             self.driver.set_groups(groups.to_vec());
         }
     }
 
     /// Driver counters' newest values.
-    pub fn driver_latest(&self) -> &crate::driver_latest::DriverLatest {
+    pub fn driver_latest(&self) -> &crate::session::driver_latest::DriverLatest {
         &self.driver
     }
 

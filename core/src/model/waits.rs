@@ -85,9 +85,9 @@ pub fn take() -> WaitTimes {
 
 /// Runs `f` (the real waiting call) and adds its wall time to the tally as `kind`.
 pub fn timed<R>(kind: WaitKind, f: impl FnOnce() -> R) -> R {
-    let t0 = crate::clock::monotonic_now_ns();
+    let t0 = crate::runtime::clock::monotonic_now_ns();
     let r = f();
-    add(kind, crate::clock::monotonic_now_ns().saturating_sub(t0));
+    add(kind, crate::runtime::clock::monotonic_now_ns().saturating_sub(t0));
     r
 }
 

@@ -20,7 +20,7 @@
 
 use serde::{Deserialize, Serialize};
 
-pub use crate::distribution::{distribution, low_fps, percentile_permille, Distribution, Values, EXACT_VALUES};
+pub use crate::stats::distribution::{distribution, low_fps, percentile_permille, Distribution, Values, EXACT_VALUES};
 
 /// Summary of a run. Optional parts are `None` when there is nothing to compute them from.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -44,18 +44,18 @@ pub struct Summary {
     /// Per counter (by name): mean, min and max over the frames that carry a value.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub counters: std::collections::BTreeMap<String, CounterStats>,
-    /// Timed draws aggregated per key ([`crate::draw_keys`]): the most expensive first.
+    /// Timed draws aggregated per key ([`crate::session::draw_keys`]): the most expensive first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub draws_top: Vec<crate::draw_keys::DrawSummary>,
+    pub draws_top: Vec<crate::session::draw_keys::DrawSummary>,
     /// Distinct draw keys seen, and timed draws left out because the key table was full.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub draw_keys: u64,
     #[serde(default, skip_serializing_if = "is_zero")]
     pub draws_untracked: u64,
     /// The frame timeline: CPU busy/wait, stutters by cause, when frames reached the screen
-    /// ([`crate::timeline_stats`]); absent when no frame carried its fields.
+    /// ([`crate::stats::timeline_stats`]); absent when no frame carried its fields.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub timeline: Option<crate::timeline_stats::TimelineSummary>,
+    pub timeline: Option<crate::stats::timeline_stats::TimelineSummary>,
 }
 
 fn is_zero(v: &u64) -> bool {
@@ -86,7 +86,7 @@ pub struct SummaryBuilder {
     /// name -> (frames, sum, min, max)
     counters: std::collections::BTreeMap<String, (u64, f64, f64, f64)>,
     /// The frame timeline, fed by the caller from each frame's fields.
-    pub timeline: crate::timeline_stats::TimelineStats,
+    pub timeline: crate::stats::timeline_stats::TimelineStats,
 }
 
 impl SummaryBuilder {

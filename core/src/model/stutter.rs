@@ -12,9 +12,9 @@
 //! frame limiter's, largest first. A cause *explains* the stutter when it took at least half
 //! the frame's time over the median.
 
-use crate::creation::CreationKind;
-use crate::frame::CpuFrameTime;
-use crate::waits::WaitKind;
+use crate::model::creation::CreationKind;
+use crate::model::frame::CpuFrameTime;
+use crate::model::waits::WaitKind;
 
 /// Frames the median is taken over.
 pub const WINDOW: usize = 100;

@@ -11,7 +11,7 @@
 //! Protocol: one request line, one JSON reply line (`{"ok":true,...}` or
 //! `{"ok":false,"error":"..."}`).
 
-use crate::capture;
+use crate::control::capture;
 use parking_lot::Mutex;
 use std::io::{ErrorKind, Read};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt};
@@ -97,7 +97,7 @@ fn peer_uid(s: &UnixStream) -> Option<u32> {
 /// stops it is said in one log line.
 pub fn start() {
     if let Err(e) = try_start() {
-        crate::log::info(format_args!("no control socket (framescope ctl): {e}"));
+        crate::runtime::log::info(format_args!("no control socket (framescope ctl): {e}"));
     }
 }
 
@@ -129,7 +129,7 @@ fn try_start() -> Result<(), String> {
     std::thread::Builder::new()
         .name("framescope-ctl".into())
         .spawn(move || {
-            crate::alloc_count::mark_own_thread();
+            crate::runtime::alloc_count::mark_own_thread();
             let _ = std::panic::catch_unwind(|| serve(&listener, &for_thread));
             remove_socket(&for_thread);
         })
@@ -365,7 +365,7 @@ fn serve(listener: &UnixListener, stop: &AtomicBool) {
             if e.kind() == ErrorKind::Interrupted {
                 continue;
             }
-            crate::log::info(format_args!("control socket stopped: {e}"));
+            crate::runtime::log::info(format_args!("control socket stopped: {e}"));
             return;
         }
         // The clients first (in `fds` order, before any is removed or added), then new ones.
@@ -402,7 +402,7 @@ fn accept_all(listener: &UnixListener, conns: &mut Vec<Conn>) -> bool {
                 return true;
             }
             Err(e) => {
-                crate::log::info(format_args!("control socket stopped: {e}"));
+                crate::runtime::log::info(format_args!("control socket stopped: {e}"));
                 return false;
             }
         }
@@ -430,7 +430,7 @@ pub fn answer(request: &str) -> serde_json::Value {
             "capturing": capture::capturing(),
             "dump_ended": capture::ended(),
             "marks": capture::marks(),
-            "t_ns": crate::clock::monotonic_now_ns(),
+            "t_ns": crate::runtime::clock::monotonic_now_ns(),
         }),
         _ => error("unknown request; one of: start, stop, mark LABEL, status"),
     }

@@ -1,9 +1,9 @@
 //! GPU samples inside a frame: a begin/end pair of GPU timestamps around a command buffer, a
 //! render pass, a debug-label region or a draw, with pipeline statistics where available.
-//! Fixed size and `Copy`, like [`crate::frame::FrameRecord`], so the app's threads can hand
+//! Fixed size and `Copy`, like [`crate::model::frame::FrameRecord`], so the app's threads can hand
 //! them to the dump writer without allocating.
 
-use crate::command_kinds::DrawKind;
+use crate::model::command_kinds::DrawKind;
 
 /// What a sample spans.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -100,7 +100,7 @@ pub struct DrawParams {
 /// Deepest label nesting a sample records; deeper levels are cut off (and counted).
 pub const MAX_LABEL_DEPTH: usize = 8;
 
-/// The label stack at a sample, as interned label ids ([`crate::labels`]), outermost first.
+/// The label stack at a sample, as interned label ids ([`crate::model::labels`]), outermost first.
 /// Equal and hashed by its levels only (a popped level's stale id does not count).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct LabelPath {
@@ -171,7 +171,7 @@ pub struct SampleRecord {
     /// slots were rewritten, so no numbers are reported.
     pub overwritten: bool,
     /// Driver counters (`VK_KHR_performance_query`) over the sample, where it carried a query.
-    pub driver: Option<crate::driver_values::DriverValues>,
+    pub driver: Option<crate::model::driver_values::DriverValues>,
 }
 
 impl SampleRecord {

@@ -4,7 +4,7 @@
 //! time, so a `stop` lands on the frames presented after it even though frames reach the
 //! writer later (their GPU results come frames later). Nothing here runs on the app's threads.
 
-use crate::clock::monotonic_now_ns;
+use crate::runtime::clock::monotonic_now_ns;
 use parking_lot::Mutex;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -14,7 +14,7 @@
 //! the drawing, the state put back; the Vulkan recording and submit), and the report gives each
 //! part's mean wall time a timed frame, to tell on a driver where the time goes.
 
-use crate::sync::Mutex;
+use crate::runtime::sync::Mutex;
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
@@ -186,7 +186,7 @@ fn reporting() -> Option<u64> {
         // SAFETY: `report_at_exit` is an `extern "C" fn()` that never unwinds and only touches
         // 'static data, as atexit requires.
         if unsafe { libc::atexit(report_at_exit) } != 0 {
-            crate::log::error(format_args!("cannot register the HUD time report at exit"));
+            crate::runtime::log::error(format_args!("cannot register the HUD time report at exit"));
         }
         Some(w)
     })
@@ -261,14 +261,14 @@ pub fn report() {
         let t = TIMES.lock();
         (t.0.timed(), describe(&t.0), describe(&t.1), t.0.mean_ns())
     };
-    crate::log::error(format_args!(
+    crate::runtime::log::error(format_args!(
         "HUD time on the app's thread after frame {w}: {frames} frames, {wall}; CPU time: {cpu}"
     ));
     let parts = *PARTS_SUM.lock();
     if parts.n > 0 && frames > 0 {
         let marked: u64 = parts.ns[..parts.n].iter().sum();
         let rest = mean.unwrap_or(0.0) - marked as f64 / frames as f64;
-        crate::log::error(format_args!(
+        crate::runtime::log::error(format_args!(
             "HUD time by part after frame {w} (wall time, mean a frame): {}, the rest {:.2} µs",
             parts.describe(frames),
             rest / 1e3

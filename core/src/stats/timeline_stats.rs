@@ -4,10 +4,10 @@
 //! frames. Bounded memory ([`Values`], fixed arrays); names that are no known kind are
 //! ignored.
 
-use crate::creation::CreationKind;
 use crate::display::{DisplaySource, DisplayState};
-use crate::distribution::{Distribution, Values};
-use crate::waits::WaitKind;
+use crate::model::creation::CreationKind;
+use crate::model::waits::WaitKind;
+use crate::stats::distribution::{Distribution, Values};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 

@@ -1,7 +1,7 @@
 //! Counters attributed after the fact to exactly a frame's or a sample's GPU span.
 //!
 //! Most counter sources give the newest values over their own window, which a frame copies at
-//! its close (see [`crate::counters`]). A source whose values are a time series of the whole
+//! its close (see [`crate::session::counters`]). A source whose values are a time series of the whole
 //! GPU (NVIDIA PM sampling: one sample a millisecond on the GPU's clock) can do better: once
 //! the samples covering a frame's GPU span have arrived, it integrates them over exactly that
 //! span, and over each render pass or label long enough to hold several samples. Samples
@@ -79,7 +79,7 @@ impl Over {
 
 /// The window a frame's attributed counters cover: its GPU span where calibrated, else its
 /// CPU window; `None` for a first frame without a GPU span (it has no start).
-pub fn frame_window(r: &crate::frame::FrameRecord) -> Option<(u64, u64, Over)> {
+pub fn frame_window(r: &crate::model::frame::FrameRecord) -> Option<(u64, u64, Over)> {
     match (r.gpu.begin_ns, r.gpu.end_ns) {
         (Some(b), Some(e)) if e > b => Some((b, e, Over::GpuSpan)),
         _ => r
@@ -91,7 +91,7 @@ pub fn frame_window(r: &crate::frame::FrameRecord) -> Option<(u64, u64, Over)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::frame::FrameRecord;
+    use crate::model::frame::FrameRecord;
 
     #[test]
     fn a_frame_is_attributed_over_its_gpu_span_else_its_cpu_window() {

@@ -24,7 +24,7 @@ mod values;
 
 pub use values::{HudPosition, HudPreset, LogLevel, SampleStats, Samples, Value, ValueType, HUD_COUNTER_PRESETS};
 
-use crate::shown::shown;
+use crate::runtime::shown::shown;
 use declare::config_keys;
 use serde_json::Value as Json;
 use std::ffi::OsString;

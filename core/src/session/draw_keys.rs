@@ -13,8 +13,8 @@
 //! of the nearest-rank value's bucket, within 6.1 % of the exact value (a bucket's bounds are
 //! at most 9/8 apart, and sqrt(9/8) − 1 = 6.07 %). Count, mean, min and max are exact.
 
-use crate::frame::DrawKind;
-use crate::sample::{PipelineStats, SampleRecord, Scope};
+use crate::model::frame::DrawKind;
+use crate::model::sample::{PipelineStats, SampleRecord, Scope};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::hash::Hash;
@@ -247,7 +247,7 @@ impl<L: Hash + Eq + Clone> DrawTable<L> {
     }
 }
 
-impl DrawTable<crate::sample::LabelPath> {
+impl DrawTable<crate::model::sample::LabelPath> {
     /// Adds a sample record if it is a timed draw with a time.
     pub fn add_sample(&mut self, s: &SampleRecord) {
         if s.scope != Scope::Draw || s.overwritten {

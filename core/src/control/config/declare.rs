@@ -179,7 +179,7 @@ macro_rules! config_keys {
         impl Default for Config {
             fn default() -> Self {
                 Config {
-                    $($field: $crate::config::declare::default_of::<$fty>(
+                    $($field: $crate::control::config::declare::default_of::<$fty>(
                         stringify!($field),
                         $vt,
                         $default,
@@ -196,11 +196,11 @@ macro_rules! config_keys {
                 default: $default,
                 doc: $doc,
                 set: |c, v| {
-                    if let Some(x) = <$fty as $crate::config::declare::KeyValue>::from_value(v) {
+                    if let Some(x) = <$fty as $crate::control::config::declare::KeyValue>::from_value(v) {
                         c.$field = x;
                     }
                 },
-                get: |c| $crate::config::declare::KeyValue::to_json(&c.$field),
+                get: |c| $crate::control::config::declare::KeyValue::to_json(&c.$field),
             },)*
         ];
     };

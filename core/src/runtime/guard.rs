@@ -74,7 +74,7 @@ pub fn guarded<R>(site: &'static Site, f: impl FnOnce() -> R) -> Option<R> {
                 .flatten()
                 .unwrap_or_else(|| "unknown".into());
             if !site.logged.swap(true, Ordering::Relaxed) {
-                crate::log::error(format_args!("internal error in {}: {msg}; passing through", site.name));
+                crate::runtime::log::error(format_args!("internal error in {}: {msg}; passing through", site.name));
             }
             None
         }
@@ -84,7 +84,7 @@ pub fn guarded<R>(site: &'static Site, f: impl FnOnce() -> R) -> Option<R> {
 /// Logs `msg` once for `site` (for failures that are not panics, e.g. a missing real function).
 pub fn report_once(site: &'static Site, msg: std::fmt::Arguments<'_>) {
     if !site.logged.swap(true, Ordering::Relaxed) {
-        crate::log::error(format_args!("{}: {msg}", site.name));
+        crate::runtime::log::error(format_args!("{}: {msg}", site.name));
     }
 }
 

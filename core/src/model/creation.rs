@@ -4,7 +4,7 @@
 //! what the Vulkan driver itself reported of its pipeline creations
 //! (`VK_EXT_pipeline_creation_feedback`).
 //! The layers' creation hooks add to the calling thread's tally; the present (or swap) takes
-//! the presenting thread's tally into its frame, as with [`crate::waits`]. A loader thread's
+//! the presenting thread's tally into its frame, as with [`crate::model::waits`]. A loader thread's
 //! creations do not reach a frame: they do not hold the frame up.
 
 use std::cell::Cell;
@@ -133,9 +133,9 @@ pub fn add_feedback(f: PipelineFeedback) {
 
 /// Runs `f` (the real creating call) and adds it, with its wall time, as one call of `kind`.
 pub fn timed<R>(kind: CreationKind, f: impl FnOnce() -> R) -> R {
-    let t0 = crate::clock::monotonic_now_ns();
+    let t0 = crate::runtime::clock::monotonic_now_ns();
     let r = f();
-    add(kind, crate::clock::monotonic_now_ns().saturating_sub(t0));
+    add(kind, crate::runtime::clock::monotonic_now_ns().saturating_sub(t0));
     r
 }
 

@@ -1,7 +1,7 @@
 //! Debug-label names, interned once per process so samples carry small ids and the app's
 //! threads allocate only when a label name is seen for the first time.
 
-use crate::sync::RwLock;
+use crate::runtime::sync::RwLock;
 use std::collections::HashMap;
 
 struct Table {

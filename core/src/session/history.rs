@@ -2,7 +2,7 @@
 //! HUD). Filled where records are emitted to the dump; pushing copies one record and never
 //! allocates, so it is safe on the app's thread in steady state.
 
-use crate::frame::FrameRecord;
+use crate::model::frame::FrameRecord;
 
 /// Default capacity: enough for the HUD's graphs and a one-second fps window at 240 fps.
 pub const DEFAULT_CAPACITY: usize = 256;

@@ -130,7 +130,7 @@ impl SteadyAllocs {
     }
 }
 
-static STEADY: crate::sync::Mutex<SteadyAllocs> = crate::sync::Mutex::new(SteadyAllocs {
+static STEADY: crate::runtime::sync::Mutex<SteadyAllocs> = crate::runtime::sync::Mutex::new(SteadyAllocs {
     frames: 0,
     steady_frames: 0,
     frames_with_allocs: 0,
@@ -148,7 +148,7 @@ fn reporting() -> Option<(u64, bool)> {
         // SAFETY: `report_at_exit` is an `extern "C" fn()` that never unwinds and only touches
         // 'static data, as atexit requires.
         if unsafe { libc::atexit(report_at_exit) } != 0 {
-            crate::log::error(format_args!("cannot register the allocation report at exit"));
+            crate::runtime::log::error(format_args!("cannot register the allocation report at exit"));
         }
         Some((w, trace))
     })
@@ -177,7 +177,7 @@ pub fn report() {
         return;
     }
     let s = *STEADY.lock();
-    crate::log::error(format_args!(
+    crate::runtime::log::error(format_args!(
         "heap allocations on app threads after frame {w}: {} in {} of {} frames",
         s.allocs, s.frames_with_allocs, s.steady_frames
     ));
