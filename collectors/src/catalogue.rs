@@ -8,7 +8,7 @@ use std::fmt;
 use crate::constants::{self, Constants};
 use crate::expr::{self, BinOp, EvalError, Expr, Inputs, ParseError, ProgramSet, ProgramSetError};
 use crate::model::{ClockDomain, Counter, CounterKind};
-use crate::sample::{Accumulator, RawValues};
+use crate::raw_values::{Accumulator, RawValues};
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum SetError {

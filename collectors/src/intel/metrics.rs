@@ -9,7 +9,7 @@ use super::report::Layout;
 use crate::catalogue::CounterSet;
 use crate::constants::Constants;
 use crate::expr::Expr;
-use crate::sample::RawValues;
+use crate::raw_values::RawValues;
 use crate::source::{CounterScope, SourceCounter};
 
 /// The counter set the formulas are bound to.
