@@ -223,6 +223,19 @@ pub struct HudData {
 }
 
 impl HudData {
+    /// Refreshes every number from the frame session, which both APIs keep, so the GL shim and
+    /// the Vulkan layer fill their HUDs alike. Called under the session owner's frame lock.
+    pub fn fill_from(&mut self, session: &framescope_core::session::FrameSession, opts: &HudOptions) {
+        if let Some(h) = session.history() {
+            self.update(h, opts, session.counters().and_then(|b| b.catalogue()));
+            self.update_timeline(h, session.display(), opts);
+        }
+        if let Some(r) = session.regions() {
+            self.update_regions(r, opts);
+        }
+        self.update_driver(session.driver_latest(), opts);
+    }
+
     /// Refreshes the "top regions" table from the layer's region statistics.
     pub fn update_regions(&mut self, table: &framescope_core::regions::RegionTable, opts: &HudOptions) {
         table.top(opts.regions, &mut self.regions);
