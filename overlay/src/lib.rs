@@ -8,11 +8,13 @@
 #![deny(clippy::not_unsafe_ptr_arg_deref)]
 
 pub mod controller;
+pub mod hud_rows;
 pub mod keys;
 pub mod layout;
 pub mod layout_thread;
 pub mod mangohud;
 pub mod model;
+pub mod row_writer;
 pub mod rows;
 pub mod screenshot;
 pub mod timeline_rows;
