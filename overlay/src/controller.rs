@@ -81,6 +81,14 @@ pub fn options(cfg: &Config, gpu_span: bool, mangohud_loaded: bool) -> HudOption
     opts
 }
 
+/// What frame `frame` of a present or swap gets, the one sequence both APIs run there: the
+/// key reader is kept alive first (it ends when nobody polls, and the dump's and the frame
+/// limit's keys need it with the HUD off), then the plan; `None` when the frame gets nothing.
+pub fn plan(cfg: &Config, frame: u64) -> Option<FramePlan> {
+    keys::poll_config(cfg);
+    FramePlan::of(cfg, frame)
+}
+
 /// Whether the HUD path runs at all in this process: the HUD on, or a screenshot asked for.
 pub fn active(cfg: &Config) -> bool {
     cfg.hud || cfg.screenshot.is_some()
@@ -545,6 +553,7 @@ mod tests {
             })
         );
         assert_eq!(FramePlan::of(&c, 4), None);
+        assert_eq!(plan(&c, 3), FramePlan::of(&c, 3), "the plan both APIs ask for");
         assert!(active(&c));
         c.screenshot = None;
         assert!(!active(&c));
