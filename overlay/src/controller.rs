@@ -17,7 +17,7 @@
 //! thread.
 
 use crate::layout_thread::{self, Job, SharedJob, Stage};
-use crate::model::{HudData, HudOptions};
+use crate::model::{ApiWords, HudData, HudOptions};
 use crate::ui::DrawOutput;
 use crate::{keys, layout};
 use framescope_core::config::{Config, HudPosition};
@@ -45,13 +45,13 @@ impl FramePlan {
     }
 }
 
-/// The HUD's options in this process: the config's, with `gpu_span` (GL's GPU time is one
-/// timestamp pair around the frame), and placed in the corner opposite MangoHud's HUD when
+/// The HUD's options in this process: the config's, in GL's words with `gpu_span` (GL's GPU
+/// time is one timestamp pair around the frame), and placed in the corner opposite MangoHud's HUD when
 /// MangoHud draws in this process and the config leaves the HUD in the default corner (one log
 /// line). `mangohud_loaded` is [`crate::mangohud::loaded`] outside tests.
 pub fn options(cfg: &Config, gpu_span: bool, mangohud_loaded: bool) -> HudOptions {
     let mut opts = HudOptions {
-        gpu_span,
+        api: if gpu_span { ApiWords::GL } else { ApiWords::VULKAN },
         ..HudOptions::from_config(cfg)
     };
     if cfg.hud && opts.position == HudPosition::TopLeft && mangohud_loaded {
@@ -529,7 +529,7 @@ mod tests {
         assert_eq!(options(&c, false, false).position, HudPosition::TopLeft);
         let moved = options(&c, true, true);
         assert_ne!(moved.position, HudPosition::TopLeft);
-        assert!(moved.gpu_span);
+        assert_eq!(moved.api, ApiWords::GL);
         let chosen = Config {
             hud_position: HudPosition::TopRight,
             ..Config::default()

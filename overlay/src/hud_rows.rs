@@ -4,7 +4,7 @@
 //! data fill ([`HudData::fill_from`]) and the layout ([`crate::ui`]) go through this table in
 //! its order, which is the order on screen; adding a row is one entry in `hud_rows!` below.
 
-use crate::model::{HudData, HudOptions};
+use crate::model::{ApiWords, HudData, HudOptions};
 use crate::row_writer::{Graph, RowWriter};
 use framescope_core::config::{Config, HudPreset};
 use framescope_core::counters::Catalogue;
@@ -246,7 +246,7 @@ impl HudOptions {
             alpha: c.hud_alpha as f32,
             history: c.hud_history as usize,
             rows: ROWS.iter().map(|r| (r.setting)(c)).collect(),
-            gpu_span: false,
+            api: ApiWords::VULKAN,
             counters: c.hud_counter_names(),
         }
     }
@@ -356,7 +356,7 @@ fn write_frame_time(w: &mut RowWriter<'_>, d: &HudData, _: &HudOptions) {
 }
 
 fn write_gpu(w: &mut RowWriter<'_>, d: &HudData, o: &HudOptions) {
-    let name = if o.gpu_span { "GPU span" } else { "GPU busy" };
+    let name = o.api.gpu;
     w.line_scaled(Graph::Gpu, |t| {
         let _ = match d.gpu_ms {
             Some(v) => write!(t, "{name}   {v:8.2} ms"),
@@ -367,8 +367,7 @@ fn write_gpu(w: &mut RowWriter<'_>, d: &HudData, o: &HudOptions) {
 
 fn write_counts(w: &mut RowWriter<'_>, d: &HudData, o: &HudOptions) {
     w.line(|t| {
-        let _ = if o.gpu_span {
-            // GL: no submissions or command buffers, only the draws the shim saw.
+        let _ = if !o.api.submits {
             write!(t, "Draws {}", d.draws)
         } else if d.commands_counted {
             write!(

@@ -9,6 +9,29 @@ use framescope_core::frame::{vk_format_name, vk_present_mode_name, SwapchainInfo
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Row(pub usize);
 
+/// The words of the rows that differ by graphics API, so the rows themselves are written once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ApiWords {
+    /// The GPU row's name.
+    pub gpu: &'static str,
+    /// The counts row has submissions and command counts (Vulkan); GL has no submissions, only
+    /// the draws the shim saw.
+    pub submits: bool,
+}
+
+impl ApiWords {
+    /// GPU busy time, from timestamps around every submission.
+    pub const VULKAN: ApiWords = ApiWords {
+        gpu: "GPU busy",
+        submits: true,
+    };
+    /// One timestamp pair around the whole frame: a span, not busy time.
+    pub const GL: ApiWords = ApiWords {
+        gpu: "GPU span",
+        submits: false,
+    };
+}
+
 /// The HUD-related part of the config.
 #[derive(Clone, Debug, PartialEq)]
 pub struct HudOptions {
@@ -21,9 +44,8 @@ pub struct HudOptions {
     /// What the config asks of each row of [`crate::hud_rows::ROWS`], by index: 0 hides it,
     /// else 1 or the lines of a table.
     pub rows: Vec<u32>,
-    /// The GPU time is a span around the frame (GL), not busy time: the line says so, and the
-    /// counts line shows draws only (GL has no submissions).
-    pub gpu_span: bool,
+    /// What the rows say differently for this graphics API.
+    pub api: ApiWords,
     /// Counter lines, by name, in order (`all`: every counter of the catalogue).
     pub counters: Vec<String>,
 }
