@@ -17,7 +17,7 @@
 //! thread.
 
 use crate::layout_thread::{self, Job, SharedJob, Stage};
-use crate::model::{HudData, HudOptions};
+use crate::model::{ApiWords, HudData, HudOptions};
 use crate::ui::DrawOutput;
 use crate::{keys, layout};
 use framescope_core::config::{Config, HudPosition};
@@ -45,13 +45,13 @@ impl FramePlan {
     }
 }
 
-/// The HUD's options in this process: the config's, with `gpu_span` (GL's GPU time is one
-/// timestamp pair around the frame), and placed in the corner opposite MangoHud's HUD when
+/// The HUD's options in this process: the config's, in GL's words with `gpu_span` (GL's GPU
+/// time is one timestamp pair around the frame), and placed in the corner opposite MangoHud's HUD when
 /// MangoHud draws in this process and the config leaves the HUD in the default corner (one log
 /// line). `mangohud_loaded` is [`crate::mangohud::loaded`] outside tests.
 pub fn options(cfg: &Config, gpu_span: bool, mangohud_loaded: bool) -> HudOptions {
     let mut opts = HudOptions {
-        gpu_span,
+        api: if gpu_span { ApiWords::GL } else { ApiWords::VULKAN },
         ..HudOptions::from_config(cfg)
     };
     if cfg.hud && opts.position == HudPosition::TopLeft && mangohud_loaded {
@@ -79,6 +79,14 @@ pub fn options(cfg: &Config, gpu_span: bool, mangohud_loaded: bool) -> HudOption
         });
     }
     opts
+}
+
+/// What frame `frame` of a present or swap gets, the one sequence both APIs run there: the
+/// key reader is kept alive first (it ends when nobody polls, and the dump's and the frame
+/// limit's keys need it with the HUD off), then the plan; `None` when the frame gets nothing.
+pub fn plan(cfg: &Config, frame: u64) -> Option<FramePlan> {
+    keys::poll_config(cfg);
+    FramePlan::of(cfg, frame)
 }
 
 /// Whether the HUD path runs at all in this process: the HUD on, or a screenshot asked for.
@@ -521,7 +529,7 @@ mod tests {
         assert_eq!(options(&c, false, false).position, HudPosition::TopLeft);
         let moved = options(&c, true, true);
         assert_ne!(moved.position, HudPosition::TopLeft);
-        assert!(moved.gpu_span);
+        assert_eq!(moved.api, ApiWords::GL);
         let chosen = Config {
             hud_position: HudPosition::TopRight,
             ..Config::default()
@@ -545,6 +553,7 @@ mod tests {
             })
         );
         assert_eq!(FramePlan::of(&c, 4), None);
+        assert_eq!(plan(&c, 3), FramePlan::of(&c, 3), "the plan both APIs ask for");
         assert!(active(&c));
         c.screenshot = None;
         assert!(!active(&c));

@@ -1,10 +1,36 @@
 //! What the HUD shows: options from the config, and a snapshot of the numbers, refreshed from
 //! the frame history a few times per second.
 
-use framescope_core::config::{Config, HudPosition};
+use framescope_core::config::HudPosition;
 use framescope_core::counters::Catalogue;
 use framescope_core::frame::{vk_format_name, vk_present_mode_name, SwapchainInfo};
-use framescope_core::history::FrameHistory;
+
+/// A row of the HUD's row table (`hud_rows::ROWS`), by its place there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Row(pub usize);
+
+/// The words of the rows that differ by graphics API, so the rows themselves are written once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ApiWords {
+    /// The GPU row's name.
+    pub gpu: &'static str,
+    /// The counts row has submissions and command counts (Vulkan); GL has no submissions, only
+    /// the draws the shim saw.
+    pub submits: bool,
+}
+
+impl ApiWords {
+    /// GPU busy time, from timestamps around every submission.
+    pub const VULKAN: ApiWords = ApiWords {
+        gpu: "GPU busy",
+        submits: true,
+    };
+    /// One timestamp pair around the whole frame: a span, not busy time.
+    pub const GL: ApiWords = ApiWords {
+        gpu: "GPU span",
+        submits: false,
+    };
+}
 
 /// The HUD-related part of the config.
 #[derive(Clone, Debug, PartialEq)]
@@ -15,113 +41,35 @@ pub struct HudOptions {
     pub font_size: f32,
     pub alpha: f32,
     pub history: usize,
-    pub fps: bool,
-    pub frame_time: bool,
-    pub frame_graph: bool,
-    pub gpu: bool,
-    pub gpu_graph: bool,
-    /// The GPU time is a span around the frame (GL), not busy time: the line says so, and the
-    /// counts line shows draws only (GL has no submissions).
-    pub gpu_span: bool,
-    pub counts: bool,
-    pub device: bool,
-    pub swapchain: bool,
-    /// The frame timeline's lines ([`crate::timeline_rows`]).
-    pub timeline: bool,
+    /// What the config asks of each row of [`crate::hud_rows::ROWS`], by index: 0 hides it,
+    /// else 1 or the lines of a table.
+    pub rows: Vec<u32>,
+    /// What the rows say differently for this graphics API.
+    pub api: ApiWords,
     /// Counter lines, by name, in order (`all`: every counter of the catalogue).
     pub counters: Vec<String>,
-    /// Rows of the "top regions" table (0: hidden).
-    pub regions: usize,
-    /// Rows of the "top draws" table (0: hidden).
-    pub draws: usize,
 }
 
 impl HudOptions {
-    pub fn from_config(c: &Config) -> Self {
-        Self::with_preset(Self::all_of(c), c.hud_preset)
+    /// Whether `row` is shown.
+    pub fn shows(&self, row: Row) -> bool {
+        self.amount(row) > 0
     }
 
-    /// Every row the config's `hud_*` keys leave on, whatever the preset.
-    fn all_of(c: &Config) -> Self {
-        HudOptions {
-            refresh_ms: c.hud_refresh_ms,
-            position: c.hud_position,
-            scale: c.hud_scale as f32,
-            font_size: c.hud_font_size as f32,
-            alpha: c.hud_alpha as f32,
-            history: c.hud_history as usize,
-            fps: c.hud_fps,
-            frame_time: c.hud_frame_time,
-            frame_graph: c.hud_frame_graph,
-            // Without GPU timing there is nothing to show there.
-            gpu: c.hud_gpu && c.gpu_timing,
-            gpu_graph: c.hud_gpu_graph && c.gpu_timing,
-            gpu_span: false,
-            counts: c.hud_counts,
-            device: c.hud_device,
-            swapchain: c.hud_swapchain,
-            timeline: c.hud_timeline,
-            counters: c.hud_counter_names(),
-            regions: c.hud_regions as usize,
-            draws: c.hud_draws as usize,
-        }
+    /// What the config asks of `row`: 0 hides it, else 1 or the lines of a table.
+    pub fn amount(&self, row: Row) -> usize {
+        self.rows.get(row.0).map_or(0, |&n| n as usize)
     }
 
-    /// `all` cut down to `preset`'s rows.
-    pub fn with_preset(all: HudOptions, preset: framescope_core::config::HudPreset) -> HudOptions {
-        use framescope_core::config::HudPreset as P;
-        let mut o = all;
-        if preset == P::Latency {
-            o.gpu = false;
-            o.gpu_graph = false;
-            o.counts = false;
-            o.device = false;
-            o.swapchain = false;
-            o.counters.clear();
-            o.regions = 0;
-            o.draws = 0;
-            return o;
+    pub fn set(&mut self, row: Row, amount: u32) {
+        if let Some(n) = self.rows.get_mut(row.0) {
+            *n = amount;
         }
-        if preset < P::Full {
-            o.timeline = false;
-            o.counts = false;
-            o.device = false;
-            o.swapchain = false;
-            o.regions = 0;
-            o.draws = 0;
-        }
-        if preset < P::Standard {
-            o.frame_graph = false;
-            o.gpu = false;
-            o.gpu_graph = false;
-            o.counters.clear();
-        }
-        if preset == P::Profiling {
-            for extra in [
-                "pm_graphics_active_pct",
-                "pm_sm_active_pct",
-                "pm_ps_warps_pct",
-                "pm_cs_warps_pct",
-                "pm_dram_bw_pct",
-                "driver",
-            ] {
-                if !o.counters.iter().any(|c| c == extra || c == "all") {
-                    o.counters.push(extra.to_string());
-                }
-            }
-        }
-        o
     }
 
     /// Font height in pixels after scaling.
     pub fn font_pixels(&self) -> f32 {
         (self.font_size * self.scale).clamp(4.0, 256.0)
-    }
-}
-
-impl Default for HudOptions {
-    fn default() -> Self {
-        Self::from_config(&Config::default())
     }
 }
 
@@ -223,24 +171,6 @@ pub struct HudData {
 }
 
 impl HudData {
-    /// Refreshes the "top regions" table from the layer's region statistics.
-    pub fn update_regions(&mut self, table: &framescope_core::regions::RegionTable, opts: &HudOptions) {
-        table.top(opts.regions, &mut self.regions);
-        table.top_draws(opts.draws, &mut self.top_draws);
-    }
-
-    /// Refreshes the frame timeline's rows from `history` and the session's display feed.
-    pub fn update_timeline(
-        &mut self,
-        history: &FrameHistory,
-        feed: &framescope_core::display::DisplayFeed,
-        opts: &HudOptions,
-    ) {
-        if opts.timeline {
-            self.timeline.update(history, opts.history.max(2), Some(feed));
-        }
-    }
-
     /// Refreshes the driver-counter lines from their newest values (at HUD refreshes only: the
     /// lines are built once the groups are known).
     pub fn update_driver(&mut self, latest: &framescope_core::driver_latest::DriverLatest, opts: &HudOptions) {
@@ -276,47 +206,33 @@ impl HudData {
         }
     }
 
-    /// Refreshes the frame numbers from `history` (the newest `opts.history` frames), naming
-    /// counters with `counter_name` (catalogue index to name).
-    pub fn update(&mut self, history: &FrameHistory, opts: &HudOptions, catalogue: Option<&Catalogue>) {
-        let n = opts.history.max(2);
-        self.fps = history.fps(1_000_000_000);
-        self.fps_limit = framescope_core::pacing::LIMITER.fps();
-        self.frame_ms = history.mean_frame_ms(n);
-        self.gpu_ms = history.mean_gpu_busy_ms(n);
-        self.frame_graph.clear();
-        self.gpu_graph.clear();
-        for r in history.last(n) {
-            self.frame_graph.push(r.cpu_frame_ns.map_or(0.0, |t| t as f32 / 1e6));
-            self.gpu_graph.push(r.gpu.busy_ns.map_or(0.0, |t| t as f32 / 1e6));
+    /// Refreshes the counter lines and the device rows from the newest frame `r`; `full`
+    /// (the device row on) adds the GPU's memory clock.
+    pub fn update_counters(
+        &mut self,
+        r: &framescope_core::frame::FrameRecord,
+        opts: &HudOptions,
+        catalogue: Option<&Catalogue>,
+        full: bool,
+    ) {
+        self.resolve_counters(opts, catalogue);
+        for (line, &slot) in self.counters.iter_mut().zip(&self.counter_slots) {
+            line.value = r.counters.get(slot).filter(|v| v.is_finite());
         }
-        let latest = history.latest();
-        self.frame = latest.map(|r| r.frame);
-        if let Some(r) = latest {
-            self.submits = r.counts.submits;
-            self.draws = r.counts.draws_total();
-            self.dispatches = r.counts.dispatches_total();
-            self.render_passes = r.counts.render_passes;
-            self.commands_counted = !r.counts.commands_uncounted;
-            self.resolve_counters(opts, catalogue);
-            for (line, &slot) in self.counters.iter_mut().zip(&self.counter_slots) {
-                line.value = r.counters.get(slot).filter(|v| v.is_finite());
-            }
-            self.device_rows.clear();
-            if let (true, Some(cat)) = (rows_wanted(opts), catalogue) {
-                let value = |n: &str| {
-                    cat.index_of(n)
-                        .and_then(|i| r.counters.get(i))
-                        .filter(|v| v.is_finite())
-                };
-                let mhz = crate::rows::mean_core_mhz(
-                    cat.counters
-                        .iter()
-                        .enumerate()
-                        .filter_map(|(i, c)| Some((c.name.as_str(), r.counters.get(i)?))),
-                );
-                crate::rows::device_rows(&value, mhz, opts.device, &mut self.device_rows);
-            }
+        self.device_rows.clear();
+        if let (true, Some(cat)) = (rows_wanted(opts), catalogue) {
+            let value = |n: &str| {
+                cat.index_of(n)
+                    .and_then(|i| r.counters.get(i))
+                    .filter(|v| v.is_finite())
+            };
+            let mhz = crate::rows::mean_core_mhz(
+                cat.counters
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, c)| Some((c.name.as_str(), r.counters.get(i)?))),
+            );
+            crate::rows::device_rows(&value, mhz, full, &mut self.device_rows);
         }
     }
 
@@ -388,7 +304,6 @@ impl HudData {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use framescope_core::frame::FrameRecord;
 
     #[test]
     fn driver_counter_lines_follow_the_newest_values_when_asked_for() {
@@ -430,77 +345,6 @@ mod tests {
         );
         assert_eq!(d.driver_counters[1].unit, "%");
         assert!(text[0].starts_with("Draws") && text[0].contains("111"), "{text:?}");
-    }
-
-    #[test]
-    fn update_fills_graphs_and_counts_from_history() {
-        let mut h = FrameHistory::new(16);
-        for i in 0..20u64 {
-            let mut r = FrameRecord {
-                frame: i,
-                t_ns: i * 4_000_000,
-                cpu_frame_ns: (i > 0).then_some(4_000_000),
-                ..FrameRecord::default()
-            };
-            r.gpu.busy_ns = Some(1_000_000);
-            r.counts.submits = 2;
-            r.counters.set(1, 7.5);
-            h.push(r);
-        }
-        let opts = HudOptions {
-            history: 8,
-            counters: vec![
-                "gpu_temp_c".into(),
-                "gpu_clock_mhz".into(),
-                "gpu_sm_clock_mhz".into(),
-                "no_such".into(),
-            ],
-            ..HudOptions::default()
-        };
-        let mut d = HudData::default();
-        let cat = catalogue(&[
-            ("gpu_util_pct", "%"),
-            ("gpu_clock_mhz", "MHz"),
-            ("gpu_temp_c", "C"),
-            ("gpu_sm_clock_mhz", "MHz"),
-        ]);
-        d.update(&h, &opts, Some(&cat));
-        assert_eq!(d.frame_graph, vec![4.0; 8]);
-        assert_eq!(d.gpu_graph, vec![1.0; 8]);
-        assert!((d.fps.unwrap() - 250.0).abs() < 1e-9);
-        assert_eq!(d.frame_ms, Some(4.0));
-        assert_eq!(d.submits, 2);
-        assert_eq!(d.frame, Some(19));
-        // Chosen: gpu_temp_c (no value) and gpu_clock_mhz (7.5), which the GPU row shows;
-        // gpu_sm_clock_mhz, a line of its own under its display name; a name the catalogue
-        // lacks.
-        assert_eq!(d.device_rows, ["GPU  8MHz"]);
-        let names: Vec<&str> = d.counters.iter().map(|c| c.name.as_str()).collect();
-        assert_eq!(names, ["GPU SM clock"]);
-        assert_eq!(d.counters[0].value, None);
-        let cap = d.frame_graph.capacity();
-        d.update(&h, &opts, Some(&cat));
-        assert_eq!(d.frame_graph.capacity(), cap, "a refresh reuses the graph buffers");
-        let mut t = String::new();
-        d.counters[0].value = Some(7.5);
-        d.counters[0].write(&mut t);
-        assert_eq!(t, format!("{:<22}{:>6} MHz", "GPU SM clock", "8"));
-    }
-
-    fn catalogue(list: &[(&str, &str)]) -> Catalogue {
-        Catalogue {
-            counters: list
-                .iter()
-                .map(|(n, u)| framescope_core::dump::CounterDesc {
-                    name: n.to_string(),
-                    unit: u.to_string(),
-                    source: "test".into(),
-                    scope: "device".into(),
-                })
-                .collect(),
-            source_of: vec![0; list.len()],
-            sources: vec!["test".into()],
-        }
     }
 
     #[test]
@@ -551,32 +395,5 @@ mod tests {
         gl.swapchain_text(&mut s);
         assert_eq!(s, "300x200  GLX back buffer");
         assert!(!HudData::default().has_swapchain_line());
-    }
-
-    #[test]
-    fn presets_cut_the_rows_down_and_profiling_adds_the_hardware_counters() {
-        use framescope_core::config::HudPreset;
-        let all = HudOptions {
-            counters: vec!["gpu_util_pct".into()],
-            regions: 5,
-            draws: 5,
-            ..HudOptions::default()
-        };
-        let min = HudOptions::with_preset(all.clone(), HudPreset::Minimal);
-        assert!(min.fps && min.frame_time && !min.frame_graph && !min.gpu && min.counters.is_empty());
-        let std = HudOptions::with_preset(all.clone(), HudPreset::Standard);
-        assert!(std.frame_graph && std.gpu && !std.counts && !std.device && std.regions == 0);
-        assert_eq!(std.counters, ["gpu_util_pct"]);
-        let full = HudOptions::with_preset(all.clone(), HudPreset::Full);
-        assert_eq!((full.regions, full.device), (5, all.device));
-        assert!(full.timeline && !std.timeline && !min.timeline);
-        let prof = HudOptions::with_preset(all.clone(), HudPreset::Profiling);
-        assert!(prof.counters.iter().any(|c| c == "driver") && prof.counters.iter().any(|c| c == "pm_sm_active_pct"));
-        assert!(prof.timeline);
-        let latency = HudOptions::with_preset(all, HudPreset::Latency);
-        assert!(latency.fps && latency.frame_time && latency.frame_graph && latency.timeline);
-        assert!(
-            !latency.gpu && !latency.counts && !latency.device && latency.counters.is_empty() && latency.regions == 0
-        );
     }
 }

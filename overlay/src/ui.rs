@@ -5,9 +5,9 @@
 //! is re-rendered (a few times per second per swapchain), never per frame.
 
 use crate::model::{HudData, HudOptions};
+use crate::row_writer::RowWriter;
 use framescope_core::sync::Mutex;
 use imgui::{Condition, FontConfig, FontId, FontSource, StyleColor, TextureId, WindowFlags};
-use std::fmt::Write;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -352,24 +352,16 @@ thread_local! {
     pub(crate) static LAYOUTS: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
 }
 
-/// Lays the HUD out once with `fit`'s face, graphs, rows and width.
+/// Lays the HUD out once with `fit`'s face, graphs, rows and width: the frame's set-up, the
+/// rows in the HUD's window, then the draw lists copied out.
 fn frame(s: &mut Shared, data: &HudData, opts: &HudOptions, canvas: [u32; 2], fit: Fit, out: &mut DrawOutput) -> Laid {
     #[cfg(test)]
     LAYOUTS.set(LAYOUTS.get() + 1);
-    let now = Instant::now();
-    let io = s.ctx.io_mut();
-    io.display_size = [canvas[0].max(1) as f32, canvas[1].max(1) as f32];
-    io.delta_time = now.duration_since(s.last).as_secs_f32().clamp(1e-4, 1.0);
-    s.last = now;
-    let text = &mut s.text;
-    let points = &mut s.points;
-    let face = s.faces[fit.face.min(s.faces.len() - 1)];
-    let ui = s.ctx.new_frame();
+    let face = begin_frame(s, canvas, fit);
+    let Shared { ctx, text, points, .. } = s;
+    let ui = ctx.new_frame();
     let mut size = [0.0f32; 2];
-    // Graphs follow the face's size, and take at most the row width.
-    let graph_w = (22.0 * face.px).min(fit.width).floor();
-    let graph_h = (3.0 * face.px).floor();
-    let (mut rows, mut cut, mut graphs) = (0usize, false, false);
+    let mut laid = Laid::default();
     ui.window("framescope")
         .position([0.0, 0.0], Condition::Always)
         .bg_alpha(opts.alpha)
@@ -382,208 +374,64 @@ fn frame(s: &mut Shared, data: &HudData, opts: &HudOptions, canvas: [u32; 2], fi
                 | WindowFlags::NO_INPUTS,
         )
         .build(|| {
-            let _face = ui.push_font(face.id);
-            // Both faces are monospaced: a row of n characters is n times this wide.
-            let char_w = ui.calc_text_size("0")[0].max(1.0);
-            let mut w = RowWriter {
-                ui,
-                text,
-                rows: 0,
-                max_rows: fit.rows,
-                chars: ((fit.width / char_w) as usize).max(8),
-                cut: false,
-            };
-            graphs = head_rows(&mut w, data, opts, fit.graphs, [graph_w, graph_h], points);
-            tail_rows(&mut w, data, opts);
-            if w.rows > fit.rows {
-                ui.text("...");
-            }
-            (rows, cut) = (w.rows, w.cut);
+            laid = rows(ui, face, fit, data, opts, text, points);
             size = ui.window_size();
         });
-    copy_draw_lists(s.ctx.render(), out);
+    copy_draw_lists(ctx.render(), out);
     // Whole pixels only: each one is then fully covered by the window's background, so an
     // opaque HUD has no half-transparent edge and can be composited with a copy.
     out.size = [
         (size[0].floor() as u32).min(canvas[0]),
         (size[1].floor() as u32).min(canvas[1]),
     ];
-    Laid { rows, graphs, cut }
+    laid
 }
 
-/// Writes the HUD's text rows, counting them, and cutting a row to the width and the rows to
-/// the fit.
-struct RowWriter<'u> {
-    ui: &'u imgui::Ui,
-    text: &'u mut String,
-    rows: usize,
-    max_rows: usize,
-    /// Characters a row may take.
-    chars: usize,
-    /// A row was cut down to the width (its padding or its end).
-    cut: bool,
+/// Sets the frame's display size and clock, and picks `fit`'s face.
+fn begin_frame(s: &mut Shared, canvas: [u32; 2], fit: Fit) -> Face {
+    let now = Instant::now();
+    let io = s.ctx.io_mut();
+    io.display_size = [canvas[0].max(1) as f32, canvas[1].max(1) as f32];
+    io.delta_time = now.duration_since(s.last).as_secs_f32().clamp(1e-4, 1.0);
+    s.last = now;
+    s.faces[fit.face.min(s.faces.len() - 1)]
 }
 
-impl RowWriter<'_> {
-    fn line(&mut self, f: impl FnOnce(&mut String)) {
-        self.rows += 1;
-        if self.rows > self.max_rows {
-            return;
-        }
-        let text = &mut *self.text;
-        text.clear();
-        f(text);
-        if text.chars().count() > self.chars {
-            // First the columns' padding goes (`FPS   60.0` reads `FPS 60.0`), then the row's
-            // end.
-            let mut space = false;
-            text.retain(|c| {
-                let again = space && c == ' ';
-                space = c == ' ';
-                !again
-            });
-            self.cut = true;
-        }
-        if text.chars().count() > self.chars {
-            let keep = text
-                .char_indices()
-                .nth(self.chars.saturating_sub(3))
-                .map_or(text.len(), |(i, _)| i);
-            text.truncate(keep);
-            text.push_str("...");
-        }
-        self.ui.text(&*text);
-    }
-}
-
-/// The FPS, frame time and GPU rows with their graphs; whether a graph was drawn.
-fn head_rows(
-    w: &mut RowWriter<'_>,
+/// The rows of the table that `opts` shows, in `face`, cut to `fit`; then `...` for the rows
+/// cut off.
+fn rows(
+    ui: &imgui::Ui,
+    face: Face,
+    fit: Fit,
     data: &HudData,
     opts: &HudOptions,
-    fit_graphs: bool,
-    graph_size: [f32; 2],
+    text: &mut String,
     points: &mut Vec<imgui::sys::ImVec2>,
-) -> bool {
-    let mut graphs = false;
-    if opts.fps {
-        w.line(|t| {
-            match data.fps {
-                Some(v) => {
-                    let _ = write!(t, "FPS        {v:8.1}");
-                }
-                None => t.push_str("FPS             -"),
-            }
-            if data.fps_limit > 0 {
-                let _ = write!(t, "  limit {}", data.fps_limit);
-            }
-        });
+) -> Laid {
+    let _face = ui.push_font(face.id);
+    // Both faces are monospaced: a row of n characters is n times this wide.
+    let char_w = ui.calc_text_size("0")[0].max(1.0);
+    let mut w = RowWriter {
+        ui,
+        text,
+        rows: 0,
+        max_rows: fit.rows,
+        chars: ((fit.width / char_w) as usize).max(8),
+        cut: false,
+        // Graphs follow the face's size, and take at most the row width.
+        graph_size: [(22.0 * face.px).min(fit.width).floor(), (3.0 * face.px).floor()],
+        points,
+        scales: Default::default(),
+        graphs: false,
+    };
+    crate::hud_rows::write_rows(&mut w, data, opts, fit.graphs);
+    if w.rows > fit.rows {
+        ui.text("...");
     }
-    // A graph's scale goes at the end of the row above it, never over the graph, where the
-    // trace ran through its text.
-    let frame_graph =
-        (fit_graphs && opts.frame_graph && !data.frame_graph.is_empty()).then(|| graph_scale(&data.frame_graph, 1.0));
-    if opts.frame_time {
-        w.line(|t| {
-            match data.frame_ms {
-                Some(v) => {
-                    let _ = write!(t, "Frame      {v:8.2} ms");
-                }
-                None => t.push_str("Frame           - ms"),
-            }
-            if let Some((_, scale)) = &frame_graph {
-                let _ = write!(t, "  {scale}");
-            }
-        });
-    }
-    if let Some((top, _)) = frame_graph {
-        draw_graph(w.ui, "##frame", &data.frame_graph, top, "", graph_size, points);
-        graphs = true;
-    }
-    let gpu_graph =
-        (fit_graphs && opts.gpu_graph && !data.gpu_graph.is_empty()).then(|| graph_scale(&data.gpu_graph, 0.1));
-    if opts.gpu {
-        let name = if opts.gpu_span { "GPU span" } else { "GPU busy" };
-        w.line(|t| {
-            match data.gpu_ms {
-                Some(v) => {
-                    let _ = write!(t, "{name}   {v:8.2} ms");
-                }
-                None => {
-                    let _ = write!(t, "{name}        - ms");
-                }
-            }
-            if let Some((_, scale)) = &gpu_graph {
-                let _ = write!(t, "  {scale}");
-            }
-        });
-    }
-    if let Some((top, _)) = gpu_graph {
-        draw_graph(w.ui, "##gpu", &data.gpu_graph, top, "", graph_size, points);
-        graphs = true;
-    }
-    graphs
-}
-
-/// The rows under the graphs: the frame timeline, counts, device, swapchain, counters and the
-/// top tables.
-fn tail_rows(w: &mut RowWriter<'_>, data: &HudData, opts: &HudOptions) {
-    if opts.timeline {
-        let tl = &data.timeline;
-        w.line(|t| tl.write_cpu(t));
-        w.line(|t| tl.write_display(t));
-        if tl.displayed + tl.dropped > 0 {
-            w.line(|t| tl.write_dropped(t));
-        }
-        w.line(|t| tl.write_hitch(t));
-    }
-    if opts.counts {
-        w.line(|t| {
-            let _ = if opts.gpu_span {
-                // GL: no submissions or command buffers, only the draws the shim saw.
-                write!(t, "Draws {}", data.draws)
-            } else if data.commands_counted {
-                write!(
-                    t,
-                    "Submits {}  Draws {}  Dispatches {}",
-                    data.submits, data.draws, data.dispatches
-                )
-            } else {
-                // Vulkan counts draws only with `command_counts` (each is then intercepted).
-                write!(t, "Submits {}  Passes {}", data.submits, data.render_passes)
-            };
-        });
-    }
-    if opts.device && !data.device.is_empty() {
-        w.line(|t| t.push_str(&data.device));
-        if !data.driver.is_empty() {
-            w.line(|t| t.push_str(&data.driver));
-        }
-    }
-    if opts.swapchain && data.has_swapchain_line() {
-        w.line(|t| data.swapchain_text(t));
-    }
-    for r in &data.device_rows {
-        w.line(|t| t.push_str(r));
-    }
-    for c in data.counters.iter().chain(&data.driver_counters) {
-        w.line(|t| c.write(t));
-    }
-    if opts.regions > 0 && !data.regions.is_empty() {
-        w.line(|t| t.push_str("Top regions (GPU ms)"));
-        for (name, ms) in &data.regions {
-            w.line(|t| {
-                let _ = write!(t, "{ms:7.3}  {name}");
-            });
-        }
-    }
-    if opts.draws > 0 && !data.top_draws.is_empty() {
-        w.line(|t| t.push_str("Top draws (GPU ms when timed)"));
-        for (name, ms) in &data.top_draws {
-            w.line(|t| {
-                let _ = write!(t, "{ms:7.3}  {name}");
-            });
-        }
+    Laid {
+        rows: w.rows,
+        graphs: w.graphs,
+        cut: w.cut,
     }
 }
 
@@ -630,123 +478,9 @@ pub fn atlas_font_pixels() -> Option<f32> {
 }
 
 #[cfg(test)]
-thread_local! {
-    /// Tests: this thread's renders draw graphs with ImGui's `PlotLines`, the reference.
-    static PLOT_LINES: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-/// [`graph`], or in tests that ask for it ImGui's `PlotLines` (labelled `id`), which it
-/// replaces pixel for pixel.
-fn draw_graph(
-    ui: &imgui::Ui,
-    id: &str,
-    values: &[f32],
-    top: f32,
-    label: &str,
-    size: [f32; 2],
-    points: &mut Vec<imgui::sys::ImVec2>,
-) {
-    #[cfg(test)]
-    if PLOT_LINES.get() {
-        ui.plot_lines(id, values)
-            .scale_min(0.0)
-            .scale_max(top)
-            .overlay_text(label)
-            .graph_size(size)
-            .build();
-        return;
-    }
-    let _ = id;
-    graph(ui, values, top, label, size, points);
-}
-
-/// A line graph of `values` from 0 (its bottom) to `top`, `size` pixels, labelled `label` at
-/// its top: the pixels of ImGui's `PlotLines` (its frame padding, its point spacing of at most
-/// one point a pixel, half-pixel offset and centred label), drawn as one polyline where
-/// `PlotLines` adds a line a segment, which took two thirds of a refresh's instructions
-/// (callgrind, vkcube on lavapipe: 45 % of `render` in `PlotEx`). Without anti-aliased lines
-/// (the style's) both give each segment the same quad.
-fn graph(ui: &imgui::Ui, values: &[f32], top: f32, label: &str, size: [f32; 2], points: &mut Vec<imgui::sys::ImVec2>) {
-    let min = ui.cursor_screen_pos();
-    // Reserves the frame as `PlotLines` does (no label beside it).
-    ui.dummy(size);
-    if !ui.is_item_visible() {
-        return;
-    }
-    let max = [min[0] + size[0], min[1] + size[1]];
-    let style = ui.clone_style();
-    let pad = style.frame_padding;
-    let (inner_min, inner_max) = ([min[0] + pad[0], min[1] + pad[1]], [max[0] - pad[0], max[1] - pad[1]]);
-    let lerp = |t: [f32; 2]| imgui::sys::ImVec2 {
-        x: inner_min[0] + (inner_max[0] - inner_min[0]) * t[0] + 0.5,
-        y: inner_min[1] + (inner_max[1] - inner_min[1]) * t[1] + 0.5,
-    };
-    let count = values.len();
-    // SAFETY: called between the window's begin and end (the window's `build` closure), so
-    // ImGui has a current window and draw list; `points` holds `points.len()` points and the
-    // label's bytes stay alive for the calls, which copy what they read.
-    unsafe {
-        let list = imgui::sys::igGetWindowDrawList();
-        if count >= 2 {
-            let res_w = (size[0] as usize).min(count) - 1;
-            let item_count = (count - 1) as f32;
-            let inv_scale = if top == 0.0 { 0.0 } else { 1.0 / top };
-            let y = |v: f32| 1.0 - (v * inv_scale).clamp(0.0, 1.0);
-            let t_step = 1.0 / res_w as f32;
-            points.clear();
-            let mut t0 = 0.0f32;
-            points.push(lerp([t0, y(values[0])]));
-            for _ in 0..res_w {
-                let t1 = t0 + t_step;
-                let v1 = values[((t0 * item_count + 0.5) as usize + 1) % count];
-                points.push(lerp([t1, y(v1)]));
-                t0 = t1;
-            }
-            let col = imgui::sys::igGetColorU32_Col(imgui::sys::ImGuiCol_PlotLines as i32, 1.0);
-            imgui::sys::ImDrawList_AddPolyline(list, points.as_ptr(), points.len() as i32, col, 0, 1.0);
-        }
-        // The label centred at the top, inside the frame (clipped to it when it does not fit).
-        let text_size = ui.calc_text_size(label);
-        let pos = [min[0], min[1] + pad[1]];
-        let clip = imgui::sys::ImVec4 {
-            x: pos[0],
-            y: pos[1],
-            z: max[0],
-            w: max[1],
-        };
-        let clipped = pos[0] + text_size[0] >= max[0] || pos[1] + text_size[1] >= max[1];
-        let at = imgui::sys::ImVec2 {
-            x: pos[0].max(pos[0] + (max[0] - pos[0] - text_size[0]) * 0.5),
-            y: pos[1],
-        };
-        let range = label.as_bytes().as_ptr_range();
-        imgui::sys::ImDrawList_AddText_FontPtr(
-            list,
-            imgui::sys::igGetFont(),
-            imgui::sys::igGetFontSize(),
-            at,
-            imgui::sys::igGetColorU32_Col(imgui::sys::ImGuiCol_Text as i32, 1.0),
-            range.start.cast(),
-            range.end.cast(),
-            0.0,
-            if clipped { &clip } else { std::ptr::null() },
-        );
-    }
-}
-
-/// A graph's top (its largest value and a fifth more, at least `floor` ms) and its scale
-/// label, written at the end of the row above the graph: the smallest and largest value
-/// shown, in ms. Allocates only when the HUD re-renders.
-fn graph_scale(values: &[f32], floor: f32) -> (f32, String) {
-    let (min, max) = values
-        .iter()
-        .fold((f32::MAX, 0.0f32), |(lo, hi), &v| (lo.min(v), hi.max(v)));
-    ((max * 1.2).max(floor), format!("{min:.1}-{max:.1} ms"))
-}
-
-#[cfg(test)]
 mod tests {
     use super::*;
+    use crate::row_writer::{graph_scale, PLOT_LINES};
 
     #[test]
     fn graphs_are_labelled_with_their_scale() {
@@ -1096,12 +830,14 @@ mod tests {
             assert!((c.first_index + c.count) as usize <= out.indices.len());
         }
         // Fewer lines: a smaller HUD, right away (the layout runs twice per render).
-        let few = HudOptions {
-            frame_graph: false,
-            gpu_graph: false,
-            device: false,
-            ..opts.clone()
-        };
+        let mut few = opts.clone();
+        for row in [
+            crate::hud_rows::FRAME_GRAPH,
+            crate::hud_rows::GPU_GRAPH,
+            crate::hud_rows::DEVICE,
+        ] {
+            few.set(row, 0);
+        }
         let mut small = DrawOutput::default();
         render(&data, &few, [1024, 1024], [1024, 1024], &mut small).unwrap();
         assert!(small.size[1] < out.size[1], "{:?} vs {:?}", small.size, out.size);

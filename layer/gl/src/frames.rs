@@ -475,16 +475,9 @@ pub fn display_feed() -> Option<Arc<framescope_core::display::DisplayFeed>> {
 
 /// Refreshes the HUD's numbers from the frames emitted so far.
 pub fn hud_data(data: &mut HudData, opts: &HudOptions) {
-    let st = STATE.lock();
-    let Some(session) = &st.session else { return };
-    if let Some(h) = session.history() {
-        data.update(h, opts, session.counters().and_then(|b| b.catalogue()));
-        data.update_timeline(h, session.display(), opts);
+    if let Some(session) = &STATE.lock().session {
+        data.fill_from(session, opts);
     }
-    if let Some(r) = session.regions() {
-        data.update_regions(r, opts);
-    }
-    data.update_driver(session.driver_latest(), opts);
 }
 
 /// Whether the frame history has a frame rate to show; never waits for the frame lock.

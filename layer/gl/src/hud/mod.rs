@@ -47,7 +47,7 @@ use framescope_core::sync::Mutex;
 use framescope_core::{log, settings};
 use framescope_overlay::controller::{self, FrameInput, FramePlan, HudRenderer, HudSource, SurfaceHud};
 use framescope_overlay::screenshot::{self, PixelOrder};
-use framescope_overlay::{keys, ui, DrawOutput, HudData, HudOptions, SurfaceInfo};
+use framescope_overlay::{ui, DrawOutput, HudData, HudOptions, SurfaceInfo};
 use renderer::{Placement, Renderer};
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
@@ -164,12 +164,7 @@ fn ws_name(ws: WinSys) -> &'static str {
 /// Draws the HUD into the frame about to be presented, and writes the screenshot of this frame
 /// when `screenshot=` names it. Runs at every swap that closed a measured frame.
 pub fn before_swap(info: &SwapInfo<'_>) {
-    let cfg = settings::get();
-    keys::poll_config(cfg);
-    if !controller::active(cfg) {
-        return;
-    }
-    let Some(plan) = FramePlan::of(cfg, info.frame) else {
+    let Some(plan) = controller::plan(settings::get(), info.frame) else {
         return;
     };
     // The HUD goes into the current draw surface; a swap of another one is left alone.

@@ -63,7 +63,6 @@ pub unsafe extern "system" fn queue_present(queue: vk::Queue, info: *const vk::P
     // semaphores instead of the app's (which our submit waited).
     let mut hud = crate::hud::PresentScratch::default();
     let hud_time = framescope_core::hud_time::start();
-    framescope_overlay::keys::poll_config(framescope_core::settings::get());
     if !info.is_null() {
         guarded(&HUD_PRESENT, || {
             let frame = d.stats.presents.load(Ordering::Relaxed).saturating_sub(1);

@@ -23,7 +23,7 @@ use fences::FencePool;
 use framescope_core::dump::Header;
 use framescope_core::hud_time;
 use framescope_core::sync::{Mutex, RwLock};
-use framescope_overlay::controller::{self, FramePlan};
+use framescope_overlay::controller;
 use framescope_overlay::HudOptions;
 use gpu::Gpu;
 use std::collections::HashMap;
@@ -327,18 +327,14 @@ pub fn present<'a>(
     app: &AppPresent<'a>,
     scratch: &mut PresentScratch<'a>,
 ) -> bool {
-    if !active() {
+    let Some(plan) = controller::plan(framescope_core::settings::get(), frame) else {
         return false;
-    }
-    let c = framescope_core::settings::get();
+    };
     let (info, swapchains, indices) = (app.info, app.swapchains, app.indices);
     let waits = app.waits.len();
     if waits > MAX_WAITS {
         return false;
     }
-    let Some(plan) = FramePlan::of(c, frame) else {
-        return false;
-    };
     let (draw_hud, shot_frame) = (plan.draw, plan.shot);
     let Some(gpu) = hud.gpu(d) else { return false };
     let Some(q) = draw_queue(d, hud, host, queue) else {

@@ -570,18 +570,7 @@ struct FrameSource<'a> {
 
 impl HudSource for FrameSource<'_> {
     fn fill(&self, data: &mut HudData, opts: &HudOptions) {
-        {
-            let frames = self.frames.lock();
-            let session = &frames.session;
-            if let Some(h) = session.history() {
-                data.update(h, opts, session.counters().and_then(|b| b.catalogue()));
-                data.update_timeline(h, session.display(), opts);
-            }
-            if let Some(r) = session.regions() {
-                data.update_regions(r, opts);
-            }
-            data.update_driver(session.driver_latest(), opts);
-        }
+        data.fill_from(&self.frames.lock().session, opts);
         if data.device.is_empty() {
             data.device = self.d.name();
             if let Some((name, info)) = self.d.driver_properties() {
