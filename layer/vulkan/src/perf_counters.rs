@@ -3,7 +3,7 @@
 //! header; collecting them per command buffer and render pass, rotated across frames, builds
 //! on this.
 
-use crate::instance::Instance;
+use crate::dispatch::instance::Instance;
 use ash::vk;
 use std::ffi::CStr;
 

@@ -1,7 +1,7 @@
 //! Presentation hooks: swapchain lifetime and vkQueuePresentKHR, where a frame ends.
 
-use crate::device::FrameBoundaryMode;
 use crate::device_state::{self, DeviceState};
+use crate::dispatch::device::FrameBoundaryMode;
 use crate::hooks::frame_boundary::StrippedSubmits;
 use ash::vk::{self, Handle};
 use framescope_core::clock::monotonic_now_ns;

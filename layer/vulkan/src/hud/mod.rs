@@ -16,7 +16,7 @@ mod fences;
 mod gpu;
 mod swapchain;
 
-use crate::device::Device;
+use crate::dispatch::device::Device;
 use crate::frames::SharedFrameState;
 use ash::vk::{self, Handle};
 use fences::FencePool;
