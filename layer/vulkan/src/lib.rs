@@ -14,6 +14,7 @@ use framescope_core::guard;
 mod batches;
 mod dispatch;
 mod layers_above;
+#[deny(unsafe_code)]
 mod perf_counters;
 // Features, each with its per-device state, below the wiring. A feature reaches the driver
 // through `dispatch::vk_calls`' safe calls; `unsafe` stays at the FFI edges (hooks, dispatch).

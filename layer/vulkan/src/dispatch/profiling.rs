@@ -1,7 +1,9 @@
-//! `VK_KHR_performance_query`'s profiling lock and pass count, as safe calls: the commands are
-//! resolved by name through the next layer and the lock is released when its owner drops.
+//! `VK_KHR_performance_query` as safe calls: the counter list, the profiling lock (released
+//! when its owner drops) and the pass count; the commands are resolved by name through the
+//! next layer.
 
 use super::device::Device;
+use super::instance::Instance;
 use ash::vk;
 
 /// The device's profiling lock, held by framescope; released on drop (device destruction,
@@ -107,5 +109,63 @@ impl Drop for ProfilingLock {
     fn drop(&mut self) {
         // SAFETY: the lock this owner acquired on its live device (owners go before the device).
         unsafe { (self.release)(self.device) }
+    }
+}
+
+/// One queue family's performance counters and their descriptions, in the driver's order.
+pub type FamilyCounters = (
+    u32,
+    Vec<vk::PerformanceCounterKHR<'static>>,
+    Vec<vk::PerformanceCounterDescriptionKHR<'static>>,
+);
+
+impl Instance {
+    /// Each queue family's counters of `phys` (at most `max` a family), where it supports
+    /// `VK_KHR_performance_query` and the next layer gives the command; else none.
+    pub fn performance_counters(&self, phys: vk::PhysicalDevice, max: u32) -> Vec<FamilyCounters> {
+        let name = ash::khr::performance_query::NAME;
+        if !self
+            .device_extensions(phys)
+            .iter()
+            .any(|e| e.extension_name_as_c_str() == Ok(name))
+        {
+            return Vec::new();
+        }
+        // SAFETY: asking the next layer for an instance command of its live instance by name.
+        let Some(f) = (unsafe {
+            (self.next_gipa)(
+                self.handle,
+                c"vkEnumeratePhysicalDeviceQueueFamilyPerformanceQueryCountersKHR".as_ptr(),
+            )
+        }) else {
+            return Vec::new();
+        };
+        // SAFETY: the next layer returned this command for that name.
+        let f: vk::PFN_vkEnumeratePhysicalDeviceQueueFamilyPerformanceQueryCountersKHR =
+            unsafe { std::mem::transmute(f) };
+        // SAFETY: a physical device of this instance.
+        let families = unsafe { self.fns.get_physical_device_queue_family_properties(phys) }.len() as u32;
+        let mut out = Vec::new();
+        for family in 0..families {
+            let mut n = 0u32;
+            // SAFETY: the two-call idiom on a device with the extension: a count first.
+            let r = unsafe { f(phys, family, &mut n, std::ptr::null_mut(), std::ptr::null_mut()) };
+            if r != vk::Result::SUCCESS || n == 0 {
+                continue;
+            }
+            let n = n.min(max);
+            let mut counters = vec![vk::PerformanceCounterKHR::default(); n as usize];
+            let mut descs = vec![vk::PerformanceCounterDescriptionKHR::default(); n as usize];
+            let mut got = n;
+            // SAFETY: then arrays of that length, each struct initialised with its sType.
+            let r = unsafe { f(phys, family, &mut got, counters.as_mut_ptr(), descs.as_mut_ptr()) };
+            if r != vk::Result::SUCCESS && r != vk::Result::INCOMPLETE {
+                continue;
+            }
+            counters.truncate(got as usize);
+            descs.truncate(got as usize);
+            out.push((family, counters, descs));
+        }
+        out
     }
 }

@@ -601,8 +601,7 @@ unsafe fn augment_plan(inst: &Instance, phys: vk::PhysicalDevice, ci: *const vk:
     unsafe { plan_present_wait(inst, phys, ci, &available, &app, &mut plan) };
     plan_present_timing(inst, phys, &available, &app, &mut plan);
     if supported(crate::perf_counters::EXTENSION) {
-        // SAFETY: the device supports the extension.
-        plan.driver_counters = unsafe { crate::perf_counters::enumerate(inst, phys) };
+        plan.driver_counters = crate::perf_counters::enumerate(inst, phys);
         let cfg = framescope_core::settings::get();
         let n = plan.driver_counters.len();
         let why_not = if app
