@@ -6,10 +6,10 @@
 use crate::batches::Scratch;
 use crate::counters;
 use crate::counts::CmdCounts;
-use crate::device::Device;
+use crate::dispatch::device::Device;
+use crate::dispatch::registry::{dispatch_key, Registry};
 use crate::frames::{FrameState, SharedFrameState};
 use crate::hud::{DeviceHud, HudHost};
-use crate::registry::{dispatch_key, Registry};
 use crate::samples::recording::{Recording, SharedRecording};
 use crate::samples::resolve::OpenLabel;
 use crate::samples::{Level, SampleState, Sampling};
@@ -124,7 +124,7 @@ impl DeviceState {
         let level = Level::from(cfg.effective_samples());
         let stats_after_bind = crate::samples::stats_need_bound_pipeline(&dev.properties);
         let samples = SampleState::new(
-            &dev.fns,
+            &dev,
             level,
             cfg.sample_stats,
             dev.augment.pipeline_stats,

@@ -8,7 +8,7 @@
 //! the driver's WSI commits the surface inside the call. `vkDestroySurfaceKHR` (which must come
 //! before the app disconnects the display) tears framescope's objects down first.
 
-use crate::surface_fns::NextSurfaceFns;
+use crate::dispatch::surface_fns::NextSurfaceFns;
 use ash::vk::{self, Handle};
 use framescope_collectors::display::wayland_feedback::{self as wf, Target};
 use framescope_core::display::DisplayFeed;
@@ -57,7 +57,7 @@ unsafe extern "system" fn create_wayland_surface(
     out: *mut vk::SurfaceKHR,
 ) -> vk::Result {
     // SAFETY: the app's live instance.
-    let next = unsafe { crate::instance::lookup(instance.as_raw()) };
+    let next = unsafe { crate::dispatch::instance::lookup(instance.as_raw()) };
     let Some(f) = next.and_then(|i| i.surface_fns.create_wayland) else {
         return vk::Result::ERROR_EXTENSION_NOT_PRESENT;
     };
@@ -77,7 +77,7 @@ unsafe extern "system" fn create_wayland_surface(
                         wl_surface: ci.surface as usize,
                         conn,
                         // SAFETY: a live instance handle.
-                        instance: unsafe { crate::registry::dispatch_key(instance.as_raw()) },
+                        instance: unsafe { crate::dispatch::registry::dispatch_key(instance.as_raw()) },
                     };
                     SURFACES
                         .write()

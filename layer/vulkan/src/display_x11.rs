@@ -6,7 +6,7 @@
 //! Which source a swapchain gets is decided by [`source_for`] alone, so better sources
 //! (`VK_KHR_present_wait`) take precedence in one place.
 
-use crate::surface_fns::NextSurfaceFns;
+use crate::dispatch::surface_fns::NextSurfaceFns;
 use ash::vk::{self, Handle};
 use framescope_collectors::display::x11_present::X11Present;
 use framescope_core::display::{DisplayFeed, DisplaySource};
@@ -119,7 +119,8 @@ pub fn instance_hook(next: &NextSurfaceFns, name: &[u8]) -> vk::PFN_vkVoidFuncti
 /// `instance` is a live instance handle.
 unsafe fn next(instance: vk::Instance) -> NextSurfaceFns {
     // SAFETY: the caller's: a live instance.
-    unsafe { crate::instance::lookup(instance.as_raw()) }.map_or_else(NextSurfaceFns::default, |i| i.surface_fns)
+    unsafe { crate::dispatch::instance::lookup(instance.as_raw()) }
+        .map_or_else(NextSurfaceFns::default, |i| i.surface_fns)
 }
 
 pub unsafe extern "system" fn create_xlib_surface(

@@ -6,10 +6,10 @@
 //! Query results are available (value = query index), so submissions retire at the next frame
 //! end, except in pools a test marks with [`report_not_ready`].
 
-use crate::device::{Device, DeviceAugment};
 use crate::device_state::{self, DeviceState};
-use crate::instance::Instance;
-use crate::registry::dispatch_key;
+use crate::dispatch::device::{Device, DeviceAugment};
+use crate::dispatch::instance::Instance;
+use crate::dispatch::registry::dispatch_key;
 use ash::vk::{self, Handle};
 use framescope_core::sync::Mutex;
 use std::ffi::{c_char, c_void, CStr};

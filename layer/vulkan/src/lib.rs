@@ -12,24 +12,25 @@
 use framescope_core::guard;
 // Bottom: the loader's interface, dispatch tables and handle maps.
 mod batches;
-mod chain;
-mod command_fns;
-mod device;
-mod instance;
+mod dispatch;
 mod layers_above;
-mod loader_abi;
+#[deny(unsafe_code)]
 mod perf_counters;
-mod registry;
-mod surface_fns;
-// Features, each with its per-device state, below the wiring.
+// Features, each with its per-device state, below the wiring. A feature reaches the driver
+// through `dispatch::vk_calls`' safe calls; `unsafe` stays at the FFI edges (hooks, dispatch).
+#[deny(unsafe_code)]
 mod counters;
+#[deny(unsafe_code)]
 mod counts;
 mod display;
 mod display_wayland;
 mod display_x11;
+#[deny(unsafe_code)]
 mod frames;
 mod hud;
+#[deny(unsafe_code)]
 mod samples;
+#[deny(unsafe_code)]
 mod timing;
 // Wiring: the per-device state, the hooks, and the entry-point table on top.
 mod device_state;
@@ -41,7 +42,7 @@ mod recording_cache;
 mod fake_driver;
 
 use ash::vk;
-use loader_abi::*;
+use dispatch::loader_abi::*;
 
 /// Counts framescope's allocations on the app's threads (`FRAMESCOPE_REPORT_ALLOCS`).
 #[global_allocator]

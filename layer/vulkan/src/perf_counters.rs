@@ -3,7 +3,7 @@
 //! header; collecting them per command buffer and render pass, rotated across frames, builds
 //! on this.
 
-use crate::instance::Instance;
+use crate::dispatch::instance::Instance;
 use ash::vk;
 use std::ffi::CStr;
 
@@ -83,42 +83,12 @@ fn text(raw: &[std::ffi::c_char]) -> String {
 const MAX_PER_FAMILY: u32 = 1024;
 
 /// Every family's counters, through the next layer's
-/// `vkEnumeratePhysicalDeviceQueueFamilyPerformanceQueryCountersKHR`; empty when it has none.
-///
-/// # Safety
-/// `phys` is a physical device of `inst` that supports `VK_KHR_performance_query`.
-pub unsafe fn enumerate(inst: &Instance, phys: vk::PhysicalDevice) -> Vec<DriverCounter> {
-    // SAFETY: querying an instance command of a live instance.
-    let Some(f) = (unsafe {
-        (inst.next_gipa)(
-            inst.handle,
-            c"vkEnumeratePhysicalDeviceQueueFamilyPerformanceQueryCountersKHR".as_ptr(),
-        )
-    }) else {
-        return Vec::new();
-    };
-    // SAFETY: the next layer returned this command for that name.
-    let f: vk::PFN_vkEnumeratePhysicalDeviceQueueFamilyPerformanceQueryCountersKHR = unsafe { std::mem::transmute(f) };
-    // SAFETY: a physical device of this instance.
-    let families = unsafe { inst.fns.get_physical_device_queue_family_properties(phys) }.len() as u32;
+/// `vkEnumeratePhysicalDeviceQueueFamilyPerformanceQueryCountersKHR`; empty when it has none
+/// or `phys` does not support `VK_KHR_performance_query`.
+pub fn enumerate(inst: &Instance, phys: vk::PhysicalDevice) -> Vec<DriverCounter> {
     let mut out = Vec::new();
-    for family in 0..families {
-        let mut n = 0u32;
-        // SAFETY: the two-call idiom: a count first, then arrays of that length.
-        let r = unsafe { f(phys, family, &mut n, std::ptr::null_mut(), std::ptr::null_mut()) };
-        if r != vk::Result::SUCCESS || n == 0 {
-            continue;
-        }
-        let n = n.min(MAX_PER_FAMILY);
-        let mut counters = vec![vk::PerformanceCounterKHR::default(); n as usize];
-        let mut descs = vec![vk::PerformanceCounterDescriptionKHR::default(); n as usize];
-        let mut got = n;
-        // SAFETY: both arrays hold `got` initialised structs with their sType set.
-        let r = unsafe { f(phys, family, &mut got, counters.as_mut_ptr(), descs.as_mut_ptr()) };
-        if r != vk::Result::SUCCESS && r != vk::Result::INCOMPLETE {
-            continue;
-        }
-        for (i, (c, d)) in counters.iter().zip(&descs).take(got as usize).enumerate() {
+    for (family, counters, descs) in inst.performance_counters(phys, MAX_PER_FAMILY) {
+        for (i, (c, d)) in counters.iter().zip(&descs).enumerate() {
             out.push(DriverCounter {
                 family,
                 index: i as u32,

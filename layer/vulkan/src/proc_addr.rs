@@ -154,7 +154,7 @@ pub unsafe fn get_instance_proc_addr(inst: vk::Instance, n: &CStr) -> vk::PFN_vk
             None
         } else {
             // SAFETY: the caller's: a live instance.
-            unsafe { crate::instance::lookup(inst.as_raw()) }
+            unsafe { crate::dispatch::instance::lookup(inst.as_raw()) }
         };
         let state = state?;
         let surface_hook = match n.to_bytes() {

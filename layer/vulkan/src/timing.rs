@@ -6,7 +6,8 @@
 //! with availability, never waited for: one call for the ring and one per sample pool per
 //! poll, however many submissions retire in it (a call costs more than the values it reads).
 
-use crate::device::Device;
+use crate::dispatch::device::Device;
+use crate::dispatch::vk_calls::{CommandPool, PoolBuffer, QueryPool};
 use crate::samples::resolve::{Capacities, Pending};
 use crate::samples::span_reads::SpanReads;
 use ash::vk;
@@ -50,8 +51,8 @@ pub struct Retired {
 }
 
 pub struct QueueTiming {
-    pool: vk::CommandPool,
-    queries: vk::QueryPool,
+    pool: CommandPool,
+    queries: QueryPool,
     slots: Vec<Slot>,
     free: Vec<u32>,
     in_flight: VecDeque<u32>,
@@ -77,21 +78,12 @@ impl QueueTiming {
         if props.timestamp_valid_bits == 0 {
             return Ok(None);
         }
-        let pool_ci = vk::CommandPoolCreateInfo::default().queue_family_index(family);
-        // SAFETY: valid create info for a live device.
-        let pool = unsafe { d.fns.create_command_pool(&pool_ci, None) }?;
+        let pool = d.create_command_pool(family)?;
         let query_ci = vk::QueryPoolCreateInfo::default()
             .query_type(vk::QueryType::TIMESTAMP)
             .query_count(2 * MAX_SLOTS);
-        // SAFETY: valid create info for a live device.
-        let queries = match unsafe { d.fns.create_query_pool(&query_ci, None) } {
-            Ok(q) => q,
-            Err(e) => {
-                // SAFETY: the pool was just created and holds nothing.
-                unsafe { d.fns.destroy_command_pool(pool, None) };
-                return Err(e);
-            }
-        };
+        // On failure the command pool, still empty, drops with the error.
+        let queries = d.create_query_pool(&query_ci)?;
         Ok(Some(QueueTiming {
             pool,
             queries,
@@ -151,22 +143,13 @@ impl QueueTiming {
         // the old ones' sample buffers grew to, so the growth allocates once, here, instead
         // of again at each new slot's first use.
         let caps = self.caps;
-        let ai = vk::CommandBufferAllocateInfo::default()
-            .command_pool(self.pool)
-            .level(vk::CommandBufferLevel::PRIMARY)
-            .command_buffer_count(2 * n);
-        // SAFETY: the pool belongs to this device and is only used under our queue lock.
-        let Ok(cbs) = (unsafe { d.fns.allocate_command_buffers(&ai) }) else {
+        // The pool is only used under our queue lock.
+        let Ok(cbs) = d.allocate_command_buffers(&self.pool, 2 * n) else {
             return false;
         };
         for (k, pair) in cbs.chunks_exact(2).enumerate() {
             let index = have + k as u32;
             let q = 2 * index;
-            for &cb in pair {
-                if !d.stamp_loader_data(cb) {
-                    return false;
-                }
-            }
             if self
                 .record(d, pair[0], Some(q), q, vk::PipelineStageFlags::TOP_OF_PIPE)
                 .is_err()
@@ -177,8 +160,8 @@ impl QueueTiming {
                 return false;
             }
             self.slots.push(Slot {
-                begin: pair[0],
-                end: pair[1],
+                begin: pair[0].handle(),
+                end: pair[1].handle(),
                 frame: 0,
                 last_end: 0,
                 samples: Pending::with_capacities(caps),
@@ -192,22 +175,18 @@ impl QueueTiming {
     fn record(
         &self,
         d: &Device,
-        cb: vk::CommandBuffer,
+        cb: PoolBuffer,
         reset_from: Option<u32>,
         query: u32,
         stage: vk::PipelineStageFlags,
     ) -> Result<(), vk::Result> {
-        let bi = vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::SIMULTANEOUS_USE);
-        // SAFETY: a freshly allocated primary command buffer of our own pool; the commands are
-        // outside any render pass, so resetting queries here is valid.
-        unsafe {
-            d.fns.begin_command_buffer(cb, &bi)?;
-            if let Some(first) = reset_from {
-                d.fns.cmd_reset_query_pool(cb, self.queries, first, 2);
-            }
-            d.fns.cmd_write_timestamp(cb, stage, self.queries, query);
-            d.fns.end_command_buffer(cb)
+        // Freshly allocated, recorded once, and never ended twice.
+        let rec = d.begin(cb, vk::CommandBufferUsageFlags::SIMULTANEOUS_USE)?;
+        if let Some(first) = reset_from {
+            rec.cmd_reset_query_pool(self.queries.share(), first, 2);
         }
+        rec.cmd_write_timestamp(stage, self.queries.share(), query);
+        rec.end()
     }
 
     /// Reads, in submission order, every in-flight slot whose end timestamp is available, and
@@ -220,20 +199,8 @@ impl QueueTiming {
         let (first, count) = (2 * lo, 2 * (hi - lo + 1));
         self.ring_values.clear();
         self.ring_values.resize(count as usize, [0; 2]);
-        // SAFETY: `count` queries of our pool, read into a buffer of `count` (value,
-        // availability) pairs of u64, without WAIT.
-        let r = unsafe {
-            (d.fns.fp_v1_0().get_query_pool_results)(
-                d.handle,
-                self.queries,
-                first,
-                count,
-                std::mem::size_of_val(self.ring_values.as_slice()),
-                self.ring_values.as_mut_ptr().cast(),
-                16,
-                vk::QueryResultFlags::TYPE_64 | vk::QueryResultFlags::WITH_AVAILABILITY,
-            )
-        };
+        // Without WAIT: what is not yet available stays for a later poll.
+        let r = d.query_results(self.queries.share(), first, count, self.ring_values.as_flattened_mut());
         if !(r == vk::Result::SUCCESS || r == vk::Result::NOT_READY) {
             return;
         }
@@ -304,16 +271,11 @@ impl QueueTiming {
         }
     }
 
-    /// Frees the Vulkan objects; the caller has made the device idle for our work.
-    pub fn destroy(&mut self, d: &Device) {
-        // SAFETY: called at device destruction, after the app's vkDeviceWaitIdle contract:
-        // nothing of ours is pending. Freeing the pool frees its command buffers.
-        unsafe {
-            d.fns.destroy_command_pool(self.pool, None);
-            d.fns.destroy_query_pool(self.queries, None);
-        }
-        self.slots.clear();
-        self.free.clear();
-        self.in_flight.clear();
+    /// Frees the Vulkan objects, the command pool (with its command buffers) first; at device
+    /// destruction, where the app's vkDeviceWaitIdle contract leaves nothing of ours pending.
+    pub fn destroy(self) {
+        let QueueTiming { pool, queries, .. } = self;
+        drop(pool);
+        drop(queries);
     }
 }

@@ -54,7 +54,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod config;
-#[path = "../../../layer/vulkan/src/loader_abi.rs"]
+#[path = "../../../layer/vulkan/src/dispatch/loader_abi.rs"]
 mod loader_abi;
 
 use ash::vk;

@@ -12,7 +12,7 @@
 #![allow(clippy::missing_safety_doc)]
 
 pub mod counters;
-#[path = "../../../layer/vulkan/src/loader_abi.rs"]
+#[path = "../../../layer/vulkan/src/dispatch/loader_abi.rs"]
 mod loader_abi;
 
 use ash::vk;

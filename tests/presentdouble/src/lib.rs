@@ -29,7 +29,7 @@
 
 #![allow(clippy::missing_safety_doc)]
 
-#[path = "../../../layer/vulkan/src/loader_abi.rs"]
+#[path = "../../../layer/vulkan/src/dispatch/loader_abi.rs"]
 mod loader_abi;
 #[path = "../../../layer/vulkan/src/display/timing_abi.rs"]
 mod timing_abi;

@@ -28,7 +28,7 @@
 //! frame has one report.
 
 use super::timing_abi::*;
-pub use crate::device::PresentTimingAugment as Augment;
+pub use crate::dispatch::device::PresentTimingAugment as Augment;
 use ash::vk;
 use crossbeam_queue::ArrayQueue;
 use framescope_core::display::{DisplayFeed, DisplayReport, DisplaySource, PresentationMode};
@@ -68,7 +68,7 @@ static READER: Site = Site::new("present_timing thread");
 /// Whether the device offers present timing and its dependencies with the features; `Err`
 /// says why not.
 pub fn supported(
-    inst: &crate::instance::Instance,
+    inst: &crate::dispatch::instance::Instance,
     phys: vk::PhysicalDevice,
     exts: &[vk::ExtensionProperties],
 ) -> Result<(), &'static str> {
@@ -152,9 +152,9 @@ impl FeatureChain {
     pub unsafe fn apply(&mut self, copy: &mut vk::DeviceCreateInfo<'_>) {
         // SAFETY: the caller's contract; structs found by sType are of that type.
         unsafe {
-            let app_t = crate::chain::find(copy.p_next, ST_PHYSICAL_DEVICE_PRESENT_TIMING_FEATURES)
+            let app_t = crate::dispatch::chain::find(copy.p_next, ST_PHYSICAL_DEVICE_PRESENT_TIMING_FEATURES)
                 as *mut PhysicalDevicePresentTimingFeatures;
-            let app_i = crate::chain::find(copy.p_next, ST_PHYSICAL_DEVICE_PRESENT_ID_2_FEATURES)
+            let app_i = crate::dispatch::chain::find(copy.p_next, ST_PHYSICAL_DEVICE_PRESENT_ID_2_FEATURES)
                 as *mut PhysicalDevicePresentId2Features;
             if app_t.is_null() {
                 self.timing.p_next = copy.p_next as *mut c_void;
@@ -194,7 +194,7 @@ impl FeatureChain {
 /// # Safety
 /// `ci` is the app's valid create info.
 pub unsafe fn swapchain_plan(
-    dev: &crate::device::Device,
+    dev: &crate::dispatch::device::Device,
     ci: &vk::SwapchainCreateInfoKHR<'_>,
 ) -> Option<(vk::SwapchainCreateFlagsKHR, u32)> {
     let caps2 = dev.instance.next_surface_caps2?;
@@ -240,7 +240,7 @@ pub unsafe fn swapchain_plan(
 /// # Safety
 /// `ci` is null or the app's valid create info.
 pub unsafe fn plan_for<'a>(
-    d: &crate::device::Device,
+    d: &crate::dispatch::device::Device,
     pt: Option<&PresentTiming>,
     ci: *const vk::SwapchainCreateInfoKHR<'a>,
     adjusted: &mut Option<vk::SwapchainCreateInfoKHR<'a>>,
@@ -325,7 +325,7 @@ pub struct ChainedTiming {
     first: Option<(Arc<Chain>, u64)>,
 }
 
-fn load<F>(dev: &crate::device::Device, name: &CStr) -> Option<F> {
+fn load<F>(dev: &crate::dispatch::device::Device, name: &CStr) -> Option<F> {
     // SAFETY: querying a command of a live device.
     let f = unsafe { (dev.next_gdpa)(dev.handle, name.as_ptr()) }?;
     // SAFETY: the caller names the command whose signature `F` is (a fn pointer type).
@@ -335,7 +335,11 @@ fn load<F>(dev: &crate::device::Device, name: &CStr) -> Option<F> {
 impl PresentTiming {
     /// Starts the device's reading thread; `None` when the device lacks the commands or the
     /// thread cannot start (the log says why).
-    pub fn start(dev: &crate::device::Device, enabled: Augment, feed: Arc<DisplayFeed>) -> Option<PresentTiming> {
+    pub fn start(
+        dev: &crate::dispatch::device::Device,
+        enabled: Augment,
+        feed: Arc<DisplayFeed>,
+    ) -> Option<PresentTiming> {
         if !enabled.on {
             return None;
         }
@@ -516,8 +520,8 @@ impl PresentTiming {
         // The app's own ids, where it passes them (either extension's struct).
         // SAFETY: the chain is valid for this call; structs found by sType are of that type.
         let app_ids: Option<&[u64]> = unsafe {
-            let a2 = crate::chain::find(info.p_next, ST_PRESENT_ID_2) as *const PresentId2;
-            let a1 = crate::chain::find(info.p_next, vk::StructureType::PRESENT_ID_KHR) as *const PresentId2;
+            let a2 = crate::dispatch::chain::find(info.p_next, ST_PRESENT_ID_2) as *const PresentId2;
+            let a1 = crate::dispatch::chain::find(info.p_next, vk::StructureType::PRESENT_ID_KHR) as *const PresentId2;
             [a2, a1]
                 .into_iter()
                 .filter_map(|p| p.as_ref())

@@ -20,7 +20,7 @@
 //! ([`WAIT_TIMEOUT_NS`]) there, and no wait starts on it afterwards. A driver that overruns
 //! the timeout is not waited for longer than [`END_CAP`] (device destruction: [`JOIN_CAP`]).
 
-use crate::device::PresentWaitAugment as Enabled;
+use crate::dispatch::device::PresentWaitAugment as Enabled;
 use ash::vk;
 use crossbeam_queue::ArrayQueue;
 use framescope_core::display::{DisplayFeed, DisplayReport, DisplaySource, PresentationMode};
@@ -58,7 +58,7 @@ static WAITER: Site = Site::new("present_wait thread");
 /// Whether the device offers both extensions and both features, asked of the layers below;
 /// `Err` says why not.
 pub fn supported(
-    inst: &crate::instance::Instance,
+    inst: &crate::dispatch::instance::Instance,
     phys: vk::PhysicalDevice,
     exts: &[vk::ExtensionProperties],
 ) -> Result<(), &'static str> {
@@ -114,9 +114,10 @@ impl FeatureChain {
         self.wait.present_wait = vk::TRUE;
         // SAFETY: the caller's contract; structs found by sType are of that type.
         unsafe {
-            let app_id = crate::chain::find(copy.p_next, vk::StructureType::PHYSICAL_DEVICE_PRESENT_ID_FEATURES_KHR)
-                as *mut vk::PhysicalDevicePresentIdFeaturesKHR<'static>;
-            let app_wait = crate::chain::find(
+            let app_id =
+                crate::dispatch::chain::find(copy.p_next, vk::StructureType::PHYSICAL_DEVICE_PRESENT_ID_FEATURES_KHR)
+                    as *mut vk::PhysicalDevicePresentIdFeaturesKHR<'static>;
+            let app_wait = crate::dispatch::chain::find(
                 copy.p_next,
                 vk::StructureType::PHYSICAL_DEVICE_PRESENT_WAIT_FEATURES_KHR,
             ) as *mut vk::PhysicalDevicePresentWaitFeaturesKHR<'static>;
@@ -199,7 +200,11 @@ pub struct ChainedIds {
 impl PresentWait {
     /// Starts the device's waiting thread; `None` when the device does not have the wait
     /// command or the thread cannot start (then nothing reports, and the log says why).
-    pub fn start(dev: &crate::device::Device, enabled: Enabled, feed: Arc<DisplayFeed>) -> Option<PresentWait> {
+    pub fn start(
+        dev: &crate::dispatch::device::Device,
+        enabled: Enabled,
+        feed: Arc<DisplayFeed>,
+    ) -> Option<PresentWait> {
         if !enabled.on {
             return None;
         }
@@ -299,7 +304,7 @@ impl PresentWait {
                 .filter(|c| !c.stopped.load(Ordering::Acquire))
         };
         // SAFETY: the app's chain is valid for this call.
-        let app = unsafe { crate::chain::find(info.p_next, vk::StructureType::PRESENT_ID_KHR) }
+        let app = unsafe { crate::dispatch::chain::find(info.p_next, vk::StructureType::PRESENT_ID_KHR) }
             as *const vk::PresentIdKHR<'static>;
         if self.app_ids || !app.is_null() {
             // SAFETY: found by sType; its array has swapchainCount ids when not null

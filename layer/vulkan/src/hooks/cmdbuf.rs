@@ -128,7 +128,9 @@ pub unsafe extern "system" fn begin_command_buffer(
             if st.primary {
                 rec.perf = sd.state.perf.as_ref().zip(st.family).and_then(|(p, f)| p.group_now(f));
             }
-            rec.on_begin(&sd, cb, sd.state.level);
+            // SAFETY: the driver began `cb` for the app's call we are in.
+            let rc = unsafe { sd.app_recording(cb) };
+            rec.on_begin(&sd, &rc, sd.state.level);
         });
     }
     r
@@ -150,7 +152,7 @@ unsafe fn begin_flags(d: &DeviceState, info: &vk::CommandBufferBeginInfo<'_>, pr
     };
     // SAFETY: the inheritance info's chain is valid.
     let rendering = unsafe {
-        crate::chain::find(inh.p_next, vk::StructureType::COMMAND_BUFFER_INHERITANCE_RENDERING_INFO)
+        crate::dispatch::chain::find(inh.p_next, vk::StructureType::COMMAND_BUFFER_INHERITANCE_RENDERING_INFO)
             as *const vk::CommandBufferInheritanceRenderingInfo<'static>
     };
     // The rendering info counts only for dynamic rendering (no render pass object).
@@ -173,7 +175,9 @@ pub unsafe extern "system" fn end_command_buffer(cb: vk::CommandBuffer) -> vk::R
     guarded(&BEGIN, || {
         if let (Some(st), Some(sd)) = (d.command_buffer(cb), d.sampling()) {
             let mut rec = st.rec.lock();
-            rec.on_end(&sd, cb, sd.state.level);
+            // SAFETY: the app's `vkEndCommandBuffer` for `cb`, not yet forwarded: still recording.
+            let rc = unsafe { sd.app_recording(cb) };
+            rec.on_end(&sd, &rc, sd.state.level);
             sd.state.window.note_draws(rec.draws);
             if !rec.stats_blocks.is_empty() {
                 st.counts.bump(Counted::StatsRecording);

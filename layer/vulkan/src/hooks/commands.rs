@@ -126,7 +126,7 @@ macro_rules! counting_hooks {
 use DispatchKind as Dk;
 use DrawKind as Dr;
 
-crate::command_fns::counted_commands!(counting_hooks);
+crate::dispatch::command_fns::counted_commands!(counting_hooks);
 
 /// Whether the app gets the next layer's command for `name` instead of our counting hook:
 /// the device does not count commands and sampling needs nothing from this one. Draws,

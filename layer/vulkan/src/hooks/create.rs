@@ -1,14 +1,14 @@
 //! The hooks that make and end instances and devices: create/destroy instance, create device
 //! (with what the layer adds to the app's create info), and destroy device.
 
-use crate::chain::Unlinked;
-use crate::device::{self, Device, DeviceAugment, FrameBoundaryMode};
 use crate::device_state::{self, DeviceState};
+use crate::dispatch::chain::Unlinked;
+use crate::dispatch::device::{self, Device, DeviceAugment, FrameBoundaryMode};
+use crate::dispatch::instance::{self, Instance, INSTANCES};
+use crate::dispatch::loader_abi::*;
+use crate::dispatch::registry::dispatch_key;
 use crate::display::{present_timing, present_wait, timing_abi};
 use crate::hooks::frame_boundary;
-use crate::instance::{self, Instance, INSTANCES};
-use crate::loader_abi::*;
-use crate::registry::dispatch_key;
 use ash::vk::{self, Handle};
 use framescope_core::guard::{guarded, Site};
 use std::ffi::{c_char, c_void, CStr};
@@ -158,7 +158,9 @@ unsafe fn register_instance(
         next_surface_caps2,
         frame_boundary_native: framescope_core::sync::Mutex::new(Vec::new()),
         // SAFETY: querying instance commands of `handle` by name.
-        surface_fns: crate::surface_fns::NextSurfaceFns::resolve(|n| unsafe { next_gipa(handle, n.as_ptr()) }),
+        surface_fns: crate::dispatch::surface_fns::NextSurfaceFns::resolve(|n| unsafe {
+            next_gipa(handle, n.as_ptr())
+        }),
     });
     // SAFETY: handle is a live instance created through the loader.
     INSTANCES.insert(unsafe { dispatch_key(handle.as_raw()) }, state);
@@ -494,7 +496,7 @@ impl StatsPlan {
         // SAFETY: the app's pEnabledFeatures, when set, is valid.
         let app_features = unsafe { ci.p_enabled_features.as_ref() }.copied();
         // SAFETY: the app's chain is valid.
-        let f2 = unsafe { crate::chain::find(ci.p_next, vk::StructureType::PHYSICAL_DEVICE_FEATURES_2) }
+        let f2 = unsafe { crate::dispatch::chain::find(ci.p_next, vk::StructureType::PHYSICAL_DEVICE_FEATURES_2) }
             as *const vk::PhysicalDeviceFeatures2<'static>;
         // SAFETY: found by its sType.
         let chained = (!f2.is_null()).then(|| unsafe { (*f2).features });
@@ -531,7 +533,7 @@ impl StatsPlan {
         // SAFETY: the app's chain is valid; the struct is the app's for this call and is
         // restored right after it.
         unsafe {
-            let f2 = crate::chain::find(copy.p_next, vk::StructureType::PHYSICAL_DEVICE_FEATURES_2)
+            let f2 = crate::dispatch::chain::find(copy.p_next, vk::StructureType::PHYSICAL_DEVICE_FEATURES_2)
                 as *mut vk::PhysicalDeviceFeatures2<'static>;
             let old = (*f2).features.pipeline_statistics_query;
             (*f2).features.pipeline_statistics_query = vk::TRUE;
@@ -550,9 +552,9 @@ struct AugmentPlan {
     /// `VK_KHR_performance_query` is in `add`: `performanceCounterQueryPools` goes on too.
     perf_query: bool,
     /// present_wait with `add` (and its features).
-    present_wait: crate::device::PresentWaitAugment,
+    present_wait: crate::dispatch::device::PresentWaitAugment,
     /// present_wait without `add`: the app enabled both extensions and features itself.
-    present_wait_app: crate::device::PresentWaitAugment,
+    present_wait_app: crate::dispatch::device::PresentWaitAugment,
     /// present_timing with `add` (and its features).
     present_timing: present_timing::Augment,
 }
@@ -599,8 +601,7 @@ unsafe fn augment_plan(inst: &Instance, phys: vk::PhysicalDevice, ci: *const vk:
     unsafe { plan_present_wait(inst, phys, ci, &available, &app, &mut plan) };
     plan_present_timing(inst, phys, &available, &app, &mut plan);
     if supported(crate::perf_counters::EXTENSION) {
-        // SAFETY: the device supports the extension.
-        plan.driver_counters = unsafe { crate::perf_counters::enumerate(inst, phys) };
+        plan.driver_counters = crate::perf_counters::enumerate(inst, phys);
         let cfg = framescope_core::settings::get();
         let n = plan.driver_counters.len();
         let why_not = if app
@@ -665,7 +666,7 @@ unsafe fn plan_present_wait(
         return;
     }
     let app_ids = app_has(present_wait::PRESENT_ID);
-    plan.present_wait = crate::device::PresentWaitAugment { on: true, app_ids };
+    plan.present_wait = crate::dispatch::device::PresentWaitAugment { on: true, app_ids };
     for n in [present_wait::PRESENT_ID, present_wait::PRESENT_WAIT] {
         if !app_has(n) {
             plan.add.push(n);
@@ -675,15 +676,16 @@ unsafe fn plan_present_wait(
     if app_ids && app_has(present_wait::PRESENT_WAIT) {
         // SAFETY: the caller's contract; structs found by sType are of that type.
         let on = unsafe {
-            let id = crate::chain::find((*ci).p_next, vk::StructureType::PHYSICAL_DEVICE_PRESENT_ID_FEATURES_KHR)
-                as *const vk::PhysicalDevicePresentIdFeaturesKHR<'static>;
-            let w = crate::chain::find(
+            let id =
+                crate::dispatch::chain::find((*ci).p_next, vk::StructureType::PHYSICAL_DEVICE_PRESENT_ID_FEATURES_KHR)
+                    as *const vk::PhysicalDevicePresentIdFeaturesKHR<'static>;
+            let w = crate::dispatch::chain::find(
                 (*ci).p_next,
                 vk::StructureType::PHYSICAL_DEVICE_PRESENT_WAIT_FEATURES_KHR,
             ) as *const vk::PhysicalDevicePresentWaitFeaturesKHR<'static>;
             !id.is_null() && (*id).present_id == vk::TRUE && !w.is_null() && (*w).present_wait == vk::TRUE
         };
-        plan.present_wait_app = crate::device::PresentWaitAugment { on, app_ids };
+        plan.present_wait_app = crate::dispatch::device::PresentWaitAugment { on, app_ids };
     }
 }
 
@@ -776,7 +778,7 @@ pub unsafe extern "system" fn destroy_device(device: vk::Device, alloc: *const v
         return;
     };
     crate::recording_cache::invalidate();
-    guarded(&DESTROY_DEVICE, || {
+    let released = guarded(&DESTROY_DEVICE, || {
         // The waiting thread returns within one wait call, before the device goes.
         if let Some(pw) = state.present_wait.as_ref() {
             pw.stop();
@@ -794,12 +796,12 @@ pub unsafe extern "system" fn destroy_device(device: vk::Device, alloc: *const v
         // The HUD waits for its own fences, then frees its objects.
         crate::hud::device_destroyed(&state.dev, &state.hud);
         for q in state.all_queues() {
-            if let Some(t) = q.inner.lock().timing.as_mut() {
-                t.destroy(&state);
+            if let Some(t) = q.inner.lock().timing.take() {
+                t.destroy();
             }
         }
         if let Some(s) = state.samples.as_ref() {
-            s.destroy(&state);
+            s.destroy();
         }
         let s = &state.stats;
         framescope_core::log::info(format_args!(
@@ -809,9 +811,15 @@ pub unsafe extern "system" fn destroy_device(device: vk::Device, alloc: *const v
             s.submits.load(Ordering::Relaxed),
             s.command_buffers_begun.load(Ordering::Relaxed),
         ));
-    });
+    })
+    .is_some();
     // SAFETY: forwarding to the next layer's destroy for this device.
     unsafe { (state.fns.fp_v1_0().destroy_device)(device, alloc) };
+    if !released {
+        // An owner that the panic left unreleased would destroy its object on a destroyed
+        // device when dropped: leaking the state is the lesser harm.
+        std::mem::forget(state);
+    }
 }
 
 static DESTROY_DEVICE: Site = Site::new("vkDestroyDevice");

@@ -205,9 +205,9 @@ impl<T: PipelineInfo> Slots<'_, T> {
             let app = unsafe { *infos.add(i) };
             self.copies[i] = app;
             // SAFETY: the app's chain is valid.
-            let theirs =
-                unsafe { crate::chain::find(app.next(), vk::StructureType::PIPELINE_CREATION_FEEDBACK_CREATE_INFO) }
-                    as *const vk::PipelineCreationFeedbackCreateInfo<'static>;
+            let theirs = unsafe {
+                crate::dispatch::chain::find(app.next(), vk::StructureType::PIPELINE_CREATION_FEEDBACK_CREATE_INFO)
+            } as *const vk::PipelineCreationFeedbackCreateInfo<'static>;
             if theirs.is_null() {
                 // SAFETY: i < len of both arrays, which outlive the call.
                 unsafe {
@@ -326,8 +326,9 @@ mod tests {
     ) {
         // SAFETY: the caller's contract.
         unsafe {
-            let ci = crate::chain::find(info.p_next, vk::StructureType::PIPELINE_CREATION_FEEDBACK_CREATE_INFO)
-                as *const vk::PipelineCreationFeedbackCreateInfo<'static>;
+            let ci =
+                crate::dispatch::chain::find(info.p_next, vk::StructureType::PIPELINE_CREATION_FEEDBACK_CREATE_INFO)
+                    as *const vk::PipelineCreationFeedbackCreateInfo<'static>;
             assert!(!ci.is_null(), "no feedback struct reached the driver");
             *(*ci).p_pipeline_creation_feedback = vk::PipelineCreationFeedback { flags, duration };
         }

@@ -4,8 +4,8 @@
 //! driver below do not know them). A `VkFrameBoundaryEXT` with `FRAME_END` on a submit ends the
 //! frame, unless the device presents: then presents end frames.
 
-use crate::chain::Unlinked;
-use crate::instance;
+use crate::dispatch::chain::Unlinked;
+use crate::dispatch::instance;
 use ash::vk::{self, Handle};
 use framescope_core::guard::{guarded, Site};
 use std::ffi::{c_char, c_void, CStr};
@@ -175,7 +175,7 @@ unsafe fn features2(phys: vk::PhysicalDevice, f: *mut vk::PhysicalDeviceFeatures
         // SAFETY: restoring the app's chain, then filling the struct it asked about.
         unsafe {
             t.restore();
-            let fb = crate::chain::find(
+            let fb = crate::dispatch::chain::find(
                 (*f).p_next,
                 vk::StructureType::PHYSICAL_DEVICE_FRAME_BOUNDARY_FEATURES_EXT,
             ) as *mut vk::PhysicalDeviceFrameBoundaryFeaturesEXT<'static>;
@@ -193,8 +193,8 @@ unsafe fn features2(phys: vk::PhysicalDevice, f: *mut vk::PhysicalDeviceFeatures
 pub unsafe fn ends_frame(p_next: *const c_void) -> bool {
     // SAFETY: caller's contract; the sType says what it is.
     unsafe {
-        let fb =
-            crate::chain::find(p_next, vk::StructureType::FRAME_BOUNDARY_EXT) as *const vk::FrameBoundaryEXT<'static>;
+        let fb = crate::dispatch::chain::find(p_next, vk::StructureType::FRAME_BOUNDARY_EXT)
+            as *const vk::FrameBoundaryEXT<'static>;
         !fb.is_null() && (*fb).flags.contains(vk::FrameBoundaryFlagsEXT::FRAME_END)
     }
 }

@@ -1,7 +1,7 @@
 //! Presentation hooks: swapchain lifetime and vkQueuePresentKHR, where a frame ends.
 
-use crate::device::FrameBoundaryMode;
 use crate::device_state::{self, DeviceState};
+use crate::dispatch::device::FrameBoundaryMode;
 use crate::hooks::frame_boundary::StrippedSubmits;
 use ash::vk::{self, Handle};
 use framescope_core::clock::monotonic_now_ns;
@@ -67,7 +67,7 @@ pub unsafe extern "system" fn queue_present(queue: vk::Queue, info: *const vk::P
         guarded(&HUD_PRESENT, || {
             let frame = d.stats.presents.load(Ordering::Relaxed).saturating_sub(1);
             // SAFETY: the app's present info and its arrays, valid for this call.
-            match unsafe { crate::hud::AppPresent::new(&*info) } {
+            match unsafe { app_present(&*info) } {
                 Some(app) => crate::hud::present(&d.dev, &d.hud, &*d, frame, queue, &app, &mut hud),
                 None => false,
             }
@@ -289,7 +289,7 @@ pub unsafe extern "system" fn create_swapchain(
             // copy of it with the same arrays).
             let used = unsafe { &*used };
             // SAFETY: as above.
-            let concurrent = unsafe { crate::hud::concurrent_families(used) };
+            let concurrent = unsafe { concurrent_families(used) };
             crate::hud::swapchain_created(&d.hud, handle, used, concurrent);
             // One display-time source a swapchain: present_timing where it runs.
             let timed = timing
@@ -364,4 +364,44 @@ pub unsafe extern "system" fn destroy_semaphore(
         // SAFETY: forwarding the app's arguments.
         unsafe { (d.fns.fp_v1_0().destroy_semaphore)(device, semaphore, alloc) };
     }
+}
+
+/// The app's present as slices; `None` when the arrays are missing (no swapchain, or null
+/// where a count says some).
+///
+/// # Safety
+/// `info` is the app's present info, its arrays valid for `'a` with the counts it gives.
+unsafe fn app_present<'a>(info: &'a vk::PresentInfoKHR<'a>) -> Option<crate::hud::AppPresent<'a>> {
+    let n = info.swapchain_count as usize;
+    let waits = info.wait_semaphore_count as usize;
+    if n == 0 || info.p_swapchains.is_null() || info.p_image_indices.is_null() {
+        return None;
+    }
+    if waits > 0 && info.p_wait_semaphores.is_null() {
+        return None;
+    }
+    // SAFETY: the caller's: each non-null array holds its count of items for 'a.
+    unsafe {
+        Some(crate::hud::AppPresent {
+            info,
+            swapchains: std::slice::from_raw_parts(info.p_swapchains, n),
+            indices: std::slice::from_raw_parts(info.p_image_indices, n),
+            waits: if waits == 0 {
+                &[]
+            } else {
+                std::slice::from_raw_parts(info.p_wait_semaphores, waits)
+            },
+        })
+    }
+}
+
+/// The queue families a create info shares its images with (`CONCURRENT`); `None` otherwise.
+///
+/// # Safety
+/// `ci` is the app's create info, its family array valid with the count it gives.
+unsafe fn concurrent_families<'a>(ci: &'a vk::SwapchainCreateInfoKHR<'_>) -> Option<&'a [u32]> {
+    (ci.image_sharing_mode == vk::SharingMode::CONCURRENT && !ci.p_queue_family_indices.is_null()).then(|| {
+        // SAFETY: the caller's: CONCURRENT swapchains list queue_family_index_count families.
+        unsafe { std::slice::from_raw_parts(ci.p_queue_family_indices, ci.queue_family_index_count as usize) }
+    })
 }

@@ -2,8 +2,8 @@
 //! spliced around the app's and the frame's counts are accumulated.
 
 use crate::batches::{AppBatches, Batch, Scratch};
-use crate::device::FrameBoundaryMode;
 use crate::device_state::{self, DeviceState, QueueInner, QueueState};
+use crate::dispatch::device::FrameBoundaryMode;
 use crate::hooks::frame_boundary;
 use crate::timing::QueueTiming;
 use ash::vk::{self, Handle};

@@ -2,6 +2,7 @@
 //! the app's own queries, and the objects whose properties decide where our queries may go.
 
 use crate::device_state::{self, CmdBufState, DeviceState};
+use crate::dispatch::vk_calls::Recorder;
 use crate::samples::recording::PassStart;
 use crate::samples::{BindPoint, Level, SampleState, Sampling};
 use ash::vk::{self, Handle};
@@ -46,14 +47,20 @@ pub fn pipeline_bind(d: &DeviceState, bind_point: vk::PipelineBindPoint, pipelin
 }
 
 /// The state of a command buffer being recorded, when the device samples at all.
-/// Runs `f` with the device's sampling view and the state of `cb`; `None` (without calling
-/// `f`) when the device does not sample or does not track `cb`.
-fn with_sampling<R>(cb: vk::CommandBuffer, f: impl FnOnce(&Sampling<'_>, &CmdBufState) -> R) -> Option<R> {
+/// Runs `f` with the device's sampling view, the state of `cb` and `cb` as a recording; `None`
+/// (without calling `f`) when the device does not sample or does not track `cb`.
+fn with_sampling<R>(
+    cb: vk::CommandBuffer,
+    f: impl FnOnce(&Sampling<'_>, &CmdBufState, &Recorder<'_>) -> R,
+) -> Option<R> {
     // SAFETY: `cb` is a handle the app (or the loader) passed to this command.
     let d = unsafe { device_state::lookup(cb.as_raw()) }?;
     let sd = d.sampling()?;
     let st = d.command_buffer(cb)?;
-    Some(f(&sd, &st))
+    // SAFETY: every caller is the app's `vkCmd*` hook for `cb`, which Vulkan's contract has
+    // recording on this thread for the call; the token does not outlive `f`.
+    let rc = unsafe { sd.app_recording(cb) };
+    Some(f(&sd, &st, &rc))
 }
 
 /// Runs `forward` (the app's command) with the sampling work `sampled` asks for around it.
@@ -67,6 +74,10 @@ pub fn around(d: &DeviceState, st: &CmdBufState, cb: vk::CommandBuffer, sampled:
         return forward();
     }
     let mut rec = st.rec.lock();
+    // SAFETY: `around` runs inside the app's `vkCmd*` hook for `cb` (`hooks::commands`), which
+    // Vulkan's contract has recording on this thread for the call.
+    let cb = unsafe { d.app_recording(cb) };
+    let cb = &cb;
     match sampled {
         Sampled::Draw(params, point) if level >= Level::Draw => {
             if rec.around_draw(d, cb, params, point, forward) {
@@ -100,12 +111,12 @@ macro_rules! end_pass_hook {
             let Some(d) = (unsafe { device_state::lookup(cb.as_raw()) }) else { return };
             let next = $fp(&d);
             let Some(next) = next else { return };
-            let sampled = with_sampling(cb, |sd, st| {
+            let sampled = with_sampling(cb, |sd, st, rc| {
                 let mut rec = st.rec.lock();
-                let stats = guarded(&SAMPLE, || rec.before_pass_end(sd, cb)).flatten();
+                let stats = guarded(&SAMPLE, || rec.before_pass_end(rc)).flatten();
                 // SAFETY: forwarding the app's arguments.
                 unsafe { next(cb $(, $arg)*) };
-                guarded(&SAMPLE, || rec.after_pass_end(sd, cb, sd.state.level, stats));
+                guarded(&SAMPLE, || rec.after_pass_end(sd, rc, sd.state.level, stats));
             });
             if sampled.is_none() {
                 // SAFETY: forwarding the app's arguments.
@@ -135,13 +146,13 @@ end_pass_hook!(
 
 fn next_subpass(cb: vk::CommandBuffer, secondary_contents: bool, forward: impl FnOnce()) {
     let mut forward = Some(forward);
-    with_sampling(cb, |sd, st| {
+    with_sampling(cb, |sd, st, rc| {
         let mut rec = st.rec.lock();
-        guarded(&SAMPLE, || rec.before_next_subpass(sd, cb));
+        guarded(&SAMPLE, || rec.before_next_subpass(rc));
         if let Some(f) = forward.take() {
             f();
         }
-        guarded(&SAMPLE, || rec.after_next_subpass(sd, cb, secondary_contents));
+        guarded(&SAMPLE, || rec.after_next_subpass(sd, rc, secondary_contents));
     });
     if let Some(f) = forward {
         f();
@@ -211,7 +222,7 @@ pub unsafe extern "system" fn cmd_begin_debug_utils_label(
     let Some(next) = d.sample_fns.begin_label else { return };
     // SAFETY: forwarding the app's arguments.
     unsafe { next(cb, info) };
-    with_sampling(cb, |sd, st| {
+    with_sampling(cb, |sd, st, rc| {
         if sd.state.level < Level::Label {
             return;
         }
@@ -223,7 +234,7 @@ pub unsafe extern "system" fn cmd_begin_debug_utils_label(
                     .map(|i| CStr::from_ptr(i.p_label_name))
             };
             let id = framescope_core::labels::intern(name.map_or(&b"?"[..], |n| n.to_bytes()));
-            st.rec.lock().label_begin(sd, cb, id);
+            st.rec.lock().label_begin(sd, rc, id);
         });
     });
 }
@@ -234,9 +245,9 @@ pub unsafe extern "system" fn cmd_end_debug_utils_label(cb: vk::CommandBuffer) {
         return;
     };
     let Some(next) = d.sample_fns.end_label else { return };
-    with_sampling(cb, |sd, st| {
+    with_sampling(cb, |sd, st, rc| {
         if sd.state.level >= Level::Label {
-            guarded(&SAMPLE, || st.rec.lock().label_end(sd, cb));
+            guarded(&SAMPLE, || st.rec.lock().label_end(sd, rc));
         }
     });
     // SAFETY: forwarding the app's arguments.
@@ -257,9 +268,9 @@ pub unsafe extern "system" fn cmd_begin_query(
     let Some(d) = (unsafe { device_state::lookup(cb.as_raw()) }) else {
         return;
     };
-    with_sampling(cb, |sd, st| {
+    with_sampling(cb, |sd, st, rc| {
         if is_app_stats_pool(sd.state, pool) {
-            guarded(&SAMPLE, || st.rec.lock().app_stats_begin(sd, cb));
+            guarded(&SAMPLE, || st.rec.lock().app_stats_begin(rc));
         }
     });
     // SAFETY: forwarding the app's arguments.
@@ -273,7 +284,7 @@ pub unsafe extern "system" fn cmd_end_query(cb: vk::CommandBuffer, pool: vk::Que
     };
     // SAFETY: forwarding the app's arguments.
     unsafe { (d.fns.fp_v1_0().cmd_end_query)(cb, pool, q) };
-    with_sampling(cb, |sd, st| {
+    with_sampling(cb, |sd, st, _| {
         if is_app_stats_pool(sd.state, pool) {
             st.rec.lock().app_stats_end();
         }
@@ -340,7 +351,7 @@ pub unsafe extern "system" fn create_render_pass(
     if r == vk::Result::SUCCESS {
         // SAFETY: success: ci's chain is valid and *out the new pass.
         unsafe {
-            let mv = crate::chain::find((*ci).p_next, vk::StructureType::RENDER_PASS_MULTIVIEW_CREATE_INFO)
+            let mv = crate::dispatch::chain::find((*ci).p_next, vk::StructureType::RENDER_PASS_MULTIVIEW_CREATE_INFO)
                 as *const vk::RenderPassMultiviewCreateInfo<'static>;
             let masks = if mv.is_null() || (*mv).subpass_count == 0 {
                 &[][..]

@@ -17,7 +17,7 @@ pub unsafe extern "system" fn destroy_surface(
     // The app may disconnect its Wayland display right after this call: detach first.
     guarded(&DESTROY_SURFACE, || crate::display_wayland::surface_destroyed(surface));
     // SAFETY: the app's live instance.
-    let next = unsafe { crate::instance::lookup(instance.as_raw()) }.and_then(|i| i.surface_fns.destroy);
+    let next = unsafe { crate::dispatch::instance::lookup(instance.as_raw()) }.and_then(|i| i.surface_fns.destroy);
     if let Some(f) = next {
         // SAFETY: forwarding the app's arguments.
         unsafe { f(instance, surface, alloc) };

@@ -8,7 +8,8 @@
 //! completed first (VUID-vkDestroySemaphore-semaphore-01137), and our HUD submit is such a
 //! batch. libplacebo (mpv) destroys its present semaphore after waiting only its own fences.
 
-use crate::device::Device;
+use crate::dispatch::device::Device;
+use crate::dispatch::vk_calls::Fence;
 use ash::vk;
 
 /// Upper bound of fences per device: with every one pending the HUD skips frames instead.
@@ -24,9 +25,8 @@ pub const MAX_WAITS: usize = 16;
 const WAIT_BOUND_NS: u64 = 10_000_000_000;
 
 /// Waits (bounded) for our `fences`; says so once when the bound ran out.
-fn wait_bounded(d: &Device, fences: &[vk::Fence]) {
-    // SAFETY: fences of ours, submitted; the wait is bounded.
-    let r = unsafe { d.fns.wait_for_fences(fences, true, WAIT_BOUND_NS) };
+fn wait_bounded(d: &Device, fences: &[&Fence]) {
+    let r = d.wait_for_fences(fences, WAIT_BOUND_NS);
     if r == Err(vk::Result::TIMEOUT) {
         static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
         if !SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
@@ -45,7 +45,7 @@ pub struct Ticket {
 }
 
 struct Entry {
-    fence: vk::Fence,
+    fence: Fence,
     serial: u64,
     /// Submitted and not yet seen signalled.
     pending: bool,
@@ -70,11 +70,6 @@ impl Default for FencePool {
 }
 
 impl FencePool {
-    fn signalled(d: &Device, fence: vk::Fence) -> bool {
-        // SAFETY: a fence of ours on this device.
-        unsafe { d.fns.get_fence_status(fence) }.unwrap_or(false)
-    }
-
     /// Whether the submission behind `t` has completed. Never waits.
     pub fn is_done(&mut self, d: &Device, t: Ticket) -> bool {
         let Some(e) = self.entries.get_mut(t.index as usize) else {
@@ -83,7 +78,7 @@ impl FencePool {
         if e.serial != t.serial || !e.pending {
             return true;
         }
-        if Self::signalled(d, e.fence) {
+        if d.fence_signalled(&e.fence) {
             e.pending = false;
             return true;
         }
@@ -95,7 +90,7 @@ impl FencePool {
     pub fn acquire(&mut self, d: &Device) -> Option<(vk::Fence, Ticket)> {
         let mut found = None;
         for (i, e) in self.entries.iter_mut().enumerate() {
-            if e.pending && Self::signalled(d, e.fence) {
+            if e.pending && d.fence_signalled(&e.fence) {
                 e.pending = false;
             }
             if !e.pending {
@@ -105,14 +100,12 @@ impl FencePool {
         }
         let i = match found {
             Some(i) => {
-                let fence = self.entries[i].fence;
-                // SAFETY: a signalled (or never submitted) fence of ours: no pending use.
-                unsafe { d.fns.reset_fences(&[fence]) }.ok()?;
+                // Signalled (or never submitted): no pending use.
+                d.reset_fence(&self.entries[i].fence).ok()?;
                 i
             }
             None if self.entries.len() < MAX_FENCES => {
-                // SAFETY: valid create info.
-                let fence = unsafe { d.fns.create_fence(&vk::FenceCreateInfo::default(), None) }.ok()?;
+                let fence = d.create_fence().ok()?;
                 self.entries.push(Entry {
                     fence,
                     serial: 0,
@@ -127,7 +120,7 @@ impl FencePool {
         let e = &mut self.entries[i];
         e.serial += 1;
         Some((
-            e.fence,
+            e.fence.handle(),
             Ticket {
                 index: i as u32,
                 serial: e.serial,
@@ -155,8 +148,8 @@ impl FencePool {
             if !e.pending || !e.waited[..e.waits].contains(&sem) {
                 continue;
             }
-            if !Self::signalled(d, e.fence) {
-                wait_bounded(d, &[e.fence]);
+            if !d.fence_signalled(&e.fence) {
+                wait_bounded(d, &[&e.fence]);
             }
             e.pending = false;
         }
@@ -167,20 +160,17 @@ impl FencePool {
         if self.is_done(d, t) {
             return;
         }
-        let fence = self.entries[t.index as usize].fence;
-        wait_bounded(d, &[fence]);
+        wait_bounded(d, &[&self.entries[t.index as usize].fence]);
         self.entries[t.index as usize].pending = false;
     }
 
     /// Waits for everything pending, then destroys the fences.
     pub fn destroy(&mut self, d: &Device) {
-        let pending: Vec<vk::Fence> = self.entries.iter().filter(|e| e.pending).map(|e| e.fence).collect();
+        let pending: Vec<&Fence> = self.entries.iter().filter(|e| e.pending).map(|e| &e.fence).collect();
         if !pending.is_empty() {
             wait_bounded(d, &pending);
         }
-        for e in self.entries.drain(..) {
-            // SAFETY: no longer pending (waited above).
-            unsafe { d.fns.destroy_fence(e.fence, None) };
-        }
+        // No longer pending (waited above).
+        self.entries.clear();
     }
 }

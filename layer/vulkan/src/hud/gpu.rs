@@ -3,7 +3,7 @@
 //! small helpers for buffers and images. Everything here is created once and immutable after,
 //! so any thread may use it.
 
-use crate::device::Device;
+use crate::dispatch::device::Device;
 use ash::vk;
 use framescope_core::sync::Mutex;
 

@@ -16,7 +16,7 @@ mod fences;
 mod gpu;
 mod swapchain;
 
-use crate::device::Device;
+use crate::dispatch::device::Device;
 use crate::frames::SharedFrameState;
 use ash::vk::{self, Handle};
 use fences::FencePool;
@@ -167,17 +167,6 @@ fn surface_usage(d: &Device, surface: vk::SurfaceKHR) -> vk::ImageUsageFlags {
     }
 }
 
-/// The queue families a create info shares its images with (`CONCURRENT`); `None` otherwise.
-///
-/// # Safety
-/// `ci` is the app's create info, its family array valid with the count it gives.
-pub unsafe fn concurrent_families<'a>(ci: &'a vk::SwapchainCreateInfoKHR<'_>) -> Option<&'a [u32]> {
-    (ci.image_sharing_mode == vk::SharingMode::CONCURRENT && !ci.p_queue_family_indices.is_null()).then(|| {
-        // SAFETY: the caller's: CONCURRENT swapchains list queue_family_index_count families.
-        unsafe { std::slice::from_raw_parts(ci.p_queue_family_indices, ci.queue_family_index_count as usize) }
-    })
-}
-
 /// A swapchain was created with `ci` (the create info actually used), whose images are shared
 /// with `concurrent` families when it names some.
 pub fn swapchain_created(
@@ -284,36 +273,6 @@ pub struct AppPresent<'a> {
     pub swapchains: &'a [vk::SwapchainKHR],
     pub indices: &'a [u32],
     pub waits: &'a [vk::Semaphore],
-}
-
-impl<'a> AppPresent<'a> {
-    /// `None` when the arrays are missing (no swapchain, or null where a count says some).
-    ///
-    /// # Safety
-    /// `info` is the app's present info, its arrays valid for `'a` with the counts it gives.
-    pub unsafe fn new(info: &'a vk::PresentInfoKHR<'a>) -> Option<AppPresent<'a>> {
-        let n = info.swapchain_count as usize;
-        let waits = info.wait_semaphore_count as usize;
-        if n == 0 || info.p_swapchains.is_null() || info.p_image_indices.is_null() {
-            return None;
-        }
-        if waits > 0 && info.p_wait_semaphores.is_null() {
-            return None;
-        }
-        // SAFETY: the caller's: each non-null array holds its count of items for 'a.
-        unsafe {
-            Some(AppPresent {
-                info,
-                swapchains: std::slice::from_raw_parts(info.p_swapchains, n),
-                indices: std::slice::from_raw_parts(info.p_image_indices, n),
-                waits: if waits == 0 {
-                    &[]
-                } else {
-                    std::slice::from_raw_parts(info.p_wait_semaphores, waits)
-                },
-            })
-        }
-    }
 }
 
 /// Draws the HUD for this present. `true`: our submit went in and `scratch.info` must be

@@ -11,7 +11,7 @@
 
 use super::fences::{FencePool, Ticket};
 use super::gpu::{self, Buffer, CompositePush, Gpu, Image};
-use crate::device::Device;
+use crate::dispatch::device::Device;
 use crate::frames::SharedFrameState;
 use ash::vk::{self, Handle};
 use framescope_core::frame::SwapchainInfo;

@@ -6,7 +6,8 @@
 //! that resets it; submissions start with the reset buffers of the blocks they use, so query
 //! resets never happen inside the app's command buffers or render passes.
 
-use crate::device::Device;
+use crate::dispatch::device::Device;
+use crate::dispatch::vk_calls::{CommandPool, PoolBuffer, QueryPool, Shared};
 use ash::vk;
 use framescope_core::sync::Mutex;
 use std::sync::Arc;
@@ -45,7 +46,7 @@ struct Resets {
 }
 
 pub struct Block {
-    pub pool: vk::QueryPool,
+    pub pool: Shared<vk::QueryPool>,
     pub first: u32,
     /// Reset command buffer per queue family, recorded on first use there. A fixed array: a
     /// block first used when the GPU lags further than before (first fit then reaches a new
@@ -61,18 +62,11 @@ impl Block {
             return Some(cb);
         }
         let cb = pools.allocate(d, family)?;
-        let bi = vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::SIMULTANEOUS_USE);
-        // SAFETY: a fresh primary command buffer of our own pool; a query reset outside any
-        // render pass.
-        let ok = unsafe {
-            d.fns.begin_command_buffer(cb, &bi).is_ok() && {
-                d.fns.cmd_reset_query_pool(cb, self.pool, self.first, BLOCK);
-                d.fns.end_command_buffer(cb).is_ok()
-            }
-        };
-        if !ok {
-            return None;
-        }
+        // Recorded once, under the block's lock.
+        let rec = d.begin(cb, vk::CommandBufferUsageFlags::SIMULTANEOUS_USE).ok()?;
+        rec.cmd_reset_query_pool(self.pool, self.first, BLOCK);
+        rec.end().ok()?;
+        let cb = cb.handle();
         if r.n < RESET_FAMILIES {
             let n = r.n;
             r.inline[n] = (family, cb);
@@ -87,49 +81,39 @@ impl Block {
 /// Our command pools for reset buffers, one per queue family.
 #[derive(Default)]
 pub struct ResetPools {
-    pools: Mutex<Vec<(u32, vk::CommandPool)>>,
+    pools: Mutex<Vec<(u32, CommandPool)>>,
 }
 
 impl ResetPools {
-    fn allocate(&self, d: &Device, family: u32) -> Option<vk::CommandBuffer> {
+    /// One command buffer of the family's pool, used only under this lock; allocated one at
+    /// a time, without a `Vec` (see `Block::resets`).
+    fn allocate(&self, d: &Device, family: u32) -> Option<PoolBuffer> {
         let mut pools = self.pools.lock();
-        let pool = match pools.iter().find(|(f, _)| *f == family) {
-            Some(&(_, p)) => p,
+        let i = match pools.iter().position(|(f, _)| *f == family) {
+            Some(i) => i,
             None => {
-                let ci = vk::CommandPoolCreateInfo::default().queue_family_index(family);
-                // SAFETY: valid create info for a live device.
-                let p = unsafe { d.fns.create_command_pool(&ci, None) }.ok()?;
-                pools.push((family, p));
-                p
+                pools.push((family, d.create_command_pool(family).ok()?));
+                pools.len() - 1
             }
         };
-        let ai = vk::CommandBufferAllocateInfo::default()
-            .command_pool(pool)
-            .level(vk::CommandBufferLevel::PRIMARY)
-            .command_buffer_count(1);
-        let mut cb = vk::CommandBuffer::null();
-        // SAFETY: our pool, used only under this lock; one command buffer into `cb`. The raw
-        // call, not ash's, which returns a Vec: no Rust allocation here (see `Block::resets`).
-        let r = unsafe { (d.fns.fp_v1_0().allocate_command_buffers)(d.handle, &ai, &mut cb) };
-        (r == vk::Result::SUCCESS && d.stamp_loader_data(cb)).then_some(cb)
+        d.allocate_command_buffer(&pools[i].1)
     }
 
-    pub fn destroy(&self, d: &Device) {
-        for (_, p) in self.pools.lock().drain(..) {
-            // SAFETY: at device destruction; nothing of ours is pending.
-            unsafe { d.fns.destroy_command_pool(p, None) };
-        }
+    /// At device destruction; nothing of ours is pending.
+    pub fn destroy(&self) {
+        self.pools.lock().clear();
     }
 }
 
 /// All blocks of one query type.
 pub struct BlockPool {
-    pool: vk::QueryPool,
+    /// Taken at device destruction, after every block is done with it.
+    pool: Mutex<Option<QueryPool>>,
     blocks: Mutex<Vec<Arc<Block>>>,
 }
 
 impl BlockPool {
-    pub fn new(fns: &ash::Device, kind: Kind, blocks: u32) -> Option<BlockPool> {
+    pub fn new(d: &Device, kind: Kind, blocks: u32) -> Option<BlockPool> {
         let mut ci = vk::QueryPoolCreateInfo::default().query_count(blocks * BLOCK);
         ci = match kind {
             Kind::Timestamp => ci.query_type(vk::QueryType::TIMESTAMP),
@@ -138,14 +122,13 @@ impl BlockPool {
                 .pipeline_statistics(STATS),
             Kind::Perf(_) => return None,
         };
-        // SAFETY: valid create info for a live device.
-        let pool = unsafe { fns.create_query_pool(&ci, None) }.ok()?;
+        let pool = d.create_query_pool(&ci).ok()?;
         Some(Self::of_pool(pool, blocks))
     }
 
     /// Performance queries of the counters `indices` of queue family `family`
     /// (`VK_KHR_performance_query`; the set needs one pass).
-    pub fn new_perf(fns: &ash::Device, family: u32, indices: &[u32], blocks: u32) -> Option<BlockPool> {
+    pub fn new_perf(d: &Device, family: u32, indices: &[u32], blocks: u32) -> Option<BlockPool> {
         let mut perf = vk::QueryPoolPerformanceCreateInfoKHR::default()
             .queue_family_index(family)
             .counter_indices(indices);
@@ -153,16 +136,16 @@ impl BlockPool {
             .query_count(blocks * BLOCK)
             .query_type(vk::QueryType::PERFORMANCE_QUERY_KHR)
             .push_next(&mut perf);
-        // SAFETY: valid create info for a live device with performanceCounterQueryPools.
-        let pool = unsafe { fns.create_query_pool(&ci, None) }.ok()?;
+        // The device has performanceCounterQueryPools.
+        let pool = d.create_query_pool(&ci).ok()?;
         Some(Self::of_pool(pool, blocks))
     }
 
-    fn of_pool(pool: vk::QueryPool, blocks: u32) -> BlockPool {
+    fn of_pool(pool: QueryPool, blocks: u32) -> BlockPool {
         let list = (0..blocks)
             .map(|i| {
                 Arc::new(Block {
-                    pool,
+                    pool: pool.share(),
                     first: i * BLOCK,
                     resets: Mutex::new(Resets {
                         inline: [(0, vk::CommandBuffer::null()); RESET_FAMILIES],
@@ -173,7 +156,7 @@ impl BlockPool {
             })
             .collect();
         BlockPool {
-            pool,
+            pool: Mutex::new(Some(pool)),
             blocks: Mutex::new(list),
         }
     }
@@ -189,8 +172,8 @@ impl BlockPool {
         list.iter().find(|b| Arc::strong_count(b) == 1).map(Arc::clone)
     }
 
-    pub fn destroy(&self, d: &Device) {
-        // SAFETY: at device destruction; nothing of ours is pending.
-        unsafe { d.fns.destroy_query_pool(self.pool, None) };
+    /// At device destruction; nothing of ours is pending.
+    pub fn destroy(&self) {
+        drop(self.pool.lock().take());
     }
 }

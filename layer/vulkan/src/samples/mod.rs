@@ -22,7 +22,7 @@ pub mod recording;
 pub mod resolve;
 pub mod span_reads;
 
-use crate::device::Device;
+use crate::dispatch::device::Device;
 use ash::vk;
 use blocks::{BlockPool, Kind, ResetPools};
 use framescope_core::config::{SampleStats, Samples};
@@ -161,7 +161,7 @@ pub fn stats_need_bound_pipeline(p: &vk::PhysicalDeviceProperties) -> bool {
 
 impl SampleState {
     pub fn new(
-        fns: &ash::Device,
+        d: &Device,
         level: Level,
         stats_scope: SampleStats,
         with_stats: bool,
@@ -173,9 +173,9 @@ impl SampleState {
         }
         // Draw-level sampling of heavy frames needs many slots in flight.
         let ts_blocks = if level == Level::Draw { 4096 } else { 1024 };
-        let ts = BlockPool::new(fns, Kind::Timestamp, ts_blocks)?;
+        let ts = BlockPool::new(d, Kind::Timestamp, ts_blocks)?;
         let stats = if with_stats {
-            BlockPool::new(fns, Kind::Stats, ts_blocks / 2)
+            BlockPool::new(d, Kind::Stats, ts_blocks / 2)
         } else {
             None
         };
@@ -209,14 +209,15 @@ impl SampleState {
         views_of_mask(mask)
     }
 
-    pub fn destroy(&self, d: &Device) {
-        self.ts.destroy(d);
+    /// At device destruction; nothing of ours is pending.
+    pub fn destroy(&self) {
+        self.ts.destroy();
         if let Some(s) = &self.stats {
-            s.destroy(d);
+            s.destroy();
         }
         if let Some(p) = &self.perf {
-            p.destroy(d);
+            p.destroy();
         }
-        self.reset_pools.destroy(d);
+        self.reset_pools.destroy();
     }
 }

@@ -23,10 +23,13 @@
 //! availability a call over several reports nothing per query.
 
 use super::blocks::BlockPool;
-use crate::device::Device;
+use crate::dispatch::device::Device;
+use crate::dispatch::profiling::{LockRefused, ProfilingLock};
+use crate::dispatch::vk_calls::Shared;
 use crate::perf_counters::DriverCounter;
 use ash::vk;
 use framescope_core::driver_values::{DriverGroup, Meaning, MAX_GROUP};
+use framescope_core::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -62,7 +65,8 @@ pub struct PerfState {
     /// Per queue family, its groups' indices in `groups`.
     by_family: Vec<(u32, Vec<u8>)>,
     frame: AtomicU64,
-    release: Option<vk::PFN_vkReleaseProfilingLockKHR>,
+    /// Released at device destruction, after the groups' pools.
+    lock: Mutex<Option<ProfilingLock>>,
 }
 
 /// What `vkGetPhysicalDeviceQueueFamilyPerformanceQueryPassesKHR` answers for a set.
@@ -134,51 +138,19 @@ impl PerfState {
     /// Acquires the profiling lock and makes each group's pools. `counters` are the device's
     /// listed counters; `cmdbuf_only` puts every query around command buffers (`samples=cmdbuf`).
     pub fn setup(d: &Device, counters: &[DriverCounter], cmdbuf_only: bool) -> Setup {
-        let inst = &d.instance;
-        // SAFETY: querying instance and device commands by name.
-        let (passes_fn, acquire, release) = unsafe {
-            (
-                (inst.next_gipa)(
-                    inst.handle,
-                    c"vkGetPhysicalDeviceQueueFamilyPerformanceQueryPassesKHR".as_ptr(),
-                ),
-                (d.next_gdpa)(d.handle, c"vkAcquireProfilingLockKHR".as_ptr()),
-                (d.next_gdpa)(d.handle, c"vkReleaseProfilingLockKHR".as_ptr()),
-            )
+        let lock = match d.acquire_profiling_lock() {
+            Ok(lock) => lock,
+            Err(LockRefused::NoCommands) => {
+                return Setup::Off("the driver does not give the extension's commands".into())
+            }
+            Err(LockRefused::Refused(r)) => {
+                return Setup::Off(format!(
+                    "vkAcquireProfilingLockKHR answered {r:?}: another profiler holds the lock, or the driver needs \
+                     permission (ANV: sysctl dev.i915.perf_stream_paranoid=0 or CAP_PERFMON)"
+                ))
+            }
         };
-        let (Some(passes_fn), Some(acquire), Some(release)) = (passes_fn, acquire, release) else {
-            return Setup::Off("the driver does not give the extension's commands".into());
-        };
-        // SAFETY: the commands of those names have these signatures.
-        let (passes_fn, acquire, release) = unsafe {
-            (
-                std::mem::transmute::<
-                    unsafe extern "system" fn(),
-                    vk::PFN_vkGetPhysicalDeviceQueueFamilyPerformanceQueryPassesKHR,
-                >(passes_fn),
-                std::mem::transmute::<unsafe extern "system" fn(), vk::PFN_vkAcquireProfilingLockKHR>(acquire),
-                std::mem::transmute::<unsafe extern "system" fn(), vk::PFN_vkReleaseProfilingLockKHR>(release),
-            )
-        };
-        // Timeout 0: never wait on the app's thread for another profiler to let go.
-        let info = vk::AcquireProfilingLockInfoKHR::default().timeout(0);
-        // SAFETY: a live device with the extension enabled; a valid info.
-        let r = unsafe { acquire(d.handle, &info) };
-        if r != vk::Result::SUCCESS {
-            return Setup::Off(format!(
-                "vkAcquireProfilingLockKHR answered {r:?}: another profiler holds the lock, or the driver needs \
-                 permission (ANV: sysctl dev.i915.perf_stream_paranoid=0 or CAP_PERFMON)"
-            ));
-        }
-        let mut passes = |family: u32, indices: &[u32]| -> u32 {
-            let ci = vk::QueryPoolPerformanceCreateInfoKHR::default()
-                .queue_family_index(family)
-                .counter_indices(indices);
-            let mut n = 0u32;
-            // SAFETY: a physical device of this instance; a valid create info.
-            unsafe { passes_fn(d.physical, &ci, &mut n) };
-            n
-        };
+        let mut passes = |family: u32, indices: &[u32]| lock.passes(family, indices);
         let mut groups = Vec::new();
         let mut layouts = Vec::new();
         let mut descs = Vec::new();
@@ -204,7 +176,7 @@ impl PerfState {
                 } else {
                     PerfScope::Pass
                 };
-                let Some(pool) = BlockPool::new_perf(&d.fns, family, &g, BLOCKS_PER_GROUP) else {
+                let Some(pool) = BlockPool::new_perf(d, family, &g, BLOCKS_PER_GROUP) else {
                     continue;
                 };
                 let mut storages = [vk::PerformanceCounterStorageKHR::UINT64; MAX_GROUP];
@@ -225,8 +197,7 @@ impl PerfState {
             }
         }
         if groups.is_empty() {
-            // SAFETY: the lock this call acquired.
-            unsafe { release(d.handle) };
+            // The lock goes with the error.
             return Setup::Off(format!(
                 "no counter group could be made ({left_out} counters need several passes each)"
             ));
@@ -242,7 +213,7 @@ impl PerfState {
                 layouts: layouts.into(),
                 by_family,
                 frame: AtomicU64::new(0),
-                release: Some(release),
+                lock: Mutex::new(Some(lock)),
             },
             descs,
         )
@@ -266,14 +237,12 @@ impl PerfState {
         self.frame.fetch_add(1, Ordering::Relaxed);
     }
 
-    pub fn destroy(&self, d: &Device) {
+    /// At device destruction, nothing of ours pending: the pools, then the lock.
+    pub fn destroy(&self) {
         for g in &self.groups {
-            g.pool.destroy(d);
+            g.pool.destroy();
         }
-        if let Some(release) = self.release {
-            // SAFETY: at device destruction, nothing of ours is pending; the lock is ours.
-            unsafe { release(d.handle) };
-        }
+        drop(self.lock.lock().take());
     }
 }
 
@@ -302,24 +271,10 @@ pub fn decode(raw: u64, storage: vk::PerformanceCounterStorageKHR) -> f64 {
 
 /// Reads one query of a group laid out as `g` into `out` (its counters' values), without
 /// waiting; false while it is not available.
-pub fn read(d: &Device, g: &PerfLayout, pool: vk::QueryPool, query: u32, out: &mut [f64]) -> bool {
+pub fn read(d: &Device, g: &PerfLayout, pool: Shared<vk::QueryPool>, query: u32, out: &mut [f64]) -> bool {
     let n = g.n.min(out.len());
     let mut raw = [0u64; MAX_GROUP];
-    // SAFETY: one query of our performance pool into `n` results of 8 bytes; no flags
-    // (VUID-vkGetQueryPoolResults-queryType-03230): not available answers VK_NOT_READY and
-    // writes nothing.
-    let r = unsafe {
-        (d.fns.fp_v1_0().get_query_pool_results)(
-            d.handle,
-            pool,
-            query,
-            1,
-            n * 8,
-            raw.as_mut_ptr().cast(),
-            (n * 8) as u64,
-            vk::QueryResultFlags::empty(),
-        )
-    };
+    let r = d.perf_query_result(pool, query, &mut raw[..n]);
     if r != vk::Result::SUCCESS {
         return false;
     }

@@ -6,6 +6,7 @@
 use super::blocks::{Block, Kind, BLOCK};
 use super::perf::PerfScope;
 use super::{BindPoint, Level, Sampling};
+use crate::dispatch::vk_calls::{Recorder, Shared};
 use ash::vk;
 use framescope_core::sample::DrawParams;
 use framescope_core::sync::Mutex;
@@ -211,7 +212,7 @@ impl Recording {
         Some(slot)
     }
 
-    fn query(&self, kind: Kind, s: SlotRef) -> (vk::QueryPool, u32) {
+    fn query(&self, kind: Kind, s: SlotRef) -> (Shared<vk::QueryPool>, u32) {
         let b = match kind {
             Kind::Timestamp => &self.ts_blocks[s.block as usize],
             Kind::Stats => &self.stats_blocks[s.block as usize],
@@ -225,7 +226,7 @@ impl Recording {
         !self.pass.is_some_and(|p| p.secondary_contents)
     }
 
-    fn timestamp(&mut self, d: &Sampling<'_>, cb: vk::CommandBuffer, stage: vk::PipelineStageFlags) -> Option<SlotRef> {
+    fn timestamp(&mut self, d: &Sampling<'_>, cb: &Recorder<'_>, stage: vk::PipelineStageFlags) -> Option<SlotRef> {
         if self.quiet {
             return None;
         }
@@ -238,10 +239,9 @@ impl Recording {
             return None;
         };
         let (pool, q) = self.query(Kind::Timestamp, s);
-        // SAFETY: recording into the app's command buffer, which is in the recording state;
-        // the query (one slot per view in a multiview subpass, all in one block) was reset by
+        // The query (one slot per view in a multiview subpass, all in one block) was reset by
         // the reset buffer that precedes it in every submission.
-        unsafe { (d.fns.fp_v1_0().cmd_write_timestamp)(cb, stage, pool, q) };
+        cb.cmd_write_timestamp(stage, pool, q);
         Some(s)
     }
 
@@ -251,7 +251,7 @@ impl Recording {
         !self.gfx_bound && d.state.stats_after_bind
     }
 
-    fn begin_stats(&mut self, d: &Sampling<'_>, cb: vk::CommandBuffer) -> Option<SlotRef> {
+    fn begin_stats(&mut self, d: &Sampling<'_>, cb: &Recorder<'_>) -> Option<SlotRef> {
         if self.quiet
             || !self.stats_on
             || !self.can_query()
@@ -263,18 +263,17 @@ impl Recording {
         }
         let s = self.alloc(d, Kind::Stats)?;
         let (pool, q) = self.query(Kind::Stats, s);
-        // SAFETY: no pipeline-statistics query is active in this command buffer (ours or the
-        // app's), so beginning one is valid; it is ended in the same subpass.
-        unsafe { (d.fns.fp_v1_0().cmd_begin_query)(cb, pool, q, vk::QueryControlFlags::empty()) };
+        // No pipeline-statistics query is active in this command buffer (ours or the app's),
+        // and this one is ended in the same subpass.
+        cb.cmd_begin_query(pool, q);
         self.our_stats = Some(s);
         Some(s)
     }
 
-    fn end_stats(&mut self, d: &Sampling<'_>, cb: vk::CommandBuffer) -> Option<SlotRef> {
+    fn end_stats(&mut self, cb: &Recorder<'_>) -> Option<SlotRef> {
         let s = self.our_stats.take()?;
         let (pool, q) = self.query(Kind::Stats, s);
-        // SAFETY: ends the query this recording began.
-        unsafe { (d.fns.fp_v1_0().cmd_end_query)(cb, pool, q) };
+        cb.cmd_end_query(pool, q);
         Some(s)
     }
 
@@ -286,7 +285,7 @@ impl Recording {
     }
 
     /// Begins a driver-counter query of the recording's group where `scope` is its scope.
-    fn begin_perf(&mut self, d: &Sampling<'_>, cb: vk::CommandBuffer, scope: PerfScope) {
+    fn begin_perf(&mut self, d: &Sampling<'_>, cb: &Recorder<'_>, scope: PerfScope) {
         let Some((g, s)) = self.perf_scope(d) else { return };
         if s != scope || self.perf_open.is_some() {
             return;
@@ -296,26 +295,25 @@ impl Recording {
             return;
         };
         let (pool, q) = self.query(Kind::Perf(g), slot);
-        // SAFETY: a query of our performance pool of this command pool's family, reset by our
-        // reset buffer at the start of each submission; the profiling lock is held since the
-        // device was created; no other performance query is active in this command buffer.
-        unsafe { (d.fns.fp_v1_0().cmd_begin_query)(cb, pool, q, vk::QueryControlFlags::empty()) };
+        // A query of our performance pool of this command pool's family, reset by our reset
+        // buffer at the start of each submission; the profiling lock is held since the device
+        // was created; no other performance query is active in this command buffer.
+        cb.cmd_begin_query(pool, q);
         self.perf_open = Some(slot);
     }
 
-    fn end_perf(&mut self, d: &Sampling<'_>, cb: vk::CommandBuffer, scope: PerfScope) {
+    fn end_perf(&mut self, d: &Sampling<'_>, cb: &Recorder<'_>, scope: PerfScope) {
         let Some((g, s)) = self.perf_scope(d) else { return };
         if s != scope {
             return;
         }
         let Some(slot) = self.perf_open.take() else { return };
         let (pool, q) = self.query(Kind::Perf(g), slot);
-        // SAFETY: ends the query this recording began.
-        unsafe { (d.fns.fp_v1_0().cmd_end_query)(cb, pool, q) };
+        cb.cmd_end_query(pool, q);
         self.events.push(Event::Perf { slot, group: g });
     }
 
-    pub fn on_begin(&mut self, d: &Sampling<'_>, cb: vk::CommandBuffer, level: Level) {
+    pub fn on_begin(&mut self, d: &Sampling<'_>, cb: &Recorder<'_>, level: Level) {
         // A command-buffer-scope query begins first (VUID-vkCmdBeginQuery-queryPool-03224).
         self.begin_perf(d, cb, PerfScope::CmdBuf);
         if self.primary && level >= Level::CmdBuf {
@@ -325,8 +323,8 @@ impl Recording {
         }
     }
 
-    pub fn on_end(&mut self, d: &Sampling<'_>, cb: vk::CommandBuffer, level: Level) {
-        self.end_stats(d, cb);
+    pub fn on_end(&mut self, d: &Sampling<'_>, cb: &Recorder<'_>, level: Level) {
+        self.end_stats(cb);
         if self.primary && level >= Level::CmdBuf {
             if let Some(ts) = self.timestamp(d, cb, vk::PipelineStageFlags::BOTTOM_OF_PIPE) {
                 self.events.push(Event::CmdBufEnd(ts));
@@ -337,7 +335,7 @@ impl Recording {
     }
 
     /// Before the app's begin-render-pass: the pass's begin timestamp (outside the pass).
-    pub fn before_pass(&mut self, d: &Sampling<'_>, cb: vk::CommandBuffer, level: Level) {
+    pub fn before_pass(&mut self, d: &Sampling<'_>, cb: &Recorder<'_>, level: Level) {
         if level >= Level::RenderPass {
             if let Some(ts) = self.timestamp(d, cb, vk::PipelineStageFlags::TOP_OF_PIPE) {
                 self.events.push(Event::PassBegin(ts));
@@ -348,7 +346,7 @@ impl Recording {
     }
 
     /// After the app's begin-render-pass: pass-level statistics unless draws carry them.
-    pub fn after_pass_begin(&mut self, d: &Sampling<'_>, cb: vk::CommandBuffer, level: Level, start: PassStart) {
+    pub fn after_pass_begin(&mut self, d: &Sampling<'_>, cb: &Recorder<'_>, level: Level, start: PassStart) {
         self.pass = Some(Pass {
             secondary_contents: start.secondary_contents,
             views: start.views,
@@ -374,7 +372,7 @@ impl Recording {
         self.pipelines[point as usize] = pipeline;
     }
 
-    pub fn after_gfx_bind(&mut self, d: &Sampling<'_>, cb: vk::CommandBuffer) {
+    pub fn after_gfx_bind(&mut self, d: &Sampling<'_>, cb: &Recorder<'_>) {
         self.gfx_bound = true;
         if !self.pass.is_some_and(|p| p.stats_deferred) {
             return;
@@ -392,8 +390,8 @@ impl Recording {
 
     /// Before a subpass change: our pass statistics end here (a query ends in the subpass it
     /// began in) and become one part of the pass's sum.
-    pub fn before_next_subpass(&mut self, d: &Sampling<'_>, cb: vk::CommandBuffer) {
-        if let Some(s) = self.end_stats(d, cb) {
+    pub fn before_next_subpass(&mut self, cb: &Recorder<'_>) {
+        if let Some(s) = self.end_stats(cb) {
             if self.pass.is_some_and(|p| p.stats_ok) {
                 self.events.push(Event::PassStatsPart(s));
             }
@@ -401,7 +399,7 @@ impl Recording {
     }
 
     /// After a subpass change: the new subpass's views, and its own pass-statistics query.
-    pub fn after_next_subpass(&mut self, d: &Sampling<'_>, cb: vk::CommandBuffer, secondary_contents: bool) {
+    pub fn after_next_subpass(&mut self, d: &Sampling<'_>, cb: &Recorder<'_>, secondary_contents: bool) {
         let Some(p) = self.pass.as_mut() else { return };
         p.secondary_contents = secondary_contents;
         p.subpass += 1;
@@ -415,13 +413,13 @@ impl Recording {
         }
     }
 
-    pub fn before_pass_end(&mut self, d: &Sampling<'_>, cb: vk::CommandBuffer) -> Option<SlotRef> {
-        let stats = self.end_stats(d, cb);
+    pub fn before_pass_end(&mut self, cb: &Recorder<'_>) -> Option<SlotRef> {
+        let stats = self.end_stats(cb);
         let ok = self.pass.take().is_some_and(|p| p.stats_ok);
         stats.filter(|_| ok)
     }
 
-    pub fn after_pass_end(&mut self, d: &Sampling<'_>, cb: vk::CommandBuffer, level: Level, stats: Option<SlotRef>) {
+    pub fn after_pass_end(&mut self, d: &Sampling<'_>, cb: &Recorder<'_>, level: Level, stats: Option<SlotRef>) {
         if level >= Level::RenderPass {
             if let Some(ts) = self.timestamp(d, cb, vk::PipelineStageFlags::BOTTOM_OF_PIPE) {
                 self.events.push(Event::PassEnd { ts, stats });
@@ -430,12 +428,12 @@ impl Recording {
         self.end_perf(d, cb, PerfScope::Pass);
     }
 
-    pub fn label_begin(&mut self, d: &Sampling<'_>, cb: vk::CommandBuffer, name: u32) {
+    pub fn label_begin(&mut self, d: &Sampling<'_>, cb: &Recorder<'_>, name: u32) {
         let ts = self.timestamp(d, cb, vk::PipelineStageFlags::TOP_OF_PIPE);
         self.events.push(Event::LabelBegin { ts, name });
     }
 
-    pub fn label_end(&mut self, d: &Sampling<'_>, cb: vk::CommandBuffer) {
+    pub fn label_end(&mut self, d: &Sampling<'_>, cb: &Recorder<'_>) {
         let ts = self.timestamp(d, cb, vk::PipelineStageFlags::BOTTOM_OF_PIPE);
         self.events.push(Event::LabelEnd { ts });
     }
@@ -446,7 +444,7 @@ impl Recording {
     pub fn around_draw(
         &mut self,
         d: &Sampling<'_>,
-        cb: vk::CommandBuffer,
+        cb: &Recorder<'_>,
         mut params: DrawParams,
         point: BindPoint,
         forward: impl FnOnce(),
@@ -474,7 +472,7 @@ impl Recording {
         let stats = begin.filter(|_| draw_stats).and_then(|_| self.begin_stats(d, cb));
         forward();
         if stats.is_some() {
-            self.end_stats(d, cb);
+            self.end_stats(cb);
         }
         if let (Some(begin), Some(end)) = (begin, self.timestamp(d, cb, vk::PipelineStageFlags::BOTTOM_OF_PIPE)) {
             self.events.push(Event::Draw {
@@ -491,8 +489,8 @@ impl Recording {
 
     /// The app begins a pipeline-statistics query of its own: ours must not be active, so a
     /// pass-level one ends early and reports no statistics.
-    pub fn app_stats_begin(&mut self, d: &Sampling<'_>, cb: vk::CommandBuffer) {
-        if self.end_stats(d, cb).is_some() {
+    pub fn app_stats_begin(&mut self, cb: &Recorder<'_>) {
+        if self.end_stats(cb).is_some() {
             self.skipped += 1;
             if let Some(p) = self.pass.as_mut() {
                 p.stats_ok = false;

@@ -9,7 +9,7 @@ use super::perf::PerfLayout;
 use super::recording::{Event, Recording, SharedRecording, SlotRef};
 use super::span_reads::SpanReads;
 use super::SampleState;
-use crate::device::Device;
+use crate::dispatch::device::Device;
 use ash::vk;
 use framescope_core::driver_values::{DriverValues, MAX_GROUP};
 use framescope_core::sample::{DrawParams, LabelPath, PipelineStats, SampleRecord, Scope, MAX_LABEL_DEPTH};
@@ -591,18 +591,7 @@ fn read_block(d: &Device, b: &Block, out: &mut [u64], width: usize) {
     // Zeroed first: a driver may leave a not-ready query's availability word unwritten (see
     // `span_reads`).
     out.fill(0);
-    // SAFETY: BLOCK queries of our pool into a buffer of BLOCK * width u64, with availability,
-    // no WAIT: unavailable queries report availability 0.
-    let _ = unsafe {
-        (d.fns.fp_v1_0().get_query_pool_results)(
-            d.handle,
-            b.pool,
-            b.first,
-            BLOCK,
-            std::mem::size_of_val(out),
-            out.as_mut_ptr().cast(),
-            (width * 8) as u64,
-            vk::QueryResultFlags::TYPE_64 | vk::QueryResultFlags::WITH_AVAILABILITY,
-        )
-    };
+    // No WAIT: unavailable queries report availability 0.
+    debug_assert_eq!(out.len(), BLOCK as usize * width);
+    let _ = d.query_results(b.pool, b.first, BLOCK, out);
 }

@@ -5,7 +5,8 @@
 //! on the 2-core CI machine), and on other drivers each call is at least a driver round trip.
 
 use super::blocks::{Block, BLOCK};
-use crate::device::Device;
+use crate::dispatch::device::Device;
+use crate::dispatch::vk_calls::Shared;
 use ash::vk;
 
 /// Spans wider than this many blocks are read block by block (a sparse span would read and
@@ -16,7 +17,7 @@ const MAX_SPAN_BLOCKS: u32 = 16;
 /// the values then the availability.
 pub struct Span {
     width: usize,
-    pool: vk::QueryPool,
+    pool: Option<Shared<vk::QueryPool>>,
     first: u32,
     count: u32,
     values: Vec<u64>,
@@ -30,7 +31,7 @@ impl Span {
     fn new(width: usize) -> Span {
         Span {
             width,
-            pool: vk::QueryPool::null(),
+            pool: None,
             first: 0,
             count: 0,
             // Room for the widest span read in one call, so a wider span than before (the
@@ -43,7 +44,7 @@ impl Span {
 
     /// Adds a block to the span to read.
     pub fn include(&mut self, b: &Block) {
-        self.pool = b.pool;
+        self.pool = Some(b.pool);
         self.lo = self.lo.min(b.first);
         self.hi = self.hi.max(b.first + BLOCK);
     }
@@ -51,6 +52,7 @@ impl Span {
     /// Reads the gathered span in one call, unless it is empty or too wide.
     fn read(&mut self, d: &Device) {
         self.count = 0;
+        let Some(pool) = self.pool else { return };
         if self.lo >= self.hi || self.hi - self.lo > MAX_SPAN_BLOCKS * BLOCK {
             return;
         }
@@ -61,20 +63,8 @@ impl Span {
         // the last poll's values must not read as this one's.
         self.values.clear();
         self.values.resize(count as usize * self.width, 0);
-        // SAFETY: `count` queries of our pool into a buffer of `count * width` u64, with
-        // availability, no WAIT: unavailable queries report availability 0.
-        let r = unsafe {
-            (d.fns.fp_v1_0().get_query_pool_results)(
-                d.handle,
-                self.pool,
-                self.lo,
-                count,
-                std::mem::size_of_val(self.values.as_slice()),
-                self.values.as_mut_ptr().cast(),
-                (self.width * 8) as u64,
-                vk::QueryResultFlags::TYPE_64 | vk::QueryResultFlags::WITH_AVAILABILITY,
-            )
-        };
+        // No WAIT: unavailable queries report availability 0.
+        let r = d.query_results(pool, self.lo, count, &mut self.values);
         if r == vk::Result::SUCCESS || r == vk::Result::NOT_READY {
             self.first = self.lo;
             self.count = count;
@@ -83,7 +73,7 @@ impl Span {
 
     /// Copies block `b` from this poll's read into `out`; `false` when it was not read.
     pub fn copy_block(&self, b: &Block, out: &mut [u64]) -> bool {
-        if b.pool != self.pool || b.first < self.first || b.first + BLOCK > self.first + self.count {
+        if Some(b.pool) != self.pool || b.first < self.first || b.first + BLOCK > self.first + self.count {
             return false;
         }
         let start = (b.first - self.first) as usize * self.width;

@@ -12,7 +12,7 @@ fn a_not_ready_query_never_reads_as_the_last_polls_values() {
     let fake = FakeDevice::new();
     let d = &fake.state.dev;
     for kind in [Kind::Timestamp, Kind::Stats] {
-        let pool = BlockPool::new(&d.fns, kind, 2).expect("pool");
+        let pool = BlockPool::new(d, kind, 2).expect("pool");
         let block = pool.take().expect("block");
         let width = if kind == Kind::Stats { STATS_COUNT + 1 } else { 2 };
         let mut reads = SpanReads::default();
@@ -33,7 +33,7 @@ fn a_not_ready_query_never_reads_as_the_last_polls_values() {
             "{kind:?}: available at first"
         );
 
-        fake_driver::report_not_ready(block.pool);
+        fake_driver::report_not_ready(block.pool.handle());
         reads.begin();
         span(&mut reads, kind).include(&block);
         reads.read(d);
@@ -42,6 +42,6 @@ fn a_not_ready_query_never_reads_as_the_last_polls_values() {
             out.chunks(width).all(|q| q[width - 1] == 0),
             "{kind:?}: a not-ready query read as available"
         );
-        pool.destroy(d);
+        pool.destroy();
     }
 }

@@ -1,7 +1,7 @@
 //! An instance as the layer sees it: the next layer's instance functions and what was asked
 //! of it once. The hooks that create and destroy instances and devices are in `hooks::create`.
 
-use crate::registry::{dispatch_key, Registry};
+use crate::dispatch::registry::{dispatch_key, Registry};
 use ash::vk;
 use std::sync::Arc;
 
@@ -29,7 +29,7 @@ pub struct Instance {
     pub next_surface_caps2: Option<vk::PFN_vkGetPhysicalDeviceSurfaceCapabilities2KHR>,
     pub frame_boundary_native: framescope_core::sync::Mutex<Vec<(vk::PhysicalDevice, bool)>>,
     /// The next layer's X11 surface commands (`display_x11`), resolved at creation.
-    pub surface_fns: crate::surface_fns::NextSurfaceFns,
+    pub surface_fns: crate::dispatch::surface_fns::NextSurfaceFns,
 }
 
 pub static INSTANCES: Registry<Instance> = Registry::new();

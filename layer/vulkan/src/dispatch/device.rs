@@ -3,9 +3,9 @@
 //! keeps per device on top of this (queues, command buffers, samples, frames, HUD) is in
 //! `device_state`.
 
-use crate::command_fns::{CmdFns, SampleFns};
-use crate::instance::Instance;
-use crate::loader_abi::PfnSetDeviceLoaderData;
+use crate::dispatch::command_fns::{CmdFns, SampleFns};
+use crate::dispatch::instance::Instance;
+use crate::dispatch::loader_abi::PfnSetDeviceLoaderData;
 use ash::vk::{self, Handle};
 use framescope_core::guard::Site;
 use std::ffi::{c_void, CStr};
