@@ -6,7 +6,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn framescope(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_framescope")).args(args).output().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_framescope"))
+        .args(args)
+        .output()
+        .unwrap();
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -27,7 +30,11 @@ fn write_dump(path: &Path, frames: u64, scale: f64, driver: &str) {
     for i in 0..frames {
         x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
         let jitter = (x >> 33) % 2_000_000;
-        let base = if i == frames / 2 { 80_000_000 } else { 9_000_000 + jitter };
+        let base = if i == frames / 2 {
+            80_000_000
+        } else {
+            9_000_000 + jitter
+        };
         let ft = (base as f64 * scale) as u64;
         t += ft;
         let mut f = json!({
@@ -62,7 +69,9 @@ fn page(out: &Path, dumps: &[&Path]) -> (String, Value) {
     let (code, _, err) = framescope(&args);
     assert_eq!(code, 0, "{err}");
     let html = std::fs::read_to_string(out).unwrap();
-    let start = html.find(r#"<script type="application/json" id="fs-data">"#).expect("data element");
+    let start = html
+        .find(r#"<script type="application/json" id="fs-data">"#)
+        .expect("data element");
     let rest = &html[start..];
     let body = &rest[rest.find('>').unwrap() + 1..rest.find("</script>").unwrap()];
     (html.clone(), serde_json::from_str(body).unwrap())
@@ -76,7 +85,10 @@ fn a_run_page_is_one_file_that_fetches_nothing() {
     let (html, data) = page(&dir.join("run.html"), &[&dump]);
     let csp = r#"<meta http-equiv="Content-Security-Policy" content="default-src 'none'; "#;
     assert!(html.contains(csp), "no CSP forbidding fetches");
-    assert!(!html.contains("http://") && !html.contains("https://"), "a URL in the page");
+    assert!(
+        !html.contains("http://") && !html.contains("https://"),
+        "a URL in the page"
+    );
     for tag in ["<link", "<img", "<iframe", " src="] {
         assert!(!html.contains(tag), "the page references a resource: {tag}");
     }

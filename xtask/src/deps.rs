@@ -39,6 +39,8 @@ pub const TEST_ONLY: &[&str] = &[
     "glmark2-es2-wayland",
     // The text of `framescope plot`'s PNG files (tests/tests/compare.rs).
     "fonts-dejavu-core",
+    // Opens `report --html` pages headless (tests/tests/report_html.rs).
+    "chromium",
     // Runs tests/tests/export_perfetto.py (its packages: PYPI below).
     "python3",
     "python3-pip",
