@@ -27,7 +27,9 @@ One table per dump: frames, fps and lows, frame-time and GPU-time percentiles, c
 the regions (render passes, debug labels) and draws with the most GPU time. The summary is
 recomputed from the frame records; a dump whose frame records disagree with its own summary,
 or that has none (the app was killed), says so. With --json, one JSON line per dump: the
-summary record, with `dump` (the path) and `regions_top` added.
+summary record, with `dump` (the path) and `regions_top` added. With --html OUT, one
+self-contained HTML page instead: a run view for one dump, a comparison with compare's
+verdicts for several (each against the first), a farm view for a directory of dumps.
 
 Exit status: 0 when every dump was read, 1 when any could not be (the others are still
 reported), 2 on bad arguments.";
@@ -871,19 +873,16 @@ fn notes_about(d: &Dump) -> Vec<String> {
 }
 
 pub fn main(args: Args) -> i32 {
+    // `--html` is dispatched to `html` before this (args.rs), with at least one DUMP.
     let Args {
         json,
         all_counters,
-        html,
-        group_by,
         dumps: paths,
+        ..
     } = args;
     // Not required in clap, so that the message keeps framescope's own lower-case usage line.
     if paths.is_empty() {
         return crate::usage::usage_error::<Args>("report", "framescope: report: no DUMP given");
-    }
-    if let Some(out) = html {
-        return crate::html::main(&out, &paths, group_by.as_deref().unwrap_or("driver"));
     }
     let several = paths.len() > 1;
     let mut code = 0;
