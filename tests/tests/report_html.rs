@@ -237,3 +237,67 @@ fn a_farm_page_renders_one_row_per_driver_in_chromium() {
     );
     assert!(groups.contains("radv 24.1.3") && groups.contains("radv 24.2.0"));
 }
+
+/// Hovering the frame-time graph names the frame under the pointer with its own fields, and
+/// zooming around a stutter keeps its spike drawn, as does the whole run at one pixel column
+/// per many frames (tests/tests/report_html_cdp.py drives Chromium over the DevTools protocol).
+#[test]
+fn hovering_shows_a_frame_and_zooming_keeps_the_stutter_in_chromium() {
+    require_program("chromium");
+    let dir = temp_dir("cdp");
+    let dump = dir.join("long.jsonl");
+    let frames = 20_000u64;
+    write_dump(&dump, frames, 1.0, "24.1.3");
+    let page = dir.join("long.html");
+    assert_eq!(
+        framescope(&["report", "--html", page.to_str().unwrap(), dump.to_str().unwrap()]).0,
+        0
+    );
+    let by_index: Vec<Value> = std::fs::read_to_string(&dump)
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let t = |i: usize| by_index[i]["t_ns"].as_f64().unwrap();
+    let stutter = (frames / 2) as usize;
+    let frac = (t(stutter) - t(0)) / (t(by_index.len() - 1) - t(0));
+    let script = dir.join("report_html_cdp.py");
+    std::fs::write(&script, include_str!("report_html_cdp.py")).unwrap();
+    let out = Command::new(framescope_tests::python::python())
+        .arg(&script)
+        .arg(&page)
+        .arg(dir.join("profile"))
+        .arg(frac.to_string())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let tip = r["tip"].as_str().expect("no tooltip on hover");
+    let hovered: usize = tip
+        .lines()
+        .find_map(|l| l.strip_prefix("frame "))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no frame in the tooltip: {tip}"));
+    assert!(
+        hovered.abs_diff(stutter) <= 20,
+        "hovered frame {hovered}, the stutter is {stutter}"
+    );
+    let ft = by_index[hovered]["cpu_frame_ns"].as_f64().unwrap() / 1e6;
+    assert!(tip.contains(&format!("frame time {ft:.3} ms")), "{tip}");
+    let span = |v: &Value| v["view"][1].as_f64().unwrap() - v["view"][0].as_f64().unwrap();
+    let (before, after) = (&r["before"], &r["after"]);
+    assert!(span(after) < 0.2 * span(before), "no zoom: {r}");
+    let at = (t(stutter) - t(0)) / 1e6;
+    assert!(
+        after["view"][0].as_f64().unwrap() <= at && at <= after["view"][1].as_f64().unwrap(),
+        "{r}"
+    );
+    // Many frames a column before zooming: the spike survives as its column's maximum.
+    assert!(before["columns"].as_u64().unwrap() < frames / 10, "{r}");
+    assert_eq!(
+        (before["max"].as_f64(), after["max"].as_f64()),
+        (Some(80.0), Some(80.0)),
+        "{r}"
+    );
+}
