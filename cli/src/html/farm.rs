@@ -12,7 +12,7 @@ const OUTLIER_SHARE: f64 = 0.10;
 /// Runs a group needs before one can be called an outlier.
 const OUTLIER_MIN_RUNS: usize = 3;
 
-/// The header value runs are grouped by: `driver` (the driver's name and version), `device`,
+/// The header value runs are grouped by: `driver` (its info string, else its version), `device`,
 /// or a dotted path into the header (`config.samples`, `exe`).
 fn group_key(header: &Value, field: &str) -> String {
     let text = |v: &Value| match v {
@@ -22,14 +22,9 @@ fn group_key(header: &Value, field: &str) -> String {
     };
     let at = |path: &str| path.split('.').try_fold(header, |v, k| v.get(k)).and_then(text);
     let key = match field {
-        "driver" => {
-            let name = at("device.driver_name").or_else(|| at("device.driver_info"));
-            let version = at("device.driver_version");
-            match (name, version) {
-                (None, None) => None,
-                (n, v) => Some(format!("{} {}", n.unwrap_or_default(), v.unwrap_or_default())),
-            }
-        }
+        // As `export --parquet`'s `driver` column, so the page and a query over the Parquet
+        // files group runs alike.
+        "driver" => at("device.driver_info").or_else(|| at("device.driver_version")),
         "device" => at("device.name"),
         path => at(path),
     };
@@ -130,7 +125,7 @@ mod tests {
     #[test]
     fn runs_group_by_driver_or_a_header_path() {
         let h = json!({"device": {"driver_name": "radv", "driver_version": "24.1.3", "name": "RX"}, "config": {"samples": "off"}});
-        assert_eq!(group_key(&h, "driver"), "radv 24.1.3");
+        assert_eq!(group_key(&h, "driver"), "24.1.3");
         assert_eq!(group_key(&h, "device"), "RX");
         assert_eq!(group_key(&h, "config.samples"), "off");
         assert_eq!(group_key(&h, "exe"), "(none)");
