@@ -123,7 +123,7 @@ fn percentile_curve(sorted: &[u64]) -> Vec<[f64; 2]> {
 /// Frame-time histogram: equal bins from the fastest frame to the p99.9 one, the slower
 /// frames counted in the last bar, so one huge hitch does not squash the rest.
 fn histogram(sorted: &[u64]) -> Value {
-    let (Some(&lo), false) = (sorted.first(), sorted.is_empty()) else {
+    let Some(&lo) = sorted.first() else {
         return Value::Null;
     };
     let hi = percentile_permille(sorted, 999).max(lo + 1);
