@@ -8,7 +8,7 @@
 //! it can quote an argument: a hostile one is one bounded line, never a terminal escape.
 
 use crate::text::escape;
-use crate::{compare, counters, ctl, doctor, export, gpu_sampler, install, plot, report, run};
+use crate::{compare, counters, ctl, doctor, export, gpu_sampler, html, install, plot, report, run};
 use clap::error::ErrorKind;
 use clap::{CommandFactory, Parser, Subcommand};
 use std::ffi::OsString;
@@ -127,7 +127,11 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> i32 {
         Command::Run(a) => run::main(a),
         Command::Install(a) => install::install_main(a),
         Command::Uninstall(a) => install::uninstall_main(a),
-        Command::Report(a) => report::main(a),
+        // Without a DUMP, `report` prints its usage error for both.
+        Command::Report(a) => match &a.html {
+            Some(out) if !a.dumps.is_empty() => html::main(out, &a.dumps, a.group_by.as_deref().unwrap_or("driver")),
+            _ => report::main(a),
+        },
         Command::Compare(a) => compare::main(a),
         Command::Plot(a) => plot::main(a),
         Command::Export(a) => export::main(a),

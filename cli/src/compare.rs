@@ -673,6 +673,26 @@ fn to_json(rows: &[Row], o: &Options, failed: bool) -> serde_json::Value {
     })
 }
 
+/// `compare --json BASE NEW` with the default options, for the HTML report's comparison:
+/// the same object and the exit status `compare` gives (0, or 1 for a regression). `Err`:
+/// what `compare` would print before exiting 2.
+pub fn default_json(base: &OsStr, new: &OsStr) -> Result<(serde_json::Value, i32), String> {
+    let o = Options {
+        metrics: vec![Metric::FrameTime, Metric::GpuBusy],
+        explicit: false,
+        threshold: 0.05,
+        confidence: 0.99,
+        stat: Statistic::Mean,
+        skip: None,
+        json: true,
+        base: vec![base.to_owned()],
+        new: vec![new.to_owned()],
+    };
+    let (rows, _) = compare(&o)?;
+    let failed = rows.iter().any(|r| r.verdict.fails());
+    Ok((to_json(&rows, &o, failed), i32::from(failed)))
+}
+
 pub fn main(args: Args) -> i32 {
     let o = match options(args) {
         Ok(o) => o,

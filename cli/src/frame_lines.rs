@@ -30,6 +30,9 @@ pub struct FrameLine<'a> {
     pub display: Option<Cow<'a, str>>,
     #[serde(default)]
     pub stutter: bool,
+    /// What a stutter frame waited on or created (the HTML page's stutter table).
+    #[serde(default)]
+    pub stutter_causes: Vec<crate::timeline::CauseFields>,
     #[serde(default, borrow)]
     pub samples: Vec<SampleLine<'a>>,
     #[serde(default, borrow)]

@@ -16,6 +16,7 @@ pub mod export;
 pub mod frame_lines;
 pub mod fuzzing;
 pub mod gpu_sampler;
+pub mod html;
 pub mod install;
 pub mod lines;
 pub mod locate;

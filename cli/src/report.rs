@@ -27,7 +27,9 @@ One table per dump: frames, fps and lows, frame-time and GPU-time percentiles, c
 the regions (render passes, debug labels) and draws with the most GPU time. The summary is
 recomputed from the frame records; a dump whose frame records disagree with its own summary,
 or that has none (the app was killed), says so. With --json, one JSON line per dump: the
-summary record, with `dump` (the path) and `regions_top` added.
+summary record, with `dump` (the path) and `regions_top` added. With --html OUT, one
+self-contained HTML page instead: a run view for one dump, a comparison with compare's
+verdicts for several (each against the first), a farm view for a directory of dumps.
 
 Exit status: 0 when every dump was read, 1 when any could not be (the others are still
 reported), 2 on bad arguments.";
@@ -35,7 +37,10 @@ reported), 2 on bad arguments.";
 pub const EXAMPLES: &str = "\
 examples:
   framescope report run.jsonl
-  framescope report --json runs/*.jsonl";
+  framescope report --json runs/*.jsonl
+  framescope report --html run.html run.jsonl
+  framescope report --html compare.html before.jsonl after.jsonl
+  framescope report --html farm.html --group-by device runs/";
 
 // `report`'s options (a plain comment: a doc comment would become clap's about text).
 #[derive(clap::Args, Debug)]
@@ -47,6 +52,14 @@ pub struct Args {
     /// one row per CPU core instead of one row folding them
     #[arg(long)]
     pub all_counters: bool,
+    /// write one self-contained HTML page to OUT instead: one DUMP gives a run, several a
+    /// comparison against the first (compare's verdicts), a directory a farm view
+    #[arg(long, value_name = "OUT", conflicts_with_all = ["json", "all_counters"])]
+    pub html: Option<OsString>,
+    /// the farm view's grouping: driver (default), device, or a header field path such as
+    /// exe or config.samples
+    #[arg(long, value_name = "FIELD", requires = "html", value_parser = crate::usage::text())]
+    pub group_by: Option<String>,
     /// JSON Lines dumps written by framescope
     #[arg(value_name = "DUMP")]
     pub dumps: Vec<OsString>,
@@ -217,6 +230,9 @@ struct Device {
 #[derive(Default)]
 struct Dump {
     header: Option<Header>,
+    /// The header as written, for the HTML page's "what ran" (it shows fields this reader
+    /// does not model, such as `config`).
+    header_raw: Option<serde_json::Value>,
     summary: Option<SummaryRecord>,
     builder: SummaryBuilder,
     draws: DrawTable<String>,
@@ -419,13 +435,18 @@ impl Dump {
 
     /// The regions with the most GPU time: (scope, label path, samples, total ns).
     fn regions_top(&self) -> Vec<(&str, &str, u64, u64)> {
+        self.regions_by_time(REGIONS_SHOWN)
+    }
+
+    /// The first `limit` regions by GPU time, most first.
+    fn regions_by_time(&self, limit: usize) -> Vec<(&str, &str, u64, u64)> {
         let mut v: Vec<_> = self
             .regions
             .iter()
             .map(|((scope, label), &(n, total))| (scope.as_str(), label.as_str(), n, total))
             .collect();
         v.sort_by(|a, b| b.3.cmp(&a.3).then(a.0.cmp(b.0)).then(a.1.cmp(b.1)));
-        v.truncate(REGIONS_SHOWN);
+        v.truncate(limit);
         v
     }
 
@@ -438,7 +459,10 @@ impl Dump {
             Some("frame") => self.frame(line, n),
             Some("header") if self.header.is_some() => self.extra_headers += 1,
             Some("header") => match serde_json::from_slice::<Header>(line) {
-                Ok(h) => self.header = Some(h),
+                Ok(h) => {
+                    self.header = Some(h);
+                    self.header_raw = serde_json::from_slice(line).ok();
+                }
                 Err(_) => self.bad_line(n),
             },
             Some("mark") => match serde_json::from_slice::<MarkFields>(line) {
@@ -849,10 +873,12 @@ fn notes_about(d: &Dump) -> Vec<String> {
 }
 
 pub fn main(args: Args) -> i32 {
+    // `--html` is dispatched to `html` before this (args.rs), with at least one DUMP.
     let Args {
         json,
         all_counters,
         dumps: paths,
+        ..
     } = args;
     // Not required in clap, so that the message keeps framescope's own lower-case usage line.
     if paths.is_empty() {
@@ -949,25 +975,66 @@ fn report_one(path: &OsStr, json: bool, several: bool, all: bool) -> i32 {
         if !several && regions.is_empty() {
             println!("{}", rec.to_line());
         } else {
-            let mut v: serde_json::Value = serde_json::from_str(&rec.to_line()).unwrap_or_default();
-            if let Some(o) = v.as_object_mut() {
-                if several {
-                    o.insert("dump".into(), show(path).into());
-                }
-                let top: Vec<serde_json::Value> = regions
-                    .iter()
-                    .map(|(scope, label, n, total)| {
-                        serde_json::json!({"scope": scope, "label": label, "samples": n, "total_ns": total})
-                    })
-                    .collect();
-                o.insert("regions_top".into(), top.into());
-            }
-            println!("{v}");
+            println!("{}", json_value(&rec, &regions, several.then_some(path)));
         }
     } else {
         print!("{}", render(path, &d, &rec, &notes, all));
     }
     0
+}
+
+/// `report --json`'s object: the summary record with `regions_top`, and `dump` when given.
+fn json_value(rec: &SummaryRecord, regions: &[(&str, &str, u64, u64)], path: Option<&OsStr>) -> serde_json::Value {
+    let mut v: serde_json::Value = serde_json::from_str(&rec.to_line()).unwrap_or_default();
+    if let Some(o) = v.as_object_mut() {
+        if let Some(path) = path {
+            o.insert("dump".into(), show(path).into());
+        }
+        let top: Vec<serde_json::Value> = regions
+            .iter()
+            .map(|(scope, label, n, total)| {
+                serde_json::json!({"scope": scope, "label": label, "samples": n, "total_ns": total})
+            })
+            .collect();
+        o.insert("regions_top".into(), top.into());
+    }
+    v
+}
+
+/// Regions the HTML page lists (its table sorts them; the text report shows the top ten).
+const REGIONS_IN_PAGE: usize = 200;
+
+/// What the HTML page shows of a dump beside its frames, read as `report` reads it.
+pub struct Overview {
+    /// `report --json`'s object for this dump, `regions_top` holding up to 200 regions.
+    pub summary: serde_json::Value,
+    /// The header record as written (`null` when missing).
+    pub header: serde_json::Value,
+    /// `mark` records: `{t_ns, frame, label}`.
+    pub marks: Vec<serde_json::Value>,
+    pub notes: Vec<String>,
+}
+
+/// Reads `path` as `report` does. `Err`: why it is no dump.
+pub fn overview(path: &OsStr) -> Result<Overview, String> {
+    let d = std::fs::File::open(path)
+        .and_then(read_dump)
+        .map_err(|e| format!("cannot read '{}': {e}", show(path)))?;
+    if d.header.is_none() && d.builder.frames() == 0 {
+        return Err(format!("'{}' is not a framescope dump", show(path)));
+    }
+    let (rec, notes) = summarize(&d);
+    let marks = d
+        .marks
+        .iter()
+        .map(|m| serde_json::json!({"t_ns": m.t_ns, "frame": m.frame, "label": m.label}))
+        .collect();
+    Ok(Overview {
+        summary: json_value(&rec, &d.regions_by_time(REGIONS_IN_PAGE), None),
+        header: d.header_raw.clone().unwrap_or_default(),
+        marks,
+        notes,
+    })
 }
 
 /// The summary line that completes a dump left without one (its app ended without writing

@@ -39,6 +39,8 @@ pub const TEST_ONLY: &[&str] = &[
     "glmark2-es2-wayland",
     // The text of `framescope plot`'s PNG files (tests/tests/compare.rs).
     "fonts-dejavu-core",
+    // Opens `report --html` pages headless (tests/tests/report_html.rs).
+    "chromium",
     // Runs tests/tests/export_perfetto.py (its packages: PYPI below).
     "python3",
     "python3-pip",
@@ -47,11 +49,13 @@ pub const TEST_ONLY: &[&str] = &[
 /// tests/tests/export.rs decodes the exported trace with Perfetto's own generated protobuf
 /// classes, which the `perfetto` package ships (`perfetto_trace_pb2`); they need the protobuf
 /// runtime they were generated for (6.31.1) or a later 6.x. Debian's python3-protobuf is 3.21.
-/// `pyarrow` reads the `--parquet` export back (tests/tests/export_parquet.py).
-pub const PYPI: &[&str] = &["perfetto==0.59.1", "protobuf>=6.31.1,<7", "pyarrow>=14"];
+/// `pyarrow` reads the `--parquet` export back (tests/tests/export_parquet.py); `duckdb` runs
+/// the farm query the HTML farm view must agree with (tests/tests/report_html_duckdb.py).
+pub const PYPI: &[&str] = &["perfetto==0.59.1", "protobuf>=6.31.1,<7", "pyarrow>=14", "duckdb>=1"];
 
 /// Imported by the test: when this works, nothing is installed.
-const PYPI_CHECK: &str = "import google.protobuf, perfetto.protos.perfetto.trace.perfetto_trace_pb2, pyarrow.parquet";
+const PYPI_CHECK: &str =
+    "import google.protobuf, perfetto.protos.perfetto.trace.perfetto_trace_pb2, pyarrow.parquet, duckdb";
 
 fn install_pypi() -> Result<(), String> {
     let python = std::env::var("FRAMESCOPE_TEST_PYTHON").unwrap_or_else(|_| "python3".into());

@@ -48,6 +48,25 @@ pub fn low_fps(sorted: &[u64], divisor: u64) -> Option<f64> {
     fps(k, sum)
 }
 
+/// CapFrameX's "integral" low of ascending `sorted` frame times: the fps of the frame time
+/// at which the slowest frames, summed from the slowest down, first reach `1/divisor` of the
+/// run's time (divisor 100: the 1% low integral). Unlike [`low_fps`], which averages a share
+/// of the frames, this weights frames by the time they took, as a viewer experiences it.
+pub fn low_fps_integral(sorted: &[u64], divisor: u64) -> Option<f64> {
+    let total: u128 = sorted.iter().map(|&v| u128::from(v)).sum();
+    if total == 0 {
+        return None;
+    }
+    let mut sum = 0u128;
+    for &v in sorted.iter().rev() {
+        sum += u128::from(v);
+        if sum * u128::from(divisor) >= total {
+            return fps(1, v);
+        }
+    }
+    None
+}
+
 fn fps(frames: u64, sum_ns: u64) -> Option<f64> {
     (sum_ns > 0).then(|| frames as f64 * 1e9 / sum_ns as f64)
 }

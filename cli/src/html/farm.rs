@@ -1,0 +1,146 @@
+//! The farm view: many runs grouped by a header field (a driver build, a device), one row a
+//! group. A group aggregates its runs' own statistics (each run weighs the same, however many
+//! frames it has), so one long run cannot hide the others; the page states this.
+
+use super::data;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+
+/// A run is an outlier when its mean fps is this far from its group's median, relative.
+const OUTLIER_SHARE: f64 = 0.10;
+/// Runs a group needs before one can be called an outlier.
+const OUTLIER_MIN_RUNS: usize = 3;
+
+/// The header value runs are grouped by: `driver` (its info string, else its version), `device`,
+/// or a dotted path into the header (`config.samples`, `exe`).
+fn group_key(header: &Value, field: &str) -> String {
+    let text = |v: &Value| match v {
+        Value::Null => None,
+        Value::String(s) => Some(s.clone()),
+        other => Some(other.to_string()),
+    };
+    let at = |path: &str| path.split('.').try_fold(header, |v, k| v.get(k)).and_then(text);
+    let key = match field {
+        // As `export --parquet`'s `driver` column, so the page and a query over the Parquet
+        // files group runs alike.
+        "driver" => at("device.driver_info").or_else(|| at("device.driver_version")),
+        "device" => at("device.name"),
+        path => at(path),
+    };
+    key.map_or_else(|| "(none)".into(), |k| k.trim().to_string())
+}
+
+fn num(v: &Value, path: &str) -> Option<f64> {
+    path.split('.').try_fold(v, |v, k| v.get(k)).and_then(Value::as_f64)
+}
+
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    (n > 0).then(|| {
+        if n % 2 == 1 {
+            v[n / 2]
+        } else {
+            (v[n / 2 - 1] + v[n / 2]) / 2.0
+        }
+    })
+}
+
+fn mean(v: &[f64]) -> Option<f64> {
+    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+}
+
+/// A run's row: its group and the statistics the farm compares.
+fn run_row(path: &OsString, field: &str) -> Result<Value, String> {
+    let r = data::run(path, false)?;
+    let s = &r["summary"];
+    Ok(json!({
+        "name": r["name"],
+        "group": group_key(&r["header"], field),
+        "frames": s["frames"],
+        "fps_mean": s["fps_mean"],
+        "p99_ms": num(s, "frame_time_ns.p99").map(|v| v / 1e6),
+        "low_1pct_fps": s["low_1pct_fps"],
+        "gpu_mean_ms": num(s, "gpu_busy_ns.mean").map(|v| v / 1e6),
+        "outlier": false,
+    }))
+}
+
+/// One row per group, over the run rows in it; marks their outliers.
+fn group_row(name: &str, runs: &mut [&mut Value]) -> Value {
+    let col = |runs: &[&mut Value], k: &str| -> Vec<f64> { runs.iter().filter_map(|r| r[k].as_f64()).collect() };
+    let fps = col(runs, "fps_mean");
+    let mid = median(fps.clone());
+    let mut outliers = Vec::new();
+    if let (Some(mid), true) = (mid, runs.len() >= OUTLIER_MIN_RUNS) {
+        for r in runs.iter_mut() {
+            if r["fps_mean"]
+                .as_f64()
+                .is_some_and(|f| (f - mid).abs() > OUTLIER_SHARE * mid)
+            {
+                r["outlier"] = true.into();
+                outliers.push(r["name"].clone());
+            }
+        }
+    }
+    let frames: u64 = runs.iter().filter_map(|r| r["frames"].as_u64()).sum();
+    json!({
+        "group": name,
+        "runs": runs.len(),
+        "frames": frames,
+        "fps_mean": mean(&fps),
+        "fps_median": mid,
+        "fps_min": fps.iter().copied().reduce(f64::min),
+        "fps_max": fps.iter().copied().reduce(f64::max),
+        "p99_ms": mean(&col(runs, "p99_ms")),
+        "low_1pct_fps": mean(&col(runs, "low_1pct_fps")),
+        "gpu_mean_ms": mean(&col(runs, "gpu_mean_ms")),
+        "outliers": outliers,
+    })
+}
+
+/// The farm's runs and groups. A dump that cannot be read ends it, named.
+pub fn farm(paths: &[OsString], field: &str) -> Result<Value, String> {
+    let mut runs = paths.iter().map(|p| run_row(p, field)).collect::<Result<Vec<_>, _>>()?;
+    let mut by_group: BTreeMap<String, Vec<&mut Value>> = BTreeMap::new();
+    for r in runs.iter_mut() {
+        let g = r["group"].as_str().unwrap_or_default().to_string();
+        by_group.entry(g).or_default().push(r);
+    }
+    let groups: Vec<Value> = by_group.iter_mut().map(|(g, rs)| group_row(g, rs)).collect();
+    Ok(json!({
+        "group_by": field,
+        "aggregate": "by run: a group's values are the mean (and median, min, max) of its runs' own statistics; \
+                      a run is marked an outlier when its mean fps is more than 10 % from its group's median (groups of 3 runs or more)",
+        "groups": groups,
+        "runs": runs,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runs_group_by_driver_or_a_header_path() {
+        let h = json!({"device": {"driver_name": "radv", "driver_version": "24.1.3", "name": "RX"}, "config": {"samples": "off"}});
+        assert_eq!(group_key(&h, "driver"), "24.1.3");
+        assert_eq!(group_key(&h, "device"), "RX");
+        assert_eq!(group_key(&h, "config.samples"), "off");
+        assert_eq!(group_key(&h, "exe"), "(none)");
+    }
+
+    #[test]
+    fn a_run_far_from_its_group_is_an_outlier() {
+        let mut rows: Vec<Value> = [100.0, 101.0, 99.0, 60.0]
+            .iter()
+            .enumerate()
+            .map(|(i, f)| json!({"name": i.to_string(), "fps_mean": f, "frames": 10}))
+            .collect();
+        let mut refs: Vec<&mut Value> = rows.iter_mut().collect();
+        let g = group_row("g", &mut refs);
+        assert_eq!(g["outliers"], json!(["3"]));
+        assert_eq!(g["frames"], 40);
+    }
+}

@@ -1,0 +1,98 @@
+//! `framescope report --html OUT DUMP...`: one self-contained HTML page that opens from disk,
+//! offline. One dump gives a run view, several a comparison (the first is the base, as in
+//! `compare`), a directory a farm view (its dumps grouped by a header field). Every statistic
+//! is computed here, with the code `report` and `compare` use, and embedded as JSON; the
+//! page's own script (assets/) only draws it, so the page cannot disagree with the commands.
+
+mod data;
+mod farm;
+mod page;
+
+use crate::text::show;
+use serde_json::{json, Value};
+use std::ffi::{OsStr, OsString};
+use std::path::Path;
+
+pub use page::CSP;
+
+/// What the page shows, by the paths given.
+enum View {
+    Run(OsString),
+    Compare(Vec<OsString>),
+    Farm(Vec<OsString>),
+}
+
+/// The dumps of a farm's directory: its `*.jsonl` files, by name.
+fn dumps_in(dir: &Path) -> Result<Vec<OsString>, String> {
+    let entries = std::fs::read_dir(dir).map_err(|e| format!("cannot read '{}': {e}", show(dir.as_os_str())))?;
+    let mut v: Vec<OsString> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl") && p.is_file())
+        .map(std::path::PathBuf::into_os_string)
+        .collect();
+    v.sort();
+    if v.is_empty() {
+        return Err(format!("'{}' holds no *.jsonl dump", show(dir.as_os_str())));
+    }
+    Ok(v)
+}
+
+fn view_of(paths: &[OsString]) -> Result<View, String> {
+    match paths {
+        [one] if Path::new(one).is_dir() => Ok(View::Farm(dumps_in(Path::new(one))?)),
+        [one] => Ok(View::Run(one.clone())),
+        many if many.iter().any(|p| Path::new(p).is_dir()) => {
+            Err("a directory is a farm view on its own: pass it alone".into())
+        }
+        many => Ok(View::Compare(many.to_vec())),
+    }
+}
+
+/// Each dump after the first against the first, as `compare BASE NEW` judges it.
+fn comparisons(paths: &[OsString]) -> Vec<Value> {
+    let base = &paths[0];
+    paths[1..]
+        .iter()
+        .map(|new| {
+            let names = json!({"base": data::name_of(base), "new": data::name_of(new)});
+            match crate::compare::default_json(base, new) {
+                Ok((result, exit)) => json!({"runs": names, "result": result, "exit": exit}),
+                Err(e) => json!({"runs": names, "error": e, "exit": 2}),
+            }
+        })
+        .collect()
+}
+
+/// The page's data for `view`.
+fn data_of(view: &View, group_by: &str) -> Result<Value, String> {
+    let mut v = match view {
+        View::Run(p) => json!({"view": "run", "runs": [data::run(p, true)?]}),
+        View::Compare(ps) => {
+            let runs = ps.iter().map(|p| data::run(p, true)).collect::<Result<Vec<_>, _>>()?;
+            json!({"view": "compare", "runs": runs, "comparisons": comparisons(ps)})
+        }
+        View::Farm(ps) => json!({"view": "farm", "farm": farm::farm(ps, group_by)?}),
+    };
+    v["framescope_version"] = env!("CARGO_PKG_VERSION").into();
+    Ok(v)
+}
+
+/// Writes the page for `paths` to `out`; the exit status `report` gives (1: not written).
+pub fn main(out: &OsStr, paths: &[OsString], group_by: &str) -> i32 {
+    let page = view_of(paths)
+        .and_then(|v| data_of(&v, group_by))
+        .map(|d| page::render(&d));
+    let page = match page {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("framescope: report --html: {e}");
+            return 1;
+        }
+    };
+    if let Err(e) = std::fs::write(out, page) {
+        eprintln!("framescope: report --html: cannot write '{}': {e}", show(out));
+        return 1;
+    }
+    0
+}
