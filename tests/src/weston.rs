@@ -80,6 +80,11 @@ impl Weston {
         w
     }
 
+    /// weston's process id, for a test that stops or kills it.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// What weston wrote to its log so far.
     pub fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
