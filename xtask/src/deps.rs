@@ -40,6 +40,8 @@ pub const TEST_ONLY: &[&str] = &[
     // Where a Wayland app's main thread waits while its compositor is stopped
     // (tests/tests/wayland_apps.rs).
     "gdb",
+    // The X server weston starts for X11 clients (`--xwayland`, tests/tests/wayland_apps.rs).
+    "xwayland",
     // The text of `framescope plot`'s PNG files (tests/tests/compare.rs).
     "fonts-dejavu-core",
     // Runs tests/tests/export_perfetto.py (its packages: PYPI below).
