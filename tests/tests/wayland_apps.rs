@@ -600,7 +600,8 @@ fn stuck_in_framescope(pid: u32) -> Option<String> {
 
 /// weston killed (SIGKILL) while a FIFO app runs, bare and under framescope: the app goes on as
 /// it does bare. glmark2 ends by itself; vkcube-wayland does not (bare, its main thread was
-/// seen waiting in lavapipe for good; under framescope, rendering on), so it is ended with
+/// seen waiting in lavapipe for good; under framescope, running in and out of lavapipe's waits
+/// with no more frames presented, a difference not understood yet), so it is ended with
 /// SIGTERM, which framescope passes on. Under framescope the main thread, while it runs on,
 /// must not be stuck in framescope's own code.
 #[test]
