@@ -119,6 +119,14 @@ impl Sandbox {
         self.env.get(key).map(String::as_str)
     }
 
+    /// `program args` in this sandbox's environment, not started: for a test that acts on the
+    /// process while it runs.
+    pub fn command(&self, program: &Path, args: &[&str]) -> Command {
+        let mut c = Command::new(program);
+        c.args(args).env_clear().envs(&self.env).stdin(Stdio::null());
+        c
+    }
+
     /// Runs `program args` to completion or kills it after `limit` and panics.
     pub fn run(&self, program: &Path, args: &[&str], limit: Duration) -> Outcome {
         let out_path = self.dir.join(format!("out-{}.txt", unique()));

@@ -32,6 +32,17 @@ impl Weston {
     /// `kiosk-shell.so`, with or without framescope) and waits for its socket; panics when
     /// weston is missing or does not come up within 20 s.
     pub fn start_headless() -> Weston {
+        Weston::start(false)
+    }
+
+    /// [`Weston::start_headless`] with XWayland (`--xwayland`): [`Weston::x_display`] says
+    /// where X11 clients connect (weston starts Xwayland at the first one).
+    pub fn start_headless_xwayland() -> Weston {
+        crate::artifacts::require_program("Xwayland");
+        Weston::start(true)
+    }
+
+    fn start(xwayland: bool) -> Weston {
         crate::artifacts::require_program("weston");
         let dir = std::env::temp_dir().join(format!("framescope-weston-{}-{}", std::process::id(), unique()));
         let _ = std::fs::remove_dir_all(&dir);
@@ -47,6 +58,7 @@ impl Weston {
             "--idle-time=0",
             &format!("--socket={name}"),
         ])
+        .args(xwayland.then_some("--xwayland"))
         .env_clear()
         .env("XDG_RUNTIME_DIR", &dir)
         .env("HOME", &dir)
@@ -78,6 +90,31 @@ impl Weston {
             std::thread::sleep(Duration::from_millis(20));
         }
         w
+    }
+
+    /// weston's process id, for a test that stops or kills it.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The X display weston's XWayland listens on (`:N`, from its log: weston picks a free
+    /// number); waits up to 20 s for it.
+    pub fn x_display(&self) -> String {
+        let start = Instant::now();
+        loop {
+            let log = self.log();
+            if let Some(d) = log.lines().find_map(|l| {
+                l.split_once("xserver listening on display ")
+                    .map(|(_, d)| d.trim().to_string())
+            }) {
+                return d;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "weston's XWayland did not come up within 20 s:\n{log}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     /// What weston wrote to its log so far.

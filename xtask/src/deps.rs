@@ -37,6 +37,11 @@ pub const TEST_ONLY: &[&str] = &[
     // (tests/tests/wayland_presentation.rs, tests/src/weston.rs).
     "weston",
     "glmark2-es2-wayland",
+    // Where a Wayland app's main thread waits while its compositor is stopped
+    // (tests/tests/wayland_apps.rs).
+    "gdb",
+    // The X server weston starts for X11 clients (`--xwayland`, tests/tests/wayland_apps.rs).
+    "xwayland",
     // The text of `framescope plot`'s PNG files (tests/tests/compare.rs).
     "fonts-dejavu-core",
     // Opens `report --html` pages headless (tests/tests/report_html.rs).

@@ -182,6 +182,7 @@ const DRIVER_LANE_TESTS: &[&str] = &[
     "display_x11",
     "display_present_timing",
     "wayland_presentation",
+    "wayland_apps",
 ];
 
 /// Replaces the README's config key table (between its `config-keys` markers) with the one the
