@@ -22,7 +22,7 @@
 
 use crate::gl::{GlFns, GlInfo};
 use crate::winsys::{self, WinSys};
-use crate::{draws, monitors, samples};
+use crate::{draw_counts, monitors, samples};
 use framescope_core::assembly::{AssemblerOptions, FrameAssembler};
 use framescope_core::clock::monotonic_now_ns;
 use framescope_core::dump::{Api, DeviceInfo, DumpWriter, Header, Unavailable};
@@ -410,7 +410,7 @@ pub fn before_swap(ws: WinSys, window: u32) -> Option<Closed> {
         return None;
     }
     let counts = FrameCounts {
-        draws: draws::take(),
+        draws: draw_counts::take(),
         ..FrameCounts::default()
     };
     let (frame, gl, t_ns) = close_frame(ws, key, counts)?;
