@@ -128,6 +128,7 @@ fn around_swap<R>(ws: WinSys, target: Target, real: impl FnOnce() -> R) -> R {
                 frame: c.frame,
                 target,
                 gl: &c.gl,
+                hud: &c.hud,
             })
         });
         hud_time.stop();
@@ -142,9 +143,9 @@ fn around_swap<R>(ws: WinSys, target: Target, real: impl FnOnce() -> R) -> R {
     let returned = framescope_core::clock::monotonic_now_ns();
     if let Some(c) = closed {
         let t = c.token;
-        if guarded(&SWAP, || frames::after_swap(&t, c.frame, returned)) == Some(true) {
+        if let Some(h) = guarded(&SWAP, || frames::after_swap(&t, c.frame, returned)).flatten() {
             // Outside the frame lock, like the HUD before the swap.
-            guarded(&HUD, || hud::after_swap(t.ws, t.key));
+            guarded(&HUD, || hud::after_swap(&h));
         }
     }
     r
@@ -308,8 +309,9 @@ unsafe extern "C" fn egl_make_current(dpy: *mut c_void, draw: *mut c_void, read:
 /// Before the real destroy of context `ctx`: its frame state and its HUD go first.
 fn before_destroy(ws: WinSys, ctx: *mut c_void) {
     guarded(&DESTROY, || {
-        frames::on_destroy(ws, ctx as usize);
-        hud::context_destroyed(ws, ctx as usize);
+        if let Some(h) = frames::on_destroy(ws, ctx as usize) {
+            hud::context_destroyed(ws, ctx as usize, h);
+        }
     });
 }
 
