@@ -288,8 +288,8 @@ pub const fn c_name(with_nul: &'static str) -> &'static CStr {
 /// `export_only` an exported symbol of that name forwarding to the hook (apps that import the
 /// name from libGL), and with `export` or `lookup` one typed row of the module's
 /// `intercept(name)`, which the `dlsym`/`dlvsym`/`*GetProcAddress` hooks use to hand out the
-/// hook. The hook is coerced to
-/// the slot's function type in that row, so a hook whose signature disagrees does not compile.
+/// hook. The hook is coerced to the slot's function type in that row (or, for `export_only`,
+/// in a check of its own), so a hook whose signature disagrees does not compile.
 /// The exported symbol is a function of its own: the address of an exported symbol taken
 /// inside the library resolves through the GOT to the first definition in the process.
 macro_rules! gl_hooks {
