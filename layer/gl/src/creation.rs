@@ -1,7 +1,7 @@
 //! The app's shader compiles and program links, timed into the calling thread's creation
 //! tally (`framescope_core::creation`): GL drivers compile at these calls or at the first draw
 //! after them, and either makes a frame late. Exported as well as handed out by lookups
-//! (`lib.rs`): most apps import them straight from libGL. Each forwards first and only then
+//! (`export`): most apps import them straight from libGL. Each forwards first and only then
 //! adds its time.
 //!
 //! First use: Mesa compiles a program's shader variant for the current state at the first draw
@@ -19,7 +19,7 @@
 //! share group on the same thread, is missed. Programs bound through program pipelines
 //! (`glBindProgramPipeline`) and draws in immediate mode or display lists are not timed.
 
-use crate::dl::{Family, Real, Slot};
+use crate::dl::{gl_hooks, real};
 use framescope_core::creation::{self, CreationKind};
 use framescope_core::guard::{guarded, Site};
 use libc::c_void;
@@ -27,11 +27,12 @@ use std::cell::{Cell, RefCell};
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-static COMPILE_SHADER: Real<unsafe extern "C" fn(u32)> = Real::new(c"glCompileShader", Family::Gl);
-static LINK_PROGRAM: Real<unsafe extern "C" fn(u32)> = Real::new(c"glLinkProgram", Family::Gl);
-static PROGRAM_BINARY: Real<unsafe extern "C" fn(u32, u32, *const c_void, i32)> =
-    Real::new(c"glProgramBinary", Family::Gl);
-static USE_PROGRAM: Real<unsafe extern "C" fn(u32)> = Real::new(c"glUseProgram", Family::Gl);
+gl_hooks! {
+    export glCompileShader: Gl fn(shader: u32) => compile_shader;
+    export glLinkProgram: Gl fn(program: u32) => link_program;
+    export glProgramBinary: Gl fn(program: u32, format: u32, binary: *const c_void, length: i32) => program_binary;
+    export glUseProgram: Gl fn(program: u32) => use_program;
+}
 
 static FIRST_USE: Site = Site::new("GL program first use");
 
@@ -90,8 +91,8 @@ pub fn first_draw(draw: impl FnOnce()) {
     });
 }
 
-pub unsafe extern "C" fn use_program(program: u32) {
-    let Some(f) = USE_PROGRAM.get() else {
+unsafe extern "C" fn use_program(program: u32) {
+    let Some(f) = real(&next::glUseProgram) else {
         return;
     };
     // SAFETY: f is the real glUseProgram; the argument is the app's.
@@ -115,16 +116,16 @@ fn relinked(program: u32) {
     });
 }
 
-pub unsafe extern "C" fn compile_shader(shader: u32) {
-    let Some(f) = COMPILE_SHADER.get() else {
+unsafe extern "C" fn compile_shader(shader: u32) {
+    let Some(f) = real(&next::glCompileShader) else {
         return;
     };
     // SAFETY: f is the real glCompileShader; the argument is the app's.
     creation::timed(CreationKind::Shader, || unsafe { f(shader) })
 }
 
-pub unsafe extern "C" fn link_program(program: u32) {
-    let Some(f) = LINK_PROGRAM.get() else {
+unsafe extern "C" fn link_program(program: u32) {
+    let Some(f) = real(&next::glLinkProgram) else {
         return;
     };
     // SAFETY: f is the real glLinkProgram; the argument is the app's.
@@ -132,22 +133,11 @@ pub unsafe extern "C" fn link_program(program: u32) {
     relinked(program);
 }
 
-pub unsafe extern "C" fn program_binary(program: u32, format: u32, binary: *const c_void, length: i32) {
-    let Some(f) = PROGRAM_BINARY.get() else {
+unsafe extern "C" fn program_binary(program: u32, format: u32, binary: *const c_void, length: i32) {
+    let Some(f) = real(&next::glProgramBinary) else {
         return;
     };
     // SAFETY: f is the real glProgramBinary; the arguments are the app's.
     creation::timed(CreationKind::Program, || unsafe { f(program, format, binary, length) });
     relinked(program);
-}
-
-/// For a creating entry point we wrap: the slot of the real function and our wrapper.
-pub fn intercept(name: &[u8]) -> Option<(&'static Slot, usize)> {
-    Some(match name {
-        b"glCompileShader" => (COMPILE_SHADER.slot(), compile_shader as *const () as usize),
-        b"glLinkProgram" => (LINK_PROGRAM.slot(), link_program as *const () as usize),
-        b"glProgramBinary" => (PROGRAM_BINARY.slot(), program_binary as *const () as usize),
-        b"glUseProgram" => (USE_PROGRAM.slot(), use_program as *const () as usize),
-        _ => return None,
-    })
 }

@@ -10,7 +10,7 @@
 //! goes at `eglDestroySurface`, `eglTerminate`, or the app's `wl_display_disconnect` (exported
 //! by the shim), whichever comes first, always while the display is alive.
 
-use crate::dl::{Family, Real, Slot};
+use crate::dl::{gl_hooks, real};
 use framescope_collectors::display::wayland_feedback::{self as wf, Target};
 use framescope_core::guard::{guarded, Site};
 use framescope_core::sync::RwLock;
@@ -38,28 +38,31 @@ struct WlEglWindow {
     surface: *mut c_void,
 }
 
-type GetDisplayFn = unsafe extern "C" fn(*mut c_void) -> *mut c_void;
-type GetPlatformDisplayFn = unsafe extern "C" fn(u32, *mut c_void, *const isize) -> *mut c_void;
-type GetPlatformDisplayExtFn = unsafe extern "C" fn(u32, *mut c_void, *const i32) -> *mut c_void;
-type CreateWindowSurfaceFn = unsafe extern "C" fn(*mut c_void, *mut c_void, usize, *const i32) -> *mut c_void;
-type CreatePlatformWindowSurfaceFn =
-    unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_void, *const isize) -> *mut c_void;
-type CreatePlatformWindowSurfaceExtFn =
-    unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_void, *const i32) -> *mut c_void;
-type DestroySurfaceFn = unsafe extern "C" fn(*mut c_void, *mut c_void) -> u32;
-type DisconnectFn = unsafe extern "C" fn(*mut c_void);
-
-static GET_DISPLAY: Real<GetDisplayFn> = Real::new(c"eglGetDisplay", Family::Egl);
-static GET_PLATFORM_DISPLAY: Real<GetPlatformDisplayFn> = Real::new(c"eglGetPlatformDisplay", Family::Egl);
-static GET_PLATFORM_DISPLAY_EXT: Real<GetPlatformDisplayExtFn> = Real::new(c"eglGetPlatformDisplayEXT", Family::Egl);
-static CREATE_WINDOW_SURFACE: Real<CreateWindowSurfaceFn> = Real::new(c"eglCreateWindowSurface", Family::Egl);
-static CREATE_PLATFORM_WINDOW_SURFACE: Real<CreatePlatformWindowSurfaceFn> =
-    Real::new(c"eglCreatePlatformWindowSurface", Family::Egl);
-static CREATE_PLATFORM_WINDOW_SURFACE_EXT: Real<CreatePlatformWindowSurfaceExtFn> =
-    Real::new(c"eglCreatePlatformWindowSurfaceEXT", Family::Egl);
-static DESTROY_SURFACE: Real<DestroySurfaceFn> = Real::new(c"eglDestroySurface", Family::Egl);
-/// Found among the process's libraries only (the shim never loads libwayland).
-static DISCONNECT: Real<DisconnectFn> = Real::new(c"wl_display_disconnect", Family::Wayland);
+gl_hooks! {
+    export eglGetDisplay: Egl fn(native: *mut c_void) -> *mut c_void => get_display;
+    export eglGetPlatformDisplay: Egl fn(platform: u32, native: *mut c_void, attribs: *const isize) -> *mut c_void
+        => get_platform_display;
+    export eglGetPlatformDisplayEXT: Egl fn(platform: u32, native: *mut c_void, attribs: *const i32) -> *mut c_void
+        => get_platform_display_ext;
+    export eglCreateWindowSurface: Egl fn(dpy: *mut c_void, config: *mut c_void, native: usize, attribs: *const i32)
+        -> *mut c_void => create_window_surface;
+    export eglCreatePlatformWindowSurface: Egl fn(
+        dpy: *mut c_void,
+        config: *mut c_void,
+        native: *mut c_void,
+        attribs: *const isize,
+    ) -> *mut c_void => create_platform_window_surface;
+    export eglCreatePlatformWindowSurfaceEXT: Egl fn(
+        dpy: *mut c_void,
+        config: *mut c_void,
+        native: *mut c_void,
+        attribs: *const i32,
+    ) -> *mut c_void => create_platform_window_surface_ext;
+    export eglDestroySurface: Egl fn(dpy: *mut c_void, surface: *mut c_void) -> u32 => destroy_surface;
+    // Found among the process's libraries only (the shim never loads libwayland); never looked
+    // up through the GL lookups, only imported.
+    export_only wl_display_disconnect: Wayland fn(display: *mut c_void) => wl_display_disconnect;
+}
 
 static DISPLAY: Site = Site::new("EGL Wayland display");
 static SURFACE: Site = Site::new("EGL Wayland surface");
@@ -80,27 +83,6 @@ struct Surface {
 /// EGLSurface → its Wayland surface.
 static SURFACES: RwLock<Vec<(usize, Arc<Surface>)>> = RwLock::new(Vec::new());
 
-/// For a name this module replaces: the slot of its real function and our replacement.
-pub fn intercept(name: &[u8]) -> Option<(&'static Slot, usize)> {
-    let (slot, ours): (&'static Slot, *const ()) = match name {
-        b"eglGetDisplay" => (GET_DISPLAY.slot(), get_display as *const ()),
-        b"eglGetPlatformDisplay" => (GET_PLATFORM_DISPLAY.slot(), get_platform_display as *const ()),
-        b"eglGetPlatformDisplayEXT" => (GET_PLATFORM_DISPLAY_EXT.slot(), get_platform_display_ext as *const ()),
-        b"eglCreateWindowSurface" => (CREATE_WINDOW_SURFACE.slot(), create_window_surface as *const ()),
-        b"eglCreatePlatformWindowSurface" => (
-            CREATE_PLATFORM_WINDOW_SURFACE.slot(),
-            create_platform_window_surface as *const (),
-        ),
-        b"eglCreatePlatformWindowSurfaceEXT" => (
-            CREATE_PLATFORM_WINDOW_SURFACE_EXT.slot(),
-            create_platform_window_surface_ext as *const (),
-        ),
-        b"eglDestroySurface" => (DESTROY_SURFACE.slot(), destroy_surface as *const ()),
-        _ => return None,
-    };
-    Some((slot, ours as usize))
-}
-
 fn remember_display(egl: *mut c_void, wl: *mut c_void) {
     if egl.is_null() || wl.is_null() {
         return;
@@ -111,8 +93,8 @@ fn remember_display(egl: *mut c_void, wl: *mut c_void) {
     }
 }
 
-pub unsafe extern "C" fn get_display(native: *mut c_void) -> *mut c_void {
-    let Some(f) = GET_DISPLAY.get() else {
+unsafe extern "C" fn get_display(native: *mut c_void) -> *mut c_void {
+    let Some(f) = real(&next::eglGetDisplay) else {
         return std::ptr::null_mut();
     };
     // SAFETY: the real eglGetDisplay with the app's argument.
@@ -127,12 +109,8 @@ pub unsafe extern "C" fn get_display(native: *mut c_void) -> *mut c_void {
     egl
 }
 
-pub unsafe extern "C" fn get_platform_display(
-    platform: u32,
-    native: *mut c_void,
-    attribs: *const isize,
-) -> *mut c_void {
-    let Some(f) = GET_PLATFORM_DISPLAY.get() else {
+unsafe extern "C" fn get_platform_display(platform: u32, native: *mut c_void, attribs: *const isize) -> *mut c_void {
+    let Some(f) = real(&next::eglGetPlatformDisplay) else {
         return std::ptr::null_mut();
     };
     // SAFETY: the real eglGetPlatformDisplay with the app's arguments.
@@ -143,12 +121,8 @@ pub unsafe extern "C" fn get_platform_display(
     egl
 }
 
-pub unsafe extern "C" fn get_platform_display_ext(
-    platform: u32,
-    native: *mut c_void,
-    attribs: *const i32,
-) -> *mut c_void {
-    let Some(f) = GET_PLATFORM_DISPLAY_EXT.get() else {
+unsafe extern "C" fn get_platform_display_ext(platform: u32, native: *mut c_void, attribs: *const i32) -> *mut c_void {
+    let Some(f) = real(&next::eglGetPlatformDisplayEXT) else {
         return std::ptr::null_mut();
     };
     // SAFETY: the real eglGetPlatformDisplayEXT with the app's arguments.
@@ -212,13 +186,13 @@ unsafe fn surface_created(dpy: *mut c_void, surface: *mut c_void, native: *mut c
     }
 }
 
-pub unsafe extern "C" fn create_window_surface(
+unsafe extern "C" fn create_window_surface(
     dpy: *mut c_void,
     config: *mut c_void,
     native: usize,
     attribs: *const i32,
 ) -> *mut c_void {
-    let Some(f) = CREATE_WINDOW_SURFACE.get() else {
+    let Some(f) = real(&next::eglCreateWindowSurface) else {
         return std::ptr::null_mut();
     };
     // SAFETY: the real eglCreateWindowSurface with the app's arguments.
@@ -228,13 +202,13 @@ pub unsafe extern "C" fn create_window_surface(
     s
 }
 
-pub unsafe extern "C" fn create_platform_window_surface(
+unsafe extern "C" fn create_platform_window_surface(
     dpy: *mut c_void,
     config: *mut c_void,
     native: *mut c_void,
     attribs: *const isize,
 ) -> *mut c_void {
-    let Some(f) = CREATE_PLATFORM_WINDOW_SURFACE.get() else {
+    let Some(f) = real(&next::eglCreatePlatformWindowSurface) else {
         return std::ptr::null_mut();
     };
     // SAFETY: the real eglCreatePlatformWindowSurface with the app's arguments.
@@ -244,13 +218,13 @@ pub unsafe extern "C" fn create_platform_window_surface(
     s
 }
 
-pub unsafe extern "C" fn create_platform_window_surface_ext(
+unsafe extern "C" fn create_platform_window_surface_ext(
     dpy: *mut c_void,
     config: *mut c_void,
     native: *mut c_void,
     attribs: *const i32,
 ) -> *mut c_void {
-    let Some(f) = CREATE_PLATFORM_WINDOW_SURFACE_EXT.get() else {
+    let Some(f) = real(&next::eglCreatePlatformWindowSurfaceEXT) else {
         return std::ptr::null_mut();
     };
     // SAFETY: the real eglCreatePlatformWindowSurfaceEXT with the app's arguments.
@@ -260,7 +234,7 @@ pub unsafe extern "C" fn create_platform_window_surface_ext(
     s
 }
 
-pub unsafe extern "C" fn destroy_surface(dpy: *mut c_void, surface: *mut c_void) -> u32 {
+unsafe extern "C" fn destroy_surface(dpy: *mut c_void, surface: *mut c_void) -> u32 {
     guarded(&SURFACE, || {
         let gone = {
             let mut all = SURFACES.write();
@@ -272,7 +246,9 @@ pub unsafe extern "C" fn destroy_surface(dpy: *mut c_void, surface: *mut c_void)
             wf::detach(s.wl_display as *mut c_void);
         }
     });
-    let Some(f) = DESTROY_SURFACE.get() else { return 0 };
+    let Some(f) = real(&next::eglDestroySurface) else {
+        return 0;
+    };
     // SAFETY: the real eglDestroySurface with the app's arguments.
     unsafe { f(dpy, surface) }
 }
@@ -301,13 +277,13 @@ pub fn before_terminate(dpy: *mut c_void) {
 ///
 /// # Safety
 /// `display` is the app's argument.
-pub unsafe fn wl_display_disconnect(display: *mut c_void) {
+unsafe extern "C" fn wl_display_disconnect(display: *mut c_void) {
     guarded(&DISPLAY, || {
         wf::close_display(display);
         SURFACES.write().retain(|e| e.1.wl_display != display as usize);
         DISPLAYS.write().retain(|e| e.1 != display as usize);
     });
-    if let Some(f) = DISCONNECT.get() {
+    if let Some(f) = real(&next::wl_display_disconnect) {
         // SAFETY: the real wl_display_disconnect with the app's argument.
         unsafe { f(display) }
     }

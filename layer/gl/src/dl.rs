@@ -1,6 +1,7 @@
 //! The dynamic linker, seen from an `LD_PRELOAD` object: glibc's own `dlsym`/`dlvsym`, found
 //! without calling either by name; the definition of a name that the app would reach without
-//! us ([`next`]); and the slots of the real functions behind our hooks ([`Real`]).
+//! us ([`next`]); the slots of the real functions behind our hooks ([`Real`], [`real`]); and the
+//! `gl_hooks!` table that declares each hook once.
 //!
 //! Why not `libc::dlsym`: this library exports `dlsym` and `dlvsym` (the trampolines in
 //! `hooks`), and as an `LD_PRELOAD` object it comes first in the global scope, so every call to
@@ -11,6 +12,7 @@
 //!
 //! The bottom of the module tree: it imports only `loader`.
 
+use framescope_core::guard::{report_once, Site};
 use libc::{c_char, c_int, c_void};
 use std::ffi::CStr;
 use std::marker::PhantomData;
@@ -239,6 +241,133 @@ impl<F: FnPtr> Real<F> {
         self.slot.name
     }
 }
+
+static MISSING: Site = Site::new("real function lookup");
+
+/// The real function of `r`, or `None` after reporting (once per process) that the call is
+/// dropped: a hook whose real function is gone can only drop the app's call.
+#[inline(always)]
+pub fn real<F: FnPtr>(r: &Real<F>) -> Option<F> {
+    let f = r.get();
+    if f.is_none() {
+        report_missing(r.name());
+    }
+    f
+}
+
+#[cold]
+#[inline(never)]
+fn report_missing(name: &CStr) {
+    report_once(
+        &MISSING,
+        format_args!("cannot find the real {}; the call is dropped", name.to_string_lossy()),
+    );
+}
+
+/// `name` with its terminating NUL, at compile time.
+pub const fn c_name(with_nul: &'static str) -> &'static CStr {
+    match CStr::from_bytes_with_nul(with_nul.as_bytes()) {
+        Ok(c) => c,
+        Err(_) => panic!("a GL name with a NUL inside"),
+    }
+}
+
+/// A module's hooked entry points, each declared once with its symbol name and signature:
+///
+/// ```ignore
+/// gl_hooks! {
+///     export glFinish: Gl fn() => finish;
+///     lookup glPushDebugGroupKHR: Gl fn(source: u32, id: u32, n: i32, m: *const c_char) => push_khr;
+///     export glXGetProcAddress = crate::winsys::GLX_GET_PROC_ADDRESS: Glx
+///         fn(name: *const c_char) -> *mut c_void => get_proc;
+/// }
+/// ```
+///
+/// gives, per line, `next::glFinish` (the [`Real`] slot of the real function; `= path` reuses
+/// a slot a lower module declared, checked to have the same signature), with `export` or
+/// `export_only` an exported symbol of that name forwarding to the hook (apps that import the
+/// name from libGL), and with `export` or `lookup` one typed row of the module's
+/// `intercept(name)`, which the `dlsym`/`dlvsym`/`*GetProcAddress` hooks use to hand out the
+/// hook. The hook is coerced to the slot's function type in that row (or, for `export_only`,
+/// in a check of its own), so a hook whose signature disagrees does not compile.
+/// The exported symbol is a function of its own: the address of an exported symbol taken
+/// inside the library resolves through the GOT to the first definition in the process.
+macro_rules! gl_hooks {
+    ($(
+        $how:ident $name:ident $(= $slot:path)? : $family:ident
+            fn($($arg:ident : $ty:ty),* $(,)?) $(-> $ret:ty)? => $hook:path;
+    )*) => {
+        /// The real functions behind this module's hooks, each named as its symbol.
+        #[allow(non_upper_case_globals)]
+        mod next {
+            #[allow(unused_imports)]
+            use super::*;
+            $(
+                $crate::dl::gl_hooks!(
+                    @slot $name $(= $slot)? ; $family ; unsafe extern "C" fn($($ty),*) $(-> $ret)?
+                );
+            )*
+        }
+
+        $(
+            $crate::dl::gl_hooks!(@$how $name ($($arg : $ty),*) $(-> $ret)? => $hook);
+        )*
+
+        /// For a name hooked here: the slot of its real function and our hook.
+        pub fn intercept(name: &[u8]) -> Option<(&'static $crate::dl::Slot, usize)> {
+            $(
+                $crate::dl::gl_hooks!(
+                    @row $how name $name [unsafe extern "C" fn($($ty),*) $(-> $ret)?] $hook
+                );
+            )*
+            None
+        }
+    };
+    (@row export_only $n:ident $name:ident [$sig:ty] $hook:path) => {};
+    (@row $how:ident $n:ident $name:ident [$sig:ty] $hook:path) => {
+        if $n == stringify!($name).as_bytes() {
+            let hook: $sig = $hook;
+            return Some((next::$name.slot(), hook as usize));
+        }
+    };
+    (@slot $name:ident = $slot:path ; $family:ident ; $sig:ty) => {
+        pub use $slot as $name;
+        const _: () = {
+            // The slot declared elsewhere must have this entry's signature.
+            #[allow(dead_code)]
+            fn same_signature() {
+                let _: &$crate::dl::Real<$sig> = &$name;
+            }
+        };
+    };
+    (@slot $name:ident ; $family:ident ; $sig:ty) => {
+        pub static $name: $crate::dl::Real<$sig> = $crate::dl::Real::new(
+            $crate::dl::c_name(concat!(stringify!($name), "\0")),
+            $crate::dl::Family::$family,
+        );
+    };
+    (@export $name:ident ($($arg:ident : $ty:ty),*) $(-> $ret:ty)? => $hook:path) => {
+        const _: () = {
+            #[export_name = stringify!($name)]
+            unsafe extern "C" fn export($($arg: $ty),*) $(-> $ret)? {
+                // SAFETY: forwarded unchanged to the hook, which has this signature.
+                unsafe { $hook($($arg),*) }
+            }
+        };
+    };
+    (@export_only $name:ident ($($arg:ident : $ty:ty),*) $(-> $ret:ty)? => $hook:path) => {
+        $crate::dl::gl_hooks!(@export $name ($($arg : $ty),*) $(-> $ret)? => $hook);
+        const _: () = {
+            // Never handed out, but its type is still the slot's.
+            #[allow(dead_code)]
+            fn same_signature() {
+                let _: unsafe extern "C" fn($($ty),*) $(-> $ret)? = $hook;
+            }
+        };
+    };
+    (@lookup $name:ident ($($arg:ident : $ty:ty),*) $(-> $ret:ty)? => $hook:path) => {};
+}
+pub(crate) use gl_hooks;
 
 // ---- ELF lookup of glibc's dlvsym ---------------------------------------------------------
 

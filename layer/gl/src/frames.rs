@@ -17,12 +17,13 @@
 //! index counts swaps in the process. Apps recreate contexts (glmark2 makes one per scene,
 //! games on a mode change), so the stream outlives them: destroying a context reads what it
 //! has ready, frees its queries and, when it was the last live context, emits every pending
-//! frame; the summary is written at process exit. Per-context state (queries, GL entry points)
-//! is keyed by (window system, context handle) and freed at context destruction.
+//! frame; the summary is written at process exit. Per-context state (queries, GL entry points,
+//! samples, driver counters and the HUD's slot) lives in one registry keyed by (window system,
+//! context handle), found once per swap phase, and is freed at context destruction.
 
 use crate::gl::{GlFns, GlInfo};
 use crate::winsys::{self, WinSys};
-use crate::{draws, monitors, samples};
+use crate::{draw_counts, monitors, samples};
 use framescope_core::assembly::{AssemblerOptions, FrameAssembler};
 use framescope_core::clock::monotonic_now_ns;
 use framescope_core::dump::{Api, DeviceInfo, DumpWriter, Header, Unavailable};
@@ -31,6 +32,7 @@ use framescope_core::session::{FrameSession, SessionOptions};
 use framescope_core::sync::Mutex;
 use framescope_core::{guard, log, settings};
 use framescope_overlay::{HudData, HudOptions};
+use std::any::Any;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -76,7 +78,13 @@ struct Ctx {
     samples: Option<samples::CtxSamples>,
     /// Driver counters (`driver_counters=1`), or why there are none (`None`: not asked for).
     monitors: Result<monitors::Shared, Option<String>>,
+    /// The context's HUD, set up by the HUD at the first frame it draws there.
+    hud: HudSlot,
 }
+
+/// A context's HUD state, opaque here: the HUD sits above the frame protocol, which owns every
+/// context's state; the HUD takes this lock itself, outside the frame lock.
+pub type HudSlot = Arc<Mutex<Option<Box<dyn Any + Send>>>>;
 
 struct State {
     contexts: Vec<Ctx>,
@@ -104,6 +112,7 @@ pub struct Closed {
     pub frame: u64,
     /// The context's entry points.
     pub gl: Arc<GlFns>,
+    pub hud: HudSlot,
 }
 
 /// The session, created on first use (`first`: the first measured context).
@@ -163,6 +172,7 @@ impl Ctx {
             frames: 0,
             samples: None,
             monitors: Err(None),
+            hud: HudSlot::default(),
         };
         let Some((gl, info)) = GlFns::load(ws) else {
             log::error(format_args!(
@@ -410,10 +420,10 @@ pub fn before_swap(ws: WinSys, window: u32) -> Option<Closed> {
         return None;
     }
     let counts = FrameCounts {
-        draws: draws::take(),
+        draws: draw_counts::take(),
         ..FrameCounts::default()
     };
-    let (frame, gl, t_ns) = close_frame(ws, key, counts)?;
+    let (frame, gl, hud, t_ns) = close_frame(ws, key, counts)?;
     // Outside the frame lock: the first note starts the source's thread (and pins this
     // library with dlopen, which takes the dynamic loader's lock).
     crate::display_x11::presented(window, frame, t_ns);
@@ -421,12 +431,13 @@ pub fn before_swap(ws: WinSys, window: u32) -> Option<Closed> {
         token: SwapToken { ws, key },
         frame,
         gl,
+        hud,
     })
 }
 
-/// Closes the open frame of context `key`; its index, the context's entry points and the
-/// frame's end, or `None` for a context not measured.
-fn close_frame(ws: WinSys, key: usize, counts: FrameCounts) -> Option<(u64, Arc<GlFns>, u64)> {
+/// Closes the open frame of context `key`; its index, the context's entry points and HUD, and
+/// the frame's end, or `None` for a context not measured.
+fn close_frame(ws: WinSys, key: usize, counts: FrameCounts) -> Option<(u64, Arc<GlFns>, HudSlot, u64)> {
     let mut guard = STATE.lock();
     let st = &mut *guard;
     let i = find_current(st, ws, key);
@@ -464,7 +475,7 @@ fn close_frame(ws: WinSys, key: usize, counts: FrameCounts) -> Option<(u64, Arc<
     record.cpu.waits = framescope_core::waits::take();
     record.cpu.creation = framescope_core::creation::take();
     crate::display_x11::attach(session.display());
-    Some((session.close(record), gl, now))
+    Some((session.close(record), gl, c.hud.clone(), now))
 }
 
 /// The frame session's display feed, once the session exists (a display-time source reports
@@ -490,14 +501,12 @@ pub fn history_has_fps() -> bool {
     })
 }
 
-/// After the real swap, which returned at `returned_ns`: the swap's frame gets its time in it, finished timestamps are read and the next frame starts. False when the
-/// context is not known (any more).
-pub fn after_swap(t: &SwapToken, frame: u64, returned_ns: u64) -> bool {
+/// After the real swap, which returned at `returned_ns`: the swap's frame gets its time in it, finished timestamps are read and the next frame starts. The context's
+/// HUD, or `None` when the context is not known (any more).
+pub fn after_swap(t: &SwapToken, frame: u64, returned_ns: u64) -> Option<HudSlot> {
     let mut guard = STATE.lock();
     let st = &mut *guard;
-    let Some(i) = position(&st.contexts, t.ws, t.key) else {
-        return false;
-    };
+    let i = position(&st.contexts, t.ws, t.key)?;
     let c = &mut st.contexts[i];
     let now = monotonic_now_ns();
     let session = session_of(&mut st.session, c);
@@ -515,7 +524,7 @@ pub fn after_swap(t: &SwapToken, frame: u64, returned_ns: u64) -> bool {
         m.begin_frame();
     }
     session.poll(now);
-    true
+    Some(c.hud.clone())
 }
 
 /// Before the app's make-current of `key` (0: none): a change of context ends the outgoing
@@ -585,19 +594,18 @@ pub fn on_make_current(ws: WinSys, key: usize) {
 }
 
 /// Before the real destroy: reads what the context has ready, frees its state and, when no
-/// measured context is left, emits every pending frame.
-pub fn on_destroy(ws: WinSys, key: usize) {
+/// measured context is left, emits every pending frame. The context's HUD, for the HUD to free
+/// outside the frame lock.
+pub fn on_destroy(ws: WinSys, key: usize) -> Option<HudSlot> {
     if key == 0 {
-        return;
+        return None;
     }
     let mut guard = STATE.lock();
     let st = &mut *guard;
-    let Some(i) = position(&st.contexts, ws, key) else {
-        return;
-    };
+    let i = position(&st.contexts, ws, key)?;
     let mut c = st.contexts.swap_remove(i);
     if c.skip {
-        return;
+        return None;
     }
     let current = winsys::current_context(ws) == key;
     let session = session_of(&mut st.session, &c);
@@ -630,6 +638,7 @@ pub fn on_destroy(ws: WinSys, key: usize) {
     } else {
         session.poll(monotonic_now_ns());
     }
+    Some(c.hud)
 }
 
 fn register_exit_flush() {

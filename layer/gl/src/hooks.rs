@@ -1,46 +1,50 @@
 //! The hooked GLX/EGL/Xlib entry points (internal, never exported: their addresses are what
-//! `dlsym`, `dlvsym` and `*GetProcAddress*` hand out), the slots holding their real
-//! functions, the table of every name we replace, and the interposed `dlsym`/`dlvsym`.
+//! `dlsym`, `dlvsym` and `*GetProcAddress*` hand out; their `gl_hooks!` table below gives their
+//! real slots and exported wrappers), the lookup of every name any module hooks ([`hooked`]),
+//! and the interposed `dlsym`/`dlvsym`.
 //!
 //! The top of the module tree: each hook forwards to its real function and calls into the
-//! feature modules around it (`frames` for the frame protocol, `hud` for the overlay,
-//! `draws`/`sample_hooks` for their own wrappers); nothing below imports this module.
-//!
-//! The exported symbols in `lib.rs` are thin wrappers around the functions here. Handing out
-//! the address of an exported symbol from inside the library would be wrong: it is
-//! preemptible, so it resolves through the GOT to the first definition in the process.
+//! feature modules around it (`frames` for the frame protocol, `hud` for the overlay); the
+//! feature modules with hooks of their own (`draws`, `legacy_draws`, `sample_hooks`, `waits`,
+//! `creation`, `display_wayland`) each keep their own `gl_hooks!` table, chained here, so that
+//! nothing below imports this module.
 
-use crate::dl::{self, Family, Real, Slot};
-use crate::winsys::{GetProcFn, Target, WinSys, EGL_GET_PROC_ADDRESS, GLX_GET_PROC_ADDRESS, GLX_GET_PROC_ADDRESS_ARB};
-use crate::{draws, frames, hud, sample_hooks};
-use framescope_core::guard::{guarded, report_once, Site};
+use crate::dl::{self, gl_hooks, real, Real, Slot};
+use crate::winsys::{GetProcFn, Target, WinSys};
+use crate::{draws, frames, hud, legacy_draws, sample_hooks};
+use framescope_core::guard::{guarded, Site};
 use libc::{c_char, c_int, c_ulong, c_void};
 use std::ffi::CStr;
 
-type GlxSwapFn = unsafe extern "C" fn(*mut c_void, c_ulong);
-type GlxSwapOmlFn = unsafe extern "C" fn(*mut c_void, c_ulong, i64, i64, i64) -> i64;
-type EglSwapFn = unsafe extern "C" fn(*mut c_void, *mut c_void) -> u32;
 type EglSwapDamageFn = unsafe extern "C" fn(*mut c_void, *mut c_void, *const i32, i32) -> u32;
-type GlxMakeCurrentFn = unsafe extern "C" fn(*mut c_void, c_ulong, *mut c_void) -> c_int;
-type GlxMakeContextCurrentFn = unsafe extern "C" fn(*mut c_void, c_ulong, c_ulong, *mut c_void) -> c_int;
-type EglMakeCurrentFn = unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_void, *mut c_void) -> u32;
-type GlxDestroyFn = unsafe extern "C" fn(*mut c_void, *mut c_void);
-type EglDestroyFn = unsafe extern "C" fn(*mut c_void, *mut c_void) -> u32;
-type XCloseDisplayFn = unsafe extern "C" fn(*mut c_void) -> c_int;
-type EglTerminateFn = unsafe extern "C" fn(*mut c_void) -> u32;
 
-pub static GLX_SWAP_BUFFERS: Real<GlxSwapFn> = Real::new(c"glXSwapBuffers", Family::Glx);
-pub static GLX_SWAP_BUFFERS_MSC_OML: Real<GlxSwapOmlFn> = Real::new(c"glXSwapBuffersMscOML", Family::Glx);
-pub static EGL_SWAP_BUFFERS: Real<EglSwapFn> = Real::new(c"eglSwapBuffers", Family::Egl);
-pub static EGL_SWAP_DAMAGE_EXT: Real<EglSwapDamageFn> = Real::new(c"eglSwapBuffersWithDamageEXT", Family::Egl);
-pub static EGL_SWAP_DAMAGE_KHR: Real<EglSwapDamageFn> = Real::new(c"eglSwapBuffersWithDamageKHR", Family::Egl);
-pub static GLX_MAKE_CURRENT: Real<GlxMakeCurrentFn> = Real::new(c"glXMakeCurrent", Family::Glx);
-pub static GLX_MAKE_CONTEXT_CURRENT: Real<GlxMakeContextCurrentFn> = Real::new(c"glXMakeContextCurrent", Family::Glx);
-pub static EGL_MAKE_CURRENT: Real<EglMakeCurrentFn> = Real::new(c"eglMakeCurrent", Family::Egl);
-pub static GLX_DESTROY_CONTEXT: Real<GlxDestroyFn> = Real::new(c"glXDestroyContext", Family::Glx);
-pub static EGL_DESTROY_CONTEXT: Real<EglDestroyFn> = Real::new(c"eglDestroyContext", Family::Egl);
-pub static X_CLOSE_DISPLAY: Real<XCloseDisplayFn> = Real::new(c"XCloseDisplay", Family::X11);
-pub static EGL_TERMINATE: Real<EglTerminateFn> = Real::new(c"eglTerminate", Family::Egl);
+gl_hooks! {
+    export glXSwapBuffers: Glx fn(dpy: *mut c_void, drawable: c_ulong) => glx_swap_buffers;
+    export glXSwapBuffersMscOML: Glx fn(dpy: *mut c_void, drawable: c_ulong, target_msc: i64, divisor: i64, remainder: i64)
+        -> i64 => glx_swap_buffers_msc_oml;
+    export eglSwapBuffers: Egl fn(dpy: *mut c_void, surface: *mut c_void) -> u32 => egl_swap_buffers;
+    export eglSwapBuffersWithDamageEXT: Egl fn(dpy: *mut c_void, surface: *mut c_void, rects: *const i32, n: i32) -> u32
+        => egl_swap_buffers_with_damage_ext;
+    export eglSwapBuffersWithDamageKHR: Egl fn(dpy: *mut c_void, surface: *mut c_void, rects: *const i32, n: i32) -> u32
+        => egl_swap_buffers_with_damage_khr;
+    // The real GetProcAddress functions are the window systems' too (`winsys::gl_proc`).
+    export glXGetProcAddress = crate::winsys::GLX_GET_PROC_ADDRESS: Glx fn(name: *const c_char) -> *mut c_void
+        => glx_get_proc_address;
+    export glXGetProcAddressARB = crate::winsys::GLX_GET_PROC_ADDRESS_ARB: Glx fn(name: *const c_char) -> *mut c_void
+        => glx_get_proc_address_arb;
+    export eglGetProcAddress = crate::winsys::EGL_GET_PROC_ADDRESS: Egl fn(name: *const c_char) -> *mut c_void
+        => egl_get_proc_address;
+    export glXMakeCurrent: Glx fn(dpy: *mut c_void, drawable: c_ulong, ctx: *mut c_void) -> c_int => glx_make_current;
+    export glXMakeContextCurrent: Glx fn(dpy: *mut c_void, draw: c_ulong, read: c_ulong, ctx: *mut c_void) -> c_int
+        => glx_make_context_current;
+    export eglMakeCurrent: Egl fn(dpy: *mut c_void, draw: *mut c_void, read: *mut c_void, ctx: *mut c_void) -> u32
+        => egl_make_current;
+    export glXDestroyContext: Glx fn(dpy: *mut c_void, ctx: *mut c_void) => glx_destroy_context;
+    export eglDestroyContext: Egl fn(dpy: *mut c_void, ctx: *mut c_void) -> u32 => egl_destroy_context;
+    export eglTerminate: Egl fn(dpy: *mut c_void) -> u32 => egl_terminate;
+    // SDL and other toolkits load Xlib with dlopen and look it up.
+    export XCloseDisplay: X11 fn(dpy: *mut c_void) -> c_int => x_close_display;
+}
 
 static SWAP: Site = Site::new("swap buffers");
 static PROC: Site = Site::new("get proc address");
@@ -48,59 +52,17 @@ static MAKE_CURRENT: Site = Site::new("make current");
 static DESTROY: Site = Site::new("destroy context");
 static CLOSE: Site = Site::new("close display");
 static DLSYM: Site = Site::new("dlsym");
-static MISSING: Site = Site::new("real function lookup");
 static HUD: Site = Site::new("GL HUD");
 
-/// The real function of `r`, or `None` after reporting (once) that the call is dropped.
-fn real<F: crate::loader::FnPtr>(r: &Real<F>) -> Option<F> {
-    let f = r.get();
-    if f.is_none() {
-        report_once(
-            &MISSING,
-            format_args!(
-                "cannot find the real {}; the call is dropped",
-                r.name().to_string_lossy()
-            ),
-        );
-    }
-    f
-}
-
 /// For a name we replace: the slot of its real function and our replacement's address.
-pub fn intercept(name: &[u8]) -> Option<(&'static Slot, usize)> {
-    let (real, ours): (&'static Slot, *const ()) = match name {
-        b"glXSwapBuffers" => (GLX_SWAP_BUFFERS.slot(), glx_swap_buffers as *const ()),
-        b"glXSwapBuffersMscOML" => (GLX_SWAP_BUFFERS_MSC_OML.slot(), glx_swap_buffers_msc_oml as *const ()),
-        b"eglSwapBuffers" => (EGL_SWAP_BUFFERS.slot(), egl_swap_buffers as *const ()),
-        b"eglSwapBuffersWithDamageEXT" => (
-            EGL_SWAP_DAMAGE_EXT.slot(),
-            egl_swap_buffers_with_damage_ext as *const (),
-        ),
-        b"eglSwapBuffersWithDamageKHR" => (
-            EGL_SWAP_DAMAGE_KHR.slot(),
-            egl_swap_buffers_with_damage_khr as *const (),
-        ),
-        b"glXGetProcAddress" => (GLX_GET_PROC_ADDRESS.slot(), glx_get_proc_address as *const ()),
-        b"glXGetProcAddressARB" => (GLX_GET_PROC_ADDRESS_ARB.slot(), glx_get_proc_address_arb as *const ()),
-        b"eglGetProcAddress" => (EGL_GET_PROC_ADDRESS.slot(), egl_get_proc_address as *const ()),
-        b"glXMakeCurrent" => (GLX_MAKE_CURRENT.slot(), glx_make_current as *const ()),
-        b"glXMakeContextCurrent" => (GLX_MAKE_CONTEXT_CURRENT.slot(), glx_make_context_current as *const ()),
-        b"eglMakeCurrent" => (EGL_MAKE_CURRENT.slot(), egl_make_current as *const ()),
-        b"glXDestroyContext" => (GLX_DESTROY_CONTEXT.slot(), glx_destroy_context as *const ()),
-        b"eglDestroyContext" => (EGL_DESTROY_CONTEXT.slot(), egl_destroy_context as *const ()),
-        b"eglTerminate" => (EGL_TERMINATE.slot(), egl_terminate as *const ()),
-        // SDL and other toolkits load Xlib with dlopen and look it up.
-        b"XCloseDisplay" => (X_CLOSE_DISPLAY.slot(), x_close_display as *const ()),
-        _ => {
-            return draws::intercept(name)
-                .or_else(|| draws::intercept_legacy(name))
-                .or_else(|| sample_hooks::intercept(name))
-                .or_else(|| crate::waits::intercept(name))
-                .or_else(|| crate::creation::intercept(name))
-                .or_else(|| crate::display_wayland::intercept(name))
-        }
-    };
-    Some((real, ours as usize))
+fn hooked(name: &[u8]) -> Option<(&'static Slot, usize)> {
+    intercept(name)
+        .or_else(|| draws::intercept(name))
+        .or_else(|| legacy_draws::intercept(name))
+        .or_else(|| sample_hooks::intercept(name))
+        .or_else(|| crate::waits::intercept(name))
+        .or_else(|| crate::creation::intercept(name))
+        .or_else(|| crate::display_wayland::intercept(name))
 }
 
 /// Called by the `dlsym`/`dlvsym` trampolines: our replacement for a hooked name (learning the
@@ -115,7 +77,7 @@ unsafe fn filter_dlsym(handle: *mut c_void, name: &CStr, version: Option<&CStr>)
         return 0;
     }
     guarded(&DLSYM, || {
-        let Some((slot, ours)) = intercept(b) else {
+        let Some((slot, ours)) = hooked(b) else {
             return 0;
         };
         let real = match version {
@@ -166,6 +128,7 @@ fn around_swap<R>(ws: WinSys, target: Target, real: impl FnOnce() -> R) -> R {
                 frame: c.frame,
                 target,
                 gl: &c.gl,
+                hud: &c.hud,
             })
         });
         hud_time.stop();
@@ -180,30 +143,30 @@ fn around_swap<R>(ws: WinSys, target: Target, real: impl FnOnce() -> R) -> R {
     let returned = framescope_core::clock::monotonic_now_ns();
     if let Some(c) = closed {
         let t = c.token;
-        if guarded(&SWAP, || frames::after_swap(&t, c.frame, returned)) == Some(true) {
+        if let Some(h) = guarded(&SWAP, || frames::after_swap(&t, c.frame, returned)).flatten() {
             // Outside the frame lock, like the HUD before the swap.
-            guarded(&HUD, || hud::after_swap(t.ws, t.key));
+            guarded(&HUD, || hud::after_swap(&h));
         }
     }
     r
 }
 
-pub unsafe extern "C" fn glx_swap_buffers(dpy: *mut c_void, drawable: c_ulong) {
-    let Some(f) = real(&GLX_SWAP_BUFFERS) else { return };
+unsafe extern "C" fn glx_swap_buffers(dpy: *mut c_void, drawable: c_ulong) {
+    let Some(f) = real(&next::glXSwapBuffers) else { return };
     // SAFETY: the app's display and drawable, for the swap they are passed to.
     let target = unsafe { Target::new(dpy as usize, drawable as usize) };
     // SAFETY: f is the real glXSwapBuffers; the arguments are the app's own.
     around_swap(WinSys::Glx, target, || unsafe { f(dpy, drawable) })
 }
 
-pub unsafe extern "C" fn glx_swap_buffers_msc_oml(
+unsafe extern "C" fn glx_swap_buffers_msc_oml(
     dpy: *mut c_void,
     drawable: c_ulong,
     target_msc: i64,
     divisor: i64,
     remainder: i64,
 ) -> i64 {
-    let Some(f) = real(&GLX_SWAP_BUFFERS_MSC_OML) else {
+    let Some(f) = real(&next::glXSwapBuffersMscOML) else {
         return -1;
     };
     // SAFETY: the app's display and drawable, for the swap they are passed to.
@@ -214,8 +177,8 @@ pub unsafe extern "C" fn glx_swap_buffers_msc_oml(
     })
 }
 
-pub unsafe extern "C" fn egl_swap_buffers(dpy: *mut c_void, surface: *mut c_void) -> u32 {
-    let Some(f) = real(&EGL_SWAP_BUFFERS) else { return 0 };
+unsafe extern "C" fn egl_swap_buffers(dpy: *mut c_void, surface: *mut c_void) -> u32 {
+    let Some(f) = real(&next::eglSwapBuffers) else { return 0 };
     // SAFETY: the app's display and surface, for the swap they are passed to.
     let target = unsafe { Target::new(dpy as usize, surface as usize) };
     // SAFETY: f is the real eglSwapBuffers; the arguments are the app's own.
@@ -240,24 +203,24 @@ unsafe fn egl_swap_damage(
     around_swap(WinSys::Egl, target, || unsafe { f(dpy, surface, rects, n) })
 }
 
-pub unsafe extern "C" fn egl_swap_buffers_with_damage_ext(
+unsafe extern "C" fn egl_swap_buffers_with_damage_ext(
     dpy: *mut c_void,
     surface: *mut c_void,
     rects: *const i32,
     n: i32,
 ) -> u32 {
     // SAFETY: forwarded unchanged.
-    unsafe { egl_swap_damage(&EGL_SWAP_DAMAGE_EXT, dpy, surface, rects, n) }
+    unsafe { egl_swap_damage(&next::eglSwapBuffersWithDamageEXT, dpy, surface, rects, n) }
 }
 
-pub unsafe extern "C" fn egl_swap_buffers_with_damage_khr(
+unsafe extern "C" fn egl_swap_buffers_with_damage_khr(
     dpy: *mut c_void,
     surface: *mut c_void,
     rects: *const i32,
     n: i32,
 ) -> u32 {
     // SAFETY: forwarded unchanged.
-    unsafe { egl_swap_damage(&EGL_SWAP_DAMAGE_KHR, dpy, surface, rects, n) }
+    unsafe { egl_swap_damage(&next::eglSwapBuffersWithDamageKHR, dpy, surface, rects, n) }
 }
 
 // ---- GetProcAddress -------------------------------------------------------------------------
@@ -277,7 +240,7 @@ unsafe fn get_proc(r: &Real<GetProcFn>, name: *const c_char) -> *mut c_void {
     }
     // SAFETY: the app passes a NUL-terminated name (checked non-null above).
     let n = unsafe { CStr::from_ptr(name) };
-    guarded(&PROC, || match intercept(n.to_bytes()) {
+    guarded(&PROC, || match hooked(n.to_bytes()) {
         Some((slot, ours)) => {
             slot.offer(found as usize);
             if slot.addr() == 0 {
@@ -291,19 +254,19 @@ unsafe fn get_proc(r: &Real<GetProcFn>, name: *const c_char) -> *mut c_void {
     .unwrap_or(found)
 }
 
-pub unsafe extern "C" fn glx_get_proc_address(name: *const c_char) -> *mut c_void {
+unsafe extern "C" fn glx_get_proc_address(name: *const c_char) -> *mut c_void {
     // SAFETY: forwarded unchanged.
-    unsafe { get_proc(&GLX_GET_PROC_ADDRESS, name) }
+    unsafe { get_proc(&next::glXGetProcAddress, name) }
 }
 
-pub unsafe extern "C" fn glx_get_proc_address_arb(name: *const c_char) -> *mut c_void {
+unsafe extern "C" fn glx_get_proc_address_arb(name: *const c_char) -> *mut c_void {
     // SAFETY: forwarded unchanged.
-    unsafe { get_proc(&GLX_GET_PROC_ADDRESS_ARB, name) }
+    unsafe { get_proc(&next::glXGetProcAddressARB, name) }
 }
 
-pub unsafe extern "C" fn egl_get_proc_address(name: *const c_char) -> *mut c_void {
+unsafe extern "C" fn egl_get_proc_address(name: *const c_char) -> *mut c_void {
     // SAFETY: forwarded unchanged.
-    unsafe { get_proc(&EGL_GET_PROC_ADDRESS, name) }
+    unsafe { get_proc(&next::eglGetProcAddress, name) }
 }
 
 // ---- make current / destroy -----------------------------------------------------------------
@@ -318,32 +281,27 @@ fn around_make_current<R: PartialEq + Default>(ws: WinSys, ctx: *mut c_void, rea
     r
 }
 
-pub unsafe extern "C" fn glx_make_current(dpy: *mut c_void, drawable: c_ulong, ctx: *mut c_void) -> c_int {
-    let Some(f) = real(&GLX_MAKE_CURRENT) else { return 0 };
+unsafe extern "C" fn glx_make_current(dpy: *mut c_void, drawable: c_ulong, ctx: *mut c_void) -> c_int {
+    let Some(f) = real(&next::glXMakeCurrent) else { return 0 };
     // SAFETY: f is the real glXMakeCurrent; the arguments are the app's own.
     around_make_current(WinSys::Glx, ctx, || unsafe { f(dpy, drawable, ctx) })
 }
 
-pub unsafe extern "C" fn glx_make_context_current(
+unsafe extern "C" fn glx_make_context_current(
     dpy: *mut c_void,
     draw: c_ulong,
     read: c_ulong,
     ctx: *mut c_void,
 ) -> c_int {
-    let Some(f) = real(&GLX_MAKE_CONTEXT_CURRENT) else {
+    let Some(f) = real(&next::glXMakeContextCurrent) else {
         return 0;
     };
     // SAFETY: f is the real glXMakeContextCurrent; the arguments are the app's own.
     around_make_current(WinSys::Glx, ctx, || unsafe { f(dpy, draw, read, ctx) })
 }
 
-pub unsafe extern "C" fn egl_make_current(
-    dpy: *mut c_void,
-    draw: *mut c_void,
-    read: *mut c_void,
-    ctx: *mut c_void,
-) -> u32 {
-    let Some(f) = real(&EGL_MAKE_CURRENT) else { return 0 };
+unsafe extern "C" fn egl_make_current(dpy: *mut c_void, draw: *mut c_void, read: *mut c_void, ctx: *mut c_void) -> u32 {
+    let Some(f) = real(&next::eglMakeCurrent) else { return 0 };
     // SAFETY: f is the real eglMakeCurrent; the arguments are the app's own.
     around_make_current(WinSys::Egl, ctx, || unsafe { f(dpy, draw, read, ctx) })
 }
@@ -351,14 +309,15 @@ pub unsafe extern "C" fn egl_make_current(
 /// Before the real destroy of context `ctx`: its frame state and its HUD go first.
 fn before_destroy(ws: WinSys, ctx: *mut c_void) {
     guarded(&DESTROY, || {
-        frames::on_destroy(ws, ctx as usize);
-        hud::context_destroyed(ws, ctx as usize);
+        if let Some(h) = frames::on_destroy(ws, ctx as usize) {
+            hud::context_destroyed(ws, ctx as usize, h);
+        }
     });
 }
 
-pub unsafe extern "C" fn glx_destroy_context(dpy: *mut c_void, ctx: *mut c_void) {
+unsafe extern "C" fn glx_destroy_context(dpy: *mut c_void, ctx: *mut c_void) {
     before_destroy(WinSys::Glx, ctx);
-    let Some(f) = real(&GLX_DESTROY_CONTEXT) else {
+    let Some(f) = real(&next::glXDestroyContext) else {
         return;
     };
     // SAFETY: f is the real glXDestroyContext; the arguments are the app's own.
@@ -371,25 +330,27 @@ pub unsafe extern "C" fn glx_destroy_context(dpy: *mut c_void, ctx: *mut c_void)
 /// the scene that still holds it, whose rasterizer later writes into the freed memory (heap
 /// corruption at exit, once in about 100 runs under load). The queries end here, while the
 /// context is still current.
-pub unsafe extern "C" fn x_close_display(dpy: *mut c_void) -> c_int {
+unsafe extern "C" fn x_close_display(dpy: *mut c_void) -> c_int {
     guarded(&CLOSE, || frames::before_display_close(WinSys::Glx));
-    let Some(f) = real(&X_CLOSE_DISPLAY) else { return 0 };
+    let Some(f) = real(&next::XCloseDisplay) else { return 0 };
     // SAFETY: f is the real XCloseDisplay; the argument is the app's own.
     unsafe { f(dpy) }
 }
 
 /// As [`x_close_display`]: `eglTerminate` destroys the display's contexts.
-pub unsafe extern "C" fn egl_terminate(dpy: *mut c_void) -> u32 {
+unsafe extern "C" fn egl_terminate(dpy: *mut c_void) -> u32 {
     guarded(&CLOSE, || frames::before_display_close(WinSys::Egl));
     guarded(&CLOSE, || crate::display_wayland::before_terminate(dpy));
-    let Some(f) = real(&EGL_TERMINATE) else { return 0 };
+    let Some(f) = real(&next::eglTerminate) else { return 0 };
     // SAFETY: f is the real eglTerminate; the argument is the app's own.
     unsafe { f(dpy) }
 }
 
-pub unsafe extern "C" fn egl_destroy_context(dpy: *mut c_void, ctx: *mut c_void) -> u32 {
+unsafe extern "C" fn egl_destroy_context(dpy: *mut c_void, ctx: *mut c_void) -> u32 {
     before_destroy(WinSys::Egl, ctx);
-    let Some(f) = real(&EGL_DESTROY_CONTEXT) else { return 0 };
+    let Some(f) = real(&next::eglDestroyContext) else {
+        return 0;
+    };
     // SAFETY: f is the real eglDestroyContext; the arguments are the app's own.
     unsafe { f(dpy, ctx) }
 }

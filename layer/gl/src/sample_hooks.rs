@@ -4,7 +4,7 @@
 //! `GL_CURRENT_QUERY` must not reveal our statistics queries).
 //!
 //! Like the draw wrappers, these are handed out when the app looks the names up through
-//! `*GetProcAddress*`, `dlsym` or `dlvsym`. The query hooks are also exported (see `lib.rs`):
+//! `*GetProcAddress*`, `dlsym` or `dlvsym`. The query hooks are also exported (`export` below):
 //! an app that imports `glBeginQuery` straight from libGL must still find our statistics
 //! queries ended before its own of the same target begins, or its call would fail. Debug
 //! groups imported directly simply give no label samples. GLES has no statistics queries, so
@@ -12,73 +12,37 @@
 //!
 //! Each hook forwards to the real function; our part runs inside `guarded`.
 
-use crate::dl::{Family, Real, Slot};
+use crate::dl::{gl_hooks, real, Real};
 use crate::samples;
 use crate::stats::GL_CURRENT_QUERY;
-use framescope_core::guard::{guarded, report_once, Site};
+use framescope_core::guard::{guarded, Site};
 use libc::c_char;
 use std::ffi::CStr;
 
 static GROUP_SITE: Site = Site::new("debug group sample");
 static QUERY_SITE: Site = Site::new("query hook");
-static MISSING: Site = Site::new("real GL function lookup");
 
 type PushFn = unsafe extern "C" fn(u32, u32, i32, *const c_char);
 type PopFn = unsafe extern "C" fn();
 type BeginFn = unsafe extern "C" fn(u32, u32);
-type BeginIndexedFn = unsafe extern "C" fn(u32, u32, u32);
 type EndFn = unsafe extern "C" fn(u32);
-type EndIndexedFn = unsafe extern "C" fn(u32, u32);
 type GetQueryivFn = unsafe extern "C" fn(u32, u32, *mut i32);
-type GetQueryIndexedivFn = unsafe extern "C" fn(u32, u32, u32, *mut i32);
 
-pub static PUSH_DEBUG_GROUP: Real<PushFn> = Real::new(c"glPushDebugGroup", Family::Gl);
-pub static PUSH_DEBUG_GROUP_KHR: Real<PushFn> = Real::new(c"glPushDebugGroupKHR", Family::Gl);
-pub static POP_DEBUG_GROUP: Real<PopFn> = Real::new(c"glPopDebugGroup", Family::Gl);
-pub static POP_DEBUG_GROUP_KHR: Real<PopFn> = Real::new(c"glPopDebugGroupKHR", Family::Gl);
-pub static BEGIN_QUERY: Real<BeginFn> = Real::new(c"glBeginQuery", Family::Gl);
-pub static BEGIN_QUERY_ARB: Real<BeginFn> = Real::new(c"glBeginQueryARB", Family::Gl);
-pub static BEGIN_QUERY_INDEXED: Real<BeginIndexedFn> = Real::new(c"glBeginQueryIndexed", Family::Gl);
-pub static END_QUERY: Real<EndFn> = Real::new(c"glEndQuery", Family::Gl);
-pub static END_QUERY_ARB: Real<EndFn> = Real::new(c"glEndQueryARB", Family::Gl);
-pub static END_QUERY_INDEXED: Real<EndIndexedFn> = Real::new(c"glEndQueryIndexed", Family::Gl);
-pub static GET_QUERYIV: Real<GetQueryivFn> = Real::new(c"glGetQueryiv", Family::Gl);
-pub static GET_QUERYIV_ARB: Real<GetQueryivFn> = Real::new(c"glGetQueryivARB", Family::Gl);
-pub static GET_QUERY_INDEXEDIV: Real<GetQueryIndexedivFn> = Real::new(c"glGetQueryIndexediv", Family::Gl);
-
-/// For a name hooked here: the slot of its real function and our hook.
-pub fn intercept(name: &[u8]) -> Option<(&'static Slot, usize)> {
-    Some(match name {
-        b"glPushDebugGroup" => (PUSH_DEBUG_GROUP.slot(), push_debug_group as *const () as usize),
-        b"glPushDebugGroupKHR" => (PUSH_DEBUG_GROUP_KHR.slot(), push_debug_group_khr as *const () as usize),
-        b"glPopDebugGroup" => (POP_DEBUG_GROUP.slot(), pop_debug_group as *const () as usize),
-        b"glPopDebugGroupKHR" => (POP_DEBUG_GROUP_KHR.slot(), pop_debug_group_khr as *const () as usize),
-        b"glBeginQuery" => (BEGIN_QUERY.slot(), begin_query as *const () as usize),
-        b"glBeginQueryARB" => (BEGIN_QUERY_ARB.slot(), begin_query_arb as *const () as usize),
-        b"glBeginQueryIndexed" => (BEGIN_QUERY_INDEXED.slot(), begin_query_indexed as *const () as usize),
-        b"glEndQuery" => (END_QUERY.slot(), end_query as *const () as usize),
-        b"glEndQueryARB" => (END_QUERY_ARB.slot(), end_query_arb as *const () as usize),
-        b"glEndQueryIndexed" => (END_QUERY_INDEXED.slot(), end_query_indexed as *const () as usize),
-        b"glGetQueryiv" => (GET_QUERYIV.slot(), get_queryiv as *const () as usize),
-        b"glGetQueryivARB" => (GET_QUERYIV_ARB.slot(), get_queryiv_arb as *const () as usize),
-        b"glGetQueryIndexediv" => (GET_QUERY_INDEXEDIV.slot(), get_query_indexediv as *const () as usize),
-        _ => return None,
-    })
-}
-
-/// The real function of `r`, or `None` (the call is then dropped, as the other hooks do).
-fn real<F: crate::loader::FnPtr>(r: &Real<F>) -> Option<F> {
-    let f = r.get();
-    if f.is_none() {
-        report_once(
-            &MISSING,
-            format_args!(
-                "cannot find the real {}; the call is dropped",
-                r.name().to_string_lossy()
-            ),
-        );
-    }
-    f
+gl_hooks! {
+    lookup glPushDebugGroup: Gl fn(source: u32, id: u32, length: i32, message: *const c_char) => push_debug_group;
+    lookup glPushDebugGroupKHR: Gl fn(source: u32, id: u32, length: i32, message: *const c_char)
+        => push_debug_group_khr;
+    lookup glPopDebugGroup: Gl fn() => pop_debug_group;
+    lookup glPopDebugGroupKHR: Gl fn() => pop_debug_group_khr;
+    export glBeginQuery: Gl fn(target: u32, id: u32) => begin_query;
+    lookup glBeginQueryARB: Gl fn(target: u32, id: u32) => begin_query_arb;
+    export glBeginQueryIndexed: Gl fn(target: u32, index: u32, id: u32) => begin_query_indexed;
+    export glEndQuery: Gl fn(target: u32) => end_query;
+    lookup glEndQueryARB: Gl fn(target: u32) => end_query_arb;
+    export glEndQueryIndexed: Gl fn(target: u32, index: u32) => end_query_indexed;
+    export glGetQueryiv: Gl fn(target: u32, pname: u32, params: *mut i32) => get_queryiv;
+    lookup glGetQueryivARB: Gl fn(target: u32, pname: u32, params: *mut i32) => get_queryiv_arb;
+    export glGetQueryIndexediv: Gl fn(target: u32, index: u32, pname: u32, params: *mut i32) => get_query_indexediv;
 }
 
 // ---- debug groups ---------------------------------------------------------------------------
@@ -133,22 +97,22 @@ fn pop(r: &Real<PopFn>) {
     unsafe { f() }
 }
 
-pub unsafe extern "C" fn push_debug_group(source: u32, id: u32, length: i32, message: *const c_char) {
+unsafe extern "C" fn push_debug_group(source: u32, id: u32, length: i32, message: *const c_char) {
     // SAFETY: forwarded unchanged.
-    unsafe { push(&PUSH_DEBUG_GROUP, source, id, length, message) }
+    unsafe { push(&next::glPushDebugGroup, source, id, length, message) }
 }
 
-pub unsafe extern "C" fn push_debug_group_khr(source: u32, id: u32, length: i32, message: *const c_char) {
+unsafe extern "C" fn push_debug_group_khr(source: u32, id: u32, length: i32, message: *const c_char) {
     // SAFETY: forwarded unchanged.
-    unsafe { push(&PUSH_DEBUG_GROUP_KHR, source, id, length, message) }
+    unsafe { push(&next::glPushDebugGroupKHR, source, id, length, message) }
 }
 
-pub unsafe extern "C" fn pop_debug_group() {
-    pop(&POP_DEBUG_GROUP)
+unsafe extern "C" fn pop_debug_group() {
+    pop(&next::glPopDebugGroup)
 }
 
-pub unsafe extern "C" fn pop_debug_group_khr() {
-    pop(&POP_DEBUG_GROUP_KHR)
+unsafe extern "C" fn pop_debug_group_khr() {
+    pop(&next::glPopDebugGroupKHR)
 }
 
 // ---- the app's queries ----------------------------------------------------------------------
@@ -178,16 +142,16 @@ fn end(r: &Real<EndFn>, target: u32) {
     unsafe { f(target) }
 }
 
-pub unsafe extern "C" fn begin_query(target: u32, id: u32) {
-    begin(&BEGIN_QUERY, target, id)
+unsafe extern "C" fn begin_query(target: u32, id: u32) {
+    begin(&next::glBeginQuery, target, id)
 }
 
-pub unsafe extern "C" fn begin_query_arb(target: u32, id: u32) {
-    begin(&BEGIN_QUERY_ARB, target, id)
+unsafe extern "C" fn begin_query_arb(target: u32, id: u32) {
+    begin(&next::glBeginQueryARB, target, id)
 }
 
-pub unsafe extern "C" fn begin_query_indexed(target: u32, index: u32, id: u32) {
-    let Some(f) = real(&BEGIN_QUERY_INDEXED) else {
+unsafe extern "C" fn begin_query_indexed(target: u32, index: u32, id: u32) {
+    let Some(f) = real(&next::glBeginQueryIndexed) else {
         return;
     };
     before_app_query(target);
@@ -195,16 +159,16 @@ pub unsafe extern "C" fn begin_query_indexed(target: u32, index: u32, id: u32) {
     unsafe { f(target, index, id) }
 }
 
-pub unsafe extern "C" fn end_query(target: u32) {
-    end(&END_QUERY, target)
+unsafe extern "C" fn end_query(target: u32) {
+    end(&next::glEndQuery, target)
 }
 
-pub unsafe extern "C" fn end_query_arb(target: u32) {
-    end(&END_QUERY_ARB, target)
+unsafe extern "C" fn end_query_arb(target: u32) {
+    end(&next::glEndQueryARB, target)
 }
 
-pub unsafe extern "C" fn end_query_indexed(target: u32, index: u32) {
-    let Some(f) = real(&END_QUERY_INDEXED) else {
+unsafe extern "C" fn end_query_indexed(target: u32, index: u32) {
+    let Some(f) = real(&next::glEndQueryIndexed) else {
         return;
     };
     before_app_query(target);
@@ -229,18 +193,18 @@ unsafe fn get_iv(r: &Real<GetQueryivFn>, target: u32, pname: u32, params: *mut i
     }
 }
 
-pub unsafe extern "C" fn get_queryiv(target: u32, pname: u32, params: *mut i32) {
+unsafe extern "C" fn get_queryiv(target: u32, pname: u32, params: *mut i32) {
     // SAFETY: forwarded unchanged.
-    unsafe { get_iv(&GET_QUERYIV, target, pname, params) }
+    unsafe { get_iv(&next::glGetQueryiv, target, pname, params) }
 }
 
-pub unsafe extern "C" fn get_queryiv_arb(target: u32, pname: u32, params: *mut i32) {
+unsafe extern "C" fn get_queryiv_arb(target: u32, pname: u32, params: *mut i32) {
     // SAFETY: forwarded unchanged.
-    unsafe { get_iv(&GET_QUERYIV_ARB, target, pname, params) }
+    unsafe { get_iv(&next::glGetQueryivARB, target, pname, params) }
 }
 
-pub unsafe extern "C" fn get_query_indexediv(target: u32, index: u32, pname: u32, params: *mut i32) {
-    let Some(f) = real(&GET_QUERY_INDEXEDIV) else {
+unsafe extern "C" fn get_query_indexediv(target: u32, index: u32, pname: u32, params: *mut i32) {
+    let Some(f) = real(&next::glGetQueryIndexediv) else {
         return;
     };
     // SAFETY: the real function with the app's arguments.

@@ -36,19 +36,19 @@ mod renderer;
 mod shaders;
 mod state;
 
-use crate::frames;
+use crate::frames::{self, HudSlot};
 use crate::gl::GlFns;
 use crate::winsys::{self, Target, WinSys};
 use caps::Caps;
 use fns::Fns;
 use framescope_core::guard::{self, guarded, Site};
 use framescope_core::hud_time;
-use framescope_core::sync::Mutex;
 use framescope_core::{log, settings};
 use framescope_overlay::controller::{self, FrameInput, FramePlan, HudRenderer, HudSource, SurfaceHud};
 use framescope_overlay::screenshot::{self, PixelOrder};
 use framescope_overlay::{ui, DrawOutput, HudData, HudOptions, SurfaceInfo};
 use renderer::{Placement, Renderer};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
@@ -62,6 +62,8 @@ pub struct SwapInfo<'a> {
     pub target: Target,
     /// The context's entry points (loaded once with the context, see `gl`).
     pub gl: &'a Arc<GlFns>,
+    /// The context's HUD, kept with the rest of its state by `frames`.
+    pub hud: &'a HudSlot,
 }
 
 static DRAW: Site = Site::new("GL HUD");
@@ -149,13 +151,8 @@ enum Slot {
     Unusable,
 }
 
-struct Entry {
-    ws: WinSys,
-    key: usize,
-    slot: Arc<Mutex<Slot>>,
-}
-
-static CONTEXTS: Mutex<Vec<Entry>> = Mutex::new(Vec::new());
+/// Contexts with a HUD set up, for the log at their destruction.
+static LIVE: AtomicUsize = AtomicUsize::new(0);
 
 fn ws_name(ws: WinSys) -> &'static str {
     ws.name()
@@ -171,9 +168,15 @@ pub fn before_swap(info: &SwapInfo<'_>) {
     if winsys::current_drawable(info.ws) != info.target.drawable() {
         return;
     }
-    let slot = slot_of(info.ws, info.context, info.gl);
-    let mut slot = slot.lock();
-    let Slot::Ready(h) = &mut *slot else { return };
+    let mut cell = info.hud.lock();
+    let slot = cell.get_or_insert_with(|| {
+        let s = Slot::setup(info.ws, info.context, info.gl);
+        LIVE.fetch_add(1, Ordering::Relaxed);
+        Box::new(s)
+    });
+    let Some(Slot::Ready(h)) = slot.downcast_mut::<Slot>() else {
+        return;
+    };
     hud_time::lap("lookup");
     match h.frame(info, plan) {
         Some(Shot::Pixels { pixels, size, path }) => write_later(path, size, pixels),
@@ -182,50 +185,26 @@ pub fn before_swap(info: &SwapInfo<'_>) {
     }
 }
 
-/// After the real swap of context `key`: fetches a screenshot whose readback has finished (the
-/// swap just flushed it), without waiting for one that has not; later swaps try again.
-pub fn after_swap(ws: WinSys, key: usize) {
+/// After the real swap of a context whose HUD is `hud`: fetches a screenshot whose readback has
+/// finished (the swap just flushed it), without waiting for one that has not; later swaps try
+/// again.
+pub fn after_swap(hud: &HudSlot) {
     if settings::get().screenshot.is_none() {
         return;
     }
-    let slot = {
-        let list = CONTEXTS.lock();
-        match list.iter().find(|e| e.ws == ws && e.key == key) {
-            Some(e) => e.slot.clone(),
-            None => return,
-        }
-    };
-    let mut slot = slot.lock();
-    if let Slot::Ready(h) = &mut *slot {
+    let mut cell = hud.lock();
+    if let Some(Slot::Ready(h)) = cell.as_mut().and_then(|s| s.downcast_mut::<Slot>()) {
         h.poll_shot(0);
     }
 }
 
-/// The context's slot, set up on first use (the context is current).
-fn slot_of(ws: WinSys, key: usize, gl: &Arc<GlFns>) -> Arc<Mutex<Slot>> {
-    let mut list = CONTEXTS.lock();
-    if let Some(e) = list.iter().find(|e| e.ws == ws && e.key == key) {
-        return e.slot.clone();
-    }
-    let slot = Arc::new(Mutex::new(Slot::setup(ws, key, gl)));
-    list.push(Entry {
-        ws,
-        key,
-        slot: slot.clone(),
-    });
-    slot
-}
-
-/// The app destroys context `key` (before the real destroy).
-pub fn context_destroyed(ws: WinSys, key: usize) {
-    let entry = {
-        let mut list = CONTEXTS.lock();
-        let i = list.iter().position(|e| e.ws == ws && e.key == key);
-        i.map(|i| (list.swap_remove(i), list.len()))
+/// The app destroys context `key`, whose HUD is `hud` (before the real destroy).
+pub fn context_destroyed(ws: WinSys, key: usize, hud: HudSlot) {
+    let Some(mut slot) = hud.lock().take() else { return };
+    let live = LIVE.fetch_sub(1, Ordering::Relaxed).saturating_sub(1);
+    let Some(Slot::Ready(h)) = slot.downcast_mut::<Slot>() else {
+        return;
     };
-    let Some((entry, live)) = entry else { return };
-    let mut slot = entry.slot.lock();
-    let Slot::Ready(h) = &mut *slot else { return };
     let current = winsys::current_context(ws) == key;
     if current {
         h.poll_shot(DESTROY_WAIT_NS);
