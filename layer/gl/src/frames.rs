@@ -23,7 +23,7 @@
 
 use crate::gl::{GlFns, GlInfo};
 use crate::winsys::{self, WinSys};
-use crate::{draw_counts, monitors, samples};
+use crate::{draw_counts, driver_counters, samples};
 use framescope_core::assembly::{AssemblerOptions, FrameAssembler};
 use framescope_core::clock::monotonic_now_ns;
 use framescope_core::dump::{Api, DeviceInfo, DumpWriter, Header, Unavailable};
@@ -77,7 +77,7 @@ struct Ctx {
     /// without timer queries.
     samples: Option<samples::CtxSamples>,
     /// Driver counters (`driver_counters=1`), or why there are none (`None`: not asked for).
-    monitors: Result<monitors::Shared, Option<String>>,
+    monitors: Result<driver_counters::Shared, Option<String>>,
     /// The context's HUD, set up by the HUD at the first frame it draws there.
     hud: HudSlot,
 }
@@ -216,7 +216,7 @@ impl Ctx {
                 cfg.effective_samples(),
                 Samples::Renderpass | Samples::Label | Samples::Draw
             );
-            c.monitors = monitors::create(ws, &gl, &c.info, by_group)
+            c.monitors = driver_counters::create(ws, &gl, &c.info, by_group)
                 .map(|m| std::sync::Arc::new(framescope_core::sync::Mutex::new(m)))
                 .map_err(Some);
         }
@@ -359,8 +359,8 @@ impl Ctx {
                 reason: why.clone().unwrap_or_else(|| {
                     format!(
                         "driver_counters=0 (the default); driver_counters=1 reads {} or {} per frame, rotated",
-                        monitors::AMD,
-                        monitors::INTEL
+                        driver_counters::AMD,
+                        driver_counters::INTEL
                     )
                 }),
             }),
@@ -407,7 +407,7 @@ fn find_or_create(st: &mut State, ws: WinSys, key: usize) -> usize {
 fn find_current(st: &mut State, ws: WinSys, key: usize) -> usize {
     let i = find_or_create(st, ws, key);
     samples::set_current(st.contexts[i].samples.as_ref());
-    monitors::set_current(st.contexts[i].monitors.as_ref().ok());
+    driver_counters::set_current(st.contexts[i].monitors.as_ref().ok());
     i
 }
 
@@ -520,7 +520,7 @@ pub fn after_swap(t: &SwapToken, frame: u64, returned_ns: u64) -> Option<HudSlot
     }
     if let Ok(m) = &c.monitors {
         let mut m = m.lock();
-        m.read_available(|s| monitors::emit(session, s));
+        m.read_available(|s| driver_counters::emit(session, s));
         m.begin_frame();
     }
     session.poll(now);
@@ -587,7 +587,7 @@ fn end_stats_of_current(ws: WinSys, key: usize) -> bool {
 pub fn on_make_current(ws: WinSys, key: usize) {
     if key == 0 {
         samples::set_current(None);
-        monitors::set_current(None);
+        driver_counters::set_current(None);
         return;
     }
     find_current(&mut STATE.lock(), ws, key);
@@ -613,7 +613,7 @@ pub fn on_destroy(ws: WinSys, key: usize) -> Option<HudSlot> {
         s.destroy(current, session);
     }
     if let Ok(m) = &c.monitors {
-        m.lock().destroy(current, |s| monitors::emit(session, s));
+        m.lock().destroy(current, |s| driver_counters::emit(session, s));
     }
     if current {
         // Current here: collect what is ready and free the query names.

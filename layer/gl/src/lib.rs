@@ -35,8 +35,8 @@ static ALLOC: framescope_core::alloc_count::CountingAlloc = framescope_core::all
 // own layer or those below (`cargo xtask deps` checks there is no cycle).
 // Low-level services: typed function pointers, the dynamic linker, the window systems.
 mod dl;
+mod driver_counter_fns;
 mod loader;
-mod perf_fns;
 mod winsys;
 // One table of GL entry points per context, and what the context is.
 mod gl;
@@ -47,10 +47,10 @@ mod display_wayland;
 mod display_x11;
 mod draw_counts;
 mod draws;
+mod driver_counters;
 mod frames;
 mod hud;
 mod legacy_draws;
-mod monitors;
 mod sample_hooks;
 mod samples;
 mod stats;

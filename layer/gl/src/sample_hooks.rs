@@ -86,13 +86,13 @@ unsafe fn push(r: &Real<PushFn>, source: u32, id: u32, length: i32, message: *co
         after_push(before, bytes);
     }
     // Driver counters split at top-level groups (a no-op without them).
-    guarded(&GROUP_SITE, || crate::monitors::pushed_group(bytes));
+    guarded(&GROUP_SITE, || crate::driver_counters::pushed_group(bytes));
 }
 
 fn pop(r: &Real<PopFn>) {
     let Some(f) = real(r) else { return };
     before_pop();
-    guarded(&GROUP_SITE, crate::monitors::popping_group);
+    guarded(&GROUP_SITE, crate::driver_counters::popping_group);
     // SAFETY: the real glPopDebugGroup*, which takes no arguments.
     unsafe { f() }
 }

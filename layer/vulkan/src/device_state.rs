@@ -4,11 +4,11 @@
 //! ([`lookup`]) and hand each feature the parts it needs.
 
 use crate::batches::Scratch;
-use crate::counters;
 use crate::counts::CmdCounts;
 use crate::dispatch::device::Device;
 use crate::dispatch::registry::{dispatch_key, Registry};
 use crate::frames::{FrameState, SharedFrameState};
+use crate::gpu_hint;
 use crate::hud::{DeviceHud, HudHost};
 use crate::samples::recording::{Recording, SharedRecording};
 use crate::samples::resolve::OpenLabel;
@@ -138,7 +138,7 @@ impl DeviceState {
         let mut driver_groups = Vec::new();
         let mut driver_counters_off = None;
         if dev.augment.perf_query {
-            use crate::samples::perf::{PerfState, Setup};
+            use crate::samples::driver_counters::{PerfState, Setup};
             match samples.as_mut() {
                 None => driver_counters_off = Some("samples are off, and driver counters ride on them".into()),
                 Some(s) => match PerfState::setup(&dev, &dev.augment.driver_counters, level == Level::CmdBuf) {
@@ -150,7 +150,7 @@ impl DeviceState {
                 },
             }
         }
-        let hint = counters::gpu_hint(&dev.instance, dev.physical, &dev.properties);
+        let hint = gpu_hint::gpu_hint(&dev.instance, dev.physical, &dev.properties);
         let frames = FrameState::new(hint);
         if !cfg.display_times {
             frames

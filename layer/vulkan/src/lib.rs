@@ -13,13 +13,11 @@ use framescope_core::guard;
 // Bottom: the loader's interface, dispatch tables and handle maps.
 mod batches;
 mod dispatch;
-mod layers_above;
 #[deny(unsafe_code)]
-mod perf_counters;
+mod driver_counters;
+mod layers_above;
 // Features, each with its per-device state, below the wiring. A feature reaches the driver
 // through `dispatch::vk_calls`' safe calls; `unsafe` stays at the FFI edges (hooks, dispatch).
-#[deny(unsafe_code)]
-mod counters;
 #[deny(unsafe_code)]
 mod counts;
 mod display;
@@ -27,6 +25,8 @@ mod display_wayland;
 mod display_x11;
 #[deny(unsafe_code)]
 mod frames;
+#[deny(unsafe_code)]
+mod gpu_hint;
 mod hud;
 #[deny(unsafe_code)]
 mod samples;

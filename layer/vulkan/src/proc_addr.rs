@@ -209,7 +209,7 @@ fn hidden_from_app(d: &device_state::DeviceState, name: &[u8]) -> bool {
     let added = |ext: &CStr| d.augment.added_extensions.contains(&ext);
     (name == b"vkGetCalibratedTimestampsEXT" && added(calibrated))
         || (matches!(name, b"vkAcquireProfilingLockKHR" | b"vkReleaseProfilingLockKHR")
-            && added(crate::perf_counters::EXTENSION))
+            && added(crate::driver_counters::EXTENSION))
         || (name == b"vkWaitForPresentKHR" && added(crate::display::present_wait::PRESENT_WAIT))
         || (crate::display::timing_abi::COMMANDS.contains(&name) && added(crate::display::timing_abi::PRESENT_TIMING))
         || (name == b"vkGetCalibratedTimestampsKHR" && added(crate::display::present_timing::CALIBRATED_KHR))

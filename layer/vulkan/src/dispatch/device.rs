@@ -54,7 +54,7 @@ pub struct DeviceAugment {
     /// Why a source could not be used: (source, reason).
     pub unavailable: Vec<(String, String)>,
     /// The driver's counters (`VK_KHR_performance_query`), for the dump header.
-    pub driver_counters: Vec<crate::perf_counters::DriverCounter>,
+    pub driver_counters: Vec<crate::driver_counters::DriverCounter>,
     /// We enabled `VK_KHR_performance_query` with `performanceCounterQueryPools` to collect
     /// them (`driver_counters=1`).
     pub perf_query: bool,

@@ -290,7 +290,7 @@ impl DownCall<'_> {
             performance_counter_query_pools: vk::TRUE,
             ..Default::default()
         };
-        if names.contains(&crate::perf_counters::EXTENSION.as_ptr()) {
+        if names.contains(&crate::driver_counters::EXTENSION.as_ptr()) {
             perf_features.p_next = copy.p_next as *mut c_void;
             copy.p_next = std::ptr::addr_of!(perf_features).cast();
         }
@@ -548,7 +548,7 @@ struct AugmentPlan {
     add: Vec<&'static CStr>,
     frame_boundary: FrameBoundaryMode,
     unavailable: Vec<(String, String)>,
-    driver_counters: Vec<crate::perf_counters::DriverCounter>,
+    driver_counters: Vec<crate::driver_counters::DriverCounter>,
     /// `VK_KHR_performance_query` is in `add`: `performanceCounterQueryPools` goes on too.
     perf_query: bool,
     /// present_wait with `add` (and its features).
@@ -600,13 +600,13 @@ unsafe fn augment_plan(inst: &Instance, phys: vk::PhysicalDevice, ci: *const vk:
     // SAFETY: the caller's contract.
     unsafe { plan_present_wait(inst, phys, ci, &available, &app, &mut plan) };
     plan_present_timing(inst, phys, &available, &app, &mut plan);
-    if supported(crate::perf_counters::EXTENSION) {
-        plan.driver_counters = crate::perf_counters::enumerate(inst, phys);
+    if supported(crate::driver_counters::EXTENSION) {
+        plan.driver_counters = crate::driver_counters::enumerate(inst, phys);
         let cfg = framescope_core::settings::get();
         let n = plan.driver_counters.len();
         let why_not = if app
             .iter()
-            .any(|e| e.as_bytes() == crate::perf_counters::EXTENSION.to_bytes())
+            .any(|e| e.as_bytes() == crate::driver_counters::EXTENSION.to_bytes())
         {
             Some("the app uses VK_KHR_performance_query itself; framescope leaves the profiling lock to it".to_string())
         } else if !cfg.driver_counters {
@@ -624,7 +624,7 @@ unsafe fn augment_plan(inst: &Instance, phys: vk::PhysicalDevice, ci: *const vk:
         match why_not {
             Some(why) => plan.unavailable.push(("vk_performance_query".into(), why)),
             None => {
-                plan.add.push(crate::perf_counters::EXTENSION);
+                plan.add.push(crate::driver_counters::EXTENSION);
                 plan.perf_query = true;
             }
         }

@@ -17,7 +17,7 @@
 
 pub mod blocks;
 pub mod budget;
-pub mod perf;
+pub mod driver_counters;
 pub mod recording;
 pub mod resolve;
 pub mod span_reads;
@@ -112,7 +112,7 @@ pub struct SampleState {
     /// Which frames take pipeline statistics (`sample_stats_every`).
     pub stats_rotation: StatsRotation,
     /// Driver counters (`driver_counters`), when the device collects them.
-    pub perf: Option<perf::PerfState>,
+    pub perf: Option<driver_counters::PerfState>,
 }
 
 /// Pipeline statistics on one frame in `every` (`sample_stats_every`): recordings begun in that

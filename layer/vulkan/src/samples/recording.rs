@@ -4,7 +4,7 @@
 //! uncontended; the device-wide lock is taken only to take a new block.
 
 use super::blocks::{Block, Kind, BLOCK};
-use super::perf::PerfScope;
+use super::driver_counters::PerfScope;
 use super::{BindPoint, Level, Sampling};
 use crate::dispatch::vk_calls::{Recorder, Shared};
 use ash::vk;
@@ -98,7 +98,7 @@ pub struct Recording {
     stats_used: u32,
     perf_used: u32,
     /// The driver-counter group this recording carries and the rotation frame it was begun
-    /// in (`perf::PerfState::group_now`); set after [`Recording::restart`], primaries only.
+    /// in (`driver_counters::PerfState::group_now`); set after [`Recording::restart`], primaries only.
     pub perf: Option<(u8, u64)>,
     perf_open: Option<SlotRef>,
     /// Bumped at every begin: samples of an older generation live in blocks no longer ours.

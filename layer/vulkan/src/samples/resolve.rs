@@ -5,7 +5,7 @@
 //! `span_reads`) and finished samples go to the dump.
 
 use super::blocks::{Block, BLOCK, STATS_COUNT};
-use super::perf::PerfLayout;
+use super::driver_counters::PerfLayout;
 use super::recording::{Event, Recording, SharedRecording, SlotRef};
 use super::span_reads::SpanReads;
 use super::SampleState;
@@ -485,7 +485,7 @@ impl Pending {
                     continue;
                 };
                 let out = &mut self.perf_values[start..];
-                perf_ok &= super::perf::read(d, layout, b.pool, b.first + u32::from(p.q), out);
+                perf_ok &= super::driver_counters::read(d, layout, b.pool, b.first + u32::from(p.q), out);
             }
         }
         let ts_ok = |p: Option<Pin>| {

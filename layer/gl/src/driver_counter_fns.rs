@@ -35,7 +35,7 @@ type U = u32; // GLuint
 
 gl_table! {
     /// The two extensions' entry points (`None` where the context gave no address).
-    pub struct PerfFns {
+    pub struct DriverCounterFns {
         get_groups = c"glGetPerfMonitorGroupsAMD": fn(*mut I, I, *mut U);
         get_counters = c"glGetPerfMonitorCountersAMD": fn(U, *mut I, *mut I, I, *mut U);
         get_counter_string = c"glGetPerfMonitorCounterStringAMD": fn(U, U, I, *mut I, *mut c_char);
@@ -98,7 +98,7 @@ pub struct IntelQuery {
 /// Most groups, counters per group and queries read: a driver's lists are bounded here.
 const MAX_LIST: usize = 1024;
 
-impl PerfFns {
+impl DriverCounterFns {
     pub fn has_amd(&self) -> bool {
         self.get_groups.is_some()
             && self.get_counters.is_some()

@@ -9,8 +9,8 @@
 //! the frame's one command stream) carrying `driver_counters`, registered with the assembler
 //! like the frame's timestamps, so the frame waits for them (a bounded number of polls).
 
+use crate::driver_counter_fns::*;
 use crate::gl::{GlFns, GlInfo};
-use crate::perf_fns::*;
 use crate::winsys::{gl_proc, WinSys};
 use framescope_core::driver_values::{DriverGroup, DriverValues, MAX_GROUP};
 use framescope_core::sample::{LabelPath, SampleRecord, Scope};
@@ -26,7 +26,7 @@ pub fn create(ws: WinSys, gl: &GlFns, info: &GlInfo, by_group: bool) -> Result<M
         return Err(format!("the context has neither {AMD} nor {INTEL}"));
     }
     // GLX hands out an address for any gl* name: only the listed extension's are loaded.
-    let fns = PerfFns::load_with(&mut |name| {
+    let fns = DriverCounterFns::load_with(&mut |name| {
         let b = name.to_bytes();
         if (b.ends_with(b"AMD") && amd) || (b.ends_with(b"INTEL") && intel) {
             gl_proc(ws, name)
@@ -121,7 +121,7 @@ fn group(names: Vec<String>, units: Vec<(&'static str, &'static str)>) -> Driver
 }
 
 /// The context's sets, AMD's monitors where both extensions are there.
-pub fn sets_of(fns: &PerfFns) -> Vec<MonitorSet> {
+pub fn sets_of(fns: &DriverCounterFns) -> Vec<MonitorSet> {
     let mut out = Vec::new();
     if fns.has_amd() {
         for g in fns.amd_groups() {
@@ -256,7 +256,7 @@ pub struct Segment {
 
 /// One context's monitors.
 pub struct Monitors {
-    fns: PerfFns,
+    fns: DriverCounterFns,
     sets: Vec<MonitorSet>,
     /// Monitor objects per (slot, set), made on first use (0: not yet).
     handles: Vec<u32>,
@@ -281,7 +281,7 @@ pub struct Monitors {
 }
 
 impl Monitors {
-    pub fn new(fns: PerfFns, sets: Vec<MonitorSet>, by_group: bool) -> Option<Monitors> {
+    pub fn new(fns: DriverCounterFns, sets: Vec<MonitorSet>, by_group: bool) -> Option<Monitors> {
         if sets.is_empty() {
             return None;
         }
@@ -553,7 +553,7 @@ pub fn popping_group() {
 #[cfg(test)]
 mod tests {
     //! A fake function table: extern "C" functions over a thread-local driver, handed to
-    //! `PerfFns::load_with` by name as the real GetProcAddress would.
+    //! `DriverCounterFns::load_with` by name as the real GetProcAddress would.
     use super::*;
     use std::cell::RefCell;
     use std::ffi::{c_char, c_void, CStr};
@@ -896,7 +896,7 @@ mod tests {
                 (9, 4, vec![(5, "Hits", GL_UNSIGNED_INT)]),
             ];
         });
-        let fns = PerfFns::load_with(&mut lookup(true));
+        let fns = DriverCounterFns::load_with(&mut lookup(true));
         assert!(fns.has_amd() && !fns.has_intel());
         let sets = sets_of(&fns);
         let names: Vec<Vec<String>> = sets.iter().map(|s| s.desc.names.clone()).collect();
@@ -938,7 +938,7 @@ mod tests {
             *f = Fake::default();
             f.groups = vec![(1, 1, vec![(1, "Cycles", GL_UNSIGNED_INT)])];
         });
-        let fns = PerfFns::load_with(&mut lookup(true));
+        let fns = DriverCounterFns::load_with(&mut lookup(true));
         let sets = sets_of(&fns);
         let mut m = Monitors::new(fns, sets, false).unwrap();
         let mut got = Vec::new();
@@ -988,7 +988,7 @@ mod tests {
             *f = Fake::default();
             f.queries = vec![(3, counters)];
         });
-        let fns = PerfFns::load_with(&mut lookup(false));
+        let fns = DriverCounterFns::load_with(&mut lookup(false));
         assert!(fns.has_intel() && !fns.has_amd());
         let sets = sets_of(&fns);
         assert_eq!(sets.len(), 2, "10 counters: 8 and 2");
@@ -1015,7 +1015,7 @@ mod tests {
             *f = Fake::default();
             f.groups = vec![(1, 1, vec![(1, "Cycles", GL_UNSIGNED_INT)])];
         });
-        let fns = PerfFns::load_with(&mut lookup(true));
+        let fns = DriverCounterFns::load_with(&mut lookup(true));
         let sets = sets_of(&fns);
         let mut m = Monitors::new(fns, sets, true).unwrap();
         m.begin_frame();

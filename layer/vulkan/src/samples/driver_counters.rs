@@ -26,7 +26,7 @@ use super::blocks::BlockPool;
 use crate::dispatch::device::Device;
 use crate::dispatch::profiling::{LockRefused, ProfilingLock};
 use crate::dispatch::vk_calls::Shared;
-use crate::perf_counters::DriverCounter;
+use crate::driver_counters::DriverCounter;
 use ash::vk;
 use framescope_core::driver_values::{DriverGroup, Meaning, MAX_GROUP};
 use framescope_core::sync::Mutex;
