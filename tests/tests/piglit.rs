@@ -11,7 +11,7 @@
 //! The same preload runs bare and under framescope, so only framescope differs.
 //!
 //! On llvmpipe the shim takes no debug-group or draw samples unless told to (see the GL shim
-//! in docs/ARCHITECTURE.md), so every mode here runs frame timestamps and, from `cmdbuf` on,
+//! notes, docs/gl-shim.md), so every mode here runs frame timestamps and, from `cmdbuf` on,
 //! frame statistics, each in a scene of its own.
 
 use framescope_tests::artifacts::require_program;
