@@ -6,6 +6,7 @@
 pub mod chain;
 pub mod command_fns;
 pub mod device;
+pub mod hud_objects;
 pub mod instance;
 pub mod loader_abi;
 pub mod profiling;

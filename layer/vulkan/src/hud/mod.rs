@@ -17,6 +17,7 @@ mod gpu;
 mod swapchain;
 
 use crate::dispatch::device::Device;
+use crate::dispatch::hud_objects::HudSubmit;
 use crate::frames::SharedFrameState;
 use ash::vk::{self, Handle};
 use fences::FencePool;
@@ -133,7 +134,7 @@ pub fn adjust_create_info<'a>(
         copy.image_usage |= vk::ImageUsageFlags::COLOR_ATTACHMENT;
         if hud.opts.alpha >= 1.0
             && is_bgra(ci.image_format)
-            && surface_usage(d, ci.surface).contains(vk::ImageUsageFlags::TRANSFER_DST)
+            && d.surface_usage(ci.surface).contains(vk::ImageUsageFlags::TRANSFER_DST)
         {
             copy.image_usage |= vk::ImageUsageFlags::TRANSFER_DST;
         }
@@ -147,24 +148,6 @@ pub fn adjust_create_info<'a>(
 /// Formats whose bytes are those of the cached HUD image (B8G8R8A8, sRGB-encoded values).
 fn is_bgra(format: vk::Format) -> bool {
     matches!(format, vk::Format::B8G8R8A8_UNORM | vk::Format::B8G8R8A8_SRGB)
-}
-
-/// The usage the surface allows for swapchain images (empty when it cannot be asked).
-fn surface_usage(d: &Device, surface: vk::SurfaceKHR) -> vk::ImageUsageFlags {
-    let inst = &d.instance;
-    // SAFETY: the next layer's GIPA with our instance and a valid name.
-    let Some(f) = (unsafe { (inst.next_gipa)(inst.handle, c"vkGetPhysicalDeviceSurfaceCapabilitiesKHR".as_ptr()) })
-    else {
-        return vk::ImageUsageFlags::empty();
-    };
-    // SAFETY: the name's signature.
-    let f: vk::PFN_vkGetPhysicalDeviceSurfaceCapabilitiesKHR = unsafe { std::mem::transmute(f) };
-    let mut caps = vk::SurfaceCapabilitiesKHR::default();
-    // SAFETY: the app's surface (valid for its swapchain create info) and our physical device.
-    match unsafe { f(d.physical, surface, &mut caps) } {
-        vk::Result::SUCCESS => caps.supported_usage_flags,
-        _ => vk::ImageUsageFlags::empty(),
-    }
 }
 
 /// A swapchain was created with `ci` (the create info actually used), whose images are shared
@@ -345,23 +328,16 @@ pub fn present<'a>(
         return false;
     };
     let stages = [vk::PipelineStageFlags::COLOR_ATTACHMENT_OUTPUT | vk::PipelineStageFlags::TRANSFER; MAX_WAITS];
-    let submit = vk::SubmitInfo {
-        wait_semaphore_count: waits as u32,
-        p_wait_semaphores: info.p_wait_semaphores,
-        p_wait_dst_stage_mask: stages.as_ptr(),
-        command_buffer_count: k as u32,
-        p_command_buffers: cbs.as_ptr(),
-        signal_semaphore_count: k as u32,
-        p_signal_semaphores: scratch.sems.as_ptr(),
-        ..vk::SubmitInfo::default()
+    let submit = HudSubmit {
+        waits: app.waits,
+        stages: &stages[..waits],
+        cbs: &cbs[..k],
+        signals: &scratch.sems[..k],
     };
     let mut r = vk::Result::ERROR_UNKNOWN;
-    let mut submit_now = || {
-        // SAFETY: the present queue is ours for the duration of the app's present call
-        // (external synchronisation); another queue is guarded by the app's submit lock.
-        // Every array holds the counts given.
-        r = unsafe { (d.fns.fp_v1_0().queue_submit)(submit_queue, 1, &submit, fence) };
-    };
+    // The present queue is ours for the duration of the app's present call; another queue is
+    // guarded by the app's submit lock (below).
+    let mut submit_now = || r = d.submit_hud(submit_queue, &submit, fence);
     if other {
         // Another queue of the app: serialise with its submits, which hold this lock.
         host.with_submit_lock(submit_queue, &mut submit_now);
