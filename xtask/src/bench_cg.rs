@@ -63,12 +63,24 @@ fn total_ir(framescope: Option<&Path>, env: &[(&str, String)], frames: u32, runt
     if !out.status.success() {
         return Err(format!("callgrind run failed ({}):\n{err}", out.status));
     }
-    // The exec of `framescope run` into the app restarts the tool; the last total is the app's.
-    err.lines()
-        .rev()
+    app_total(&err, framescope).ok_or_else(|| format!("no callgrind total of the app in:\n{err}"))
+}
+
+/// The app's total from valgrind's log: `framescope run` forks the app and waits for it, so
+/// the log holds one `Collected` line per process (`==PID== Command: ...` names each); the
+/// app's is the one whose command is not framescope's own.
+fn app_total(log: &str, framescope: Option<&Path>) -> Option<f64> {
+    let pid_of = |l: &str| l.split("==").nth(1).map(str::to_owned);
+    let ours = framescope.map(|f| f.display().to_string());
+    let app_pid = log
+        .lines()
+        .filter_map(|l| Some((pid_of(l)?, l.split("Command: ").nth(1)?)))
+        .find(|(_, cmd)| ours.as_deref().is_none_or(|f| !cmd.starts_with(f)))
+        .map(|(pid, _)| pid)?;
+    log.lines()
+        .filter(|l| pid_of(l).as_deref() == Some(app_pid.as_str()))
         .find_map(|l| l.split("Collected :").nth(1))
         .and_then(|n| n.trim().replace(',', "").parse::<f64>().ok())
-        .ok_or_else(|| format!("no callgrind total in:\n{err}"))
 }
 
 /// Instructions per frame for one configuration (`config`: FRAMESCOPE_CONFIG under
@@ -88,4 +100,29 @@ pub fn method() -> String {
          often per frame as at full speed with the default 250 ms.\n",
         LONG - SHORT
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::app_total;
+    use std::path::Path;
+
+    /// The log of `valgrind --trace-children=yes framescope run -- vkcube` (2026-11-28): the app
+    /// ends first, then `framescope run`, whose own total is the last line.
+    const LOG: &str = "==14315== Command: /x/target/release/framescope run -- vkcube --c 20\n\
+                       ==14317== Command: /usr/bin/vkcube --c 20\n\
+                       ==14317== Collected : 409,407,696\n\
+                       ==14315== Collected : 1,153,322\n";
+
+    #[test]
+    fn the_apps_total_is_taken_not_framescope_runs() {
+        let fs = Path::new("/x/target/release/framescope");
+        assert_eq!(app_total(LOG, Some(fs)), Some(409_407_696.0));
+    }
+
+    #[test]
+    fn a_bare_run_has_one_process() {
+        let log = "==7== Command: vkcube\n==7== Collected : 5,000\n";
+        assert_eq!(app_total(log, None), Some(5000.0));
+    }
 }
