@@ -21,7 +21,7 @@ pub const GRAPH_RGB: [u8; 3] = [80, 230, 120];
 
 /// One vertex, laid out as ImGui's `ImDrawVert` (20 bytes).
 #[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
 pub struct DrawVert {
     pub pos: [f32; 2],
     pub uv: [f32; 2],

@@ -27,6 +27,7 @@ mod display_x11;
 mod frames;
 #[deny(unsafe_code)]
 mod gpu_hint;
+#[deny(unsafe_code)]
 mod hud;
 #[deny(unsafe_code)]
 mod samples;

@@ -15,6 +15,23 @@ pub struct HudSubmit<'a> {
 }
 
 impl Device {
+    /// The images of the app's swapchain `sc`, which the app has not destroyed: the HUD asks
+    /// in a present naming it, and drops what it made of them in the swapchain's destroy hook
+    /// before the call goes down.
+    pub fn swapchain_images(&self, sc: vk::SwapchainKHR) -> Result<Vec<vk::Image>, vk::Result> {
+        let get = self.swapchain_fns.get_swapchain_images_khr;
+        let mut n = 0u32;
+        // SAFETY: a live swapchain of this device (above); a count query, then a fill of at
+        // most `n` handles into a vector of `n`.
+        unsafe {
+            get(self.handle, sc, &mut n, std::ptr::null_mut()).result()?;
+            let mut v = vec![vk::Image::null(); n as usize];
+            get(self.handle, sc, &mut n, v.as_mut_ptr()).result()?;
+            v.truncate(n as usize);
+            Ok(v)
+        }
+    }
+
     /// The usage the surface allows for swapchain images (empty when it cannot be asked);
     /// `surface` is the app's, from the swapchain create info it passed us.
     pub fn surface_usage(&self, surface: vk::SurfaceKHR) -> vk::ImageUsageFlags {

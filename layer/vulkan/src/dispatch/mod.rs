@@ -1,11 +1,13 @@
 //! The bottom band: the loader's interface, the next layer's function tables, the handle
 //! maps that find our state from a dispatchable handle, and the safe calls (`vk_calls`,
-//! `profiling`) through which the features above drive objects of their own without `unsafe`.
+//! `vk_objects`, `draw_calls`, `hud_objects`, `profiling`) through which the features above
+//! drive objects of their own without `unsafe`.
 //! Nothing here knows a feature.
 
 pub mod chain;
 pub mod command_fns;
 pub mod device;
+pub mod draw_calls;
 pub mod hud_objects;
 pub mod instance;
 pub mod loader_abi;
@@ -13,3 +15,4 @@ pub mod profiling;
 pub mod registry;
 pub mod surface_fns;
 pub mod vk_calls;
+pub mod vk_objects;

@@ -15,7 +15,7 @@ use ash::prelude::VkResult;
 use ash::vk::{self, Handle};
 
 /// The shape of every `vkDestroy*` / `vkFree*` of a non-dispatchable device child.
-type DestroyFn<H> = unsafe extern "system" fn(vk::Device, H, *const vk::AllocationCallbacks<'_>);
+pub(super) type DestroyFn<H> = unsafe extern "system" fn(vk::Device, H, *const vk::AllocationCallbacks<'_>);
 
 /// A Vulkan object framescope created on one device; dropping it destroys it there.
 pub struct Owned<H: Handle + Copy> {
@@ -56,6 +56,29 @@ impl<H: Copy> Shared<H> {
     }
 }
 
+/// Owners kept together and released at once, at device destruction, while their users hold
+/// [`Shared`] copies (the HUD's pipelines, which any thread's present may use). Released in
+/// reverse order of keeping, so an object goes before what it was made from.
+#[derive(Default)]
+pub struct Owners(Vec<Box<dyn Send + Sync>>);
+
+impl Owners {
+    /// Keeps `o` until the bag is released; the copy names it until then.
+    pub fn keep<H: Handle + Copy + Send + Sync + 'static>(&mut self, o: Owned<H>) -> Shared<H> {
+        let shared = o.share();
+        self.0.push(Box::new(o));
+        shared
+    }
+}
+
+impl Drop for Owners {
+    fn drop(&mut self) {
+        while let Some(o) = self.0.pop() {
+            drop(o);
+        }
+    }
+}
+
 pub type CommandPool = Owned<vk::CommandPool>;
 pub type QueryPool = Owned<vk::QueryPool>;
 pub type Fence = Owned<vk::Fence>;
@@ -72,8 +95,8 @@ impl PoolBuffer {
 
 /// A command buffer in the recording state: the `cmd_*` calls are methods of it.
 pub struct Recorder<'d> {
-    fns: &'d ash::Device,
-    cb: vk::CommandBuffer,
+    pub(super) fns: &'d ash::Device,
+    pub(super) cb: vk::CommandBuffer,
 }
 
 impl Recorder<'_> {
@@ -108,7 +131,7 @@ impl Recorder<'_> {
 }
 
 impl Device {
-    fn owned<H: Handle + Copy>(&self, handle: H, destroy: DestroyFn<H>) -> Owned<H> {
+    pub(super) fn owned<H: Handle + Copy>(&self, handle: H, destroy: DestroyFn<H>) -> Owned<H> {
         Owned {
             device: self.handle,
             handle,
@@ -117,7 +140,15 @@ impl Device {
     }
 
     pub fn create_command_pool(&self, family: u32) -> VkResult<CommandPool> {
-        let ci = vk::CommandPoolCreateInfo::default().queue_family_index(family);
+        self.create_command_pool_with(family, vk::CommandPoolCreateFlags::empty())
+    }
+
+    /// A command pool of `family` with `flags` (`RESET_COMMAND_BUFFER` for buffers begun
+    /// again without a pool reset).
+    pub fn create_command_pool_with(&self, family: u32, flags: vk::CommandPoolCreateFlags) -> VkResult<CommandPool> {
+        let ci = vk::CommandPoolCreateInfo::default()
+            .queue_family_index(family)
+            .flags(flags);
         // SAFETY: a valid create info for this live device.
         let pool = unsafe { self.fns.create_command_pool(&ci, None) }?;
         Ok(self.owned(pool, self.fns.fp_v1_0().destroy_command_pool))

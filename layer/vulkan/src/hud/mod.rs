@@ -204,7 +204,7 @@ pub fn device_destroyed(d: &Device, hud: &DeviceHud) {
     }
     fences.destroy(d);
     if let Some(Some(g)) = hud.gpu.get() {
-        g.destroy(d);
+        g.destroy();
         framescope_core::log::info(format_args!(
             "HUD: drawn into {} presented images, {} of them recorded anew",
             hud.drawn.load(Ordering::Relaxed),
@@ -319,7 +319,7 @@ pub fn present<'a>(
     let abort = |recs: &[Option<Recorded>]| {
         for (r, arc) in recs.iter().zip(&arcs) {
             if let (Some(r), Some(arc)) = (r, arc) {
-                arc.lock().abort(d, r);
+                arc.lock().abort(r);
             }
         }
     };

@@ -10,14 +10,16 @@
 //! most on a driver that records in software.
 
 use super::fences::{FencePool, Ticket};
-use super::gpu::{self, Buffer, CompositePush, Gpu, Image};
+use super::gpu::{self, CompositePush, Gpu};
 use crate::dispatch::device::Device;
+use crate::dispatch::vk_calls::{CommandPool, PoolBuffer, Recorder, Shared};
+use crate::dispatch::vk_objects::{DescriptorPool, DeviceImage, Framebuffer, HostBuffer, ImageView, Semaphore};
 use crate::frames::SharedFrameState;
 use ash::vk::{self, Handle};
 use framescope_core::frame::SwapchainInfo;
 use framescope_overlay::controller::{FrameInput, FramePlan, HudRenderer, HudSource, SurfaceHud};
 use framescope_overlay::screenshot::PixelOrder;
-use framescope_overlay::{layout, DrawOutput, DrawVert, HudData, HudOptions};
+use framescope_overlay::{layout, DrawOutput, HudData, HudOptions};
 use std::time::Instant;
 
 /// What the app asked for, and what we added.
@@ -39,11 +41,13 @@ pub struct Desc {
 }
 
 struct ImageSlot {
+    /// The app's presented image (alive while its swapchain is).
     image: vk::Image,
-    view: vk::ImageView,
-    framebuffer: vk::Framebuffer,
-    cb: vk::CommandBuffer,
-    semaphore: vk::Semaphore,
+    /// Where the HUD is drawn: the framebuffer of a view of `image` (drop order: framebuffer,
+    /// then view).
+    target: Option<(Framebuffer, ImageView)>,
+    cb: PoolBuffer,
+    semaphore: Semaphore,
     ticket: Option<Ticket>,
     /// The command buffer holds exactly one composite, at this place, and can be submitted
     /// again for another.
@@ -54,7 +58,7 @@ struct ImageSlot {
 type Place = ([i32; 2], [u32; 2]);
 
 struct Shot {
-    buffer: Buffer,
+    buffer: HostBuffer,
     ticket: Option<Ticket>,
     width: u32,
     height: u32,
@@ -78,25 +82,37 @@ pub struct Recorded {
     composites: Option<Place>,
 }
 
+/// What a swapchain's HUD owns. Fields drop in order: the image slots, then the pool (its
+/// command buffers with it), then the drawing objects.
 struct Setup {
     family: u32,
-    pool: vk::CommandPool,
     slots: Vec<ImageSlot>,
-    render_pass: vk::RenderPass,
-    pipeline: vk::Pipeline,
-    desc_pool: vk::DescriptorPool,
+    /// Held for its `Drop` (which frees the slots' command buffers).
+    _pool: CommandPool,
+    /// `None` when the HUD is not drawn here (screenshots only).
+    draw: Option<Drawing>,
+    content_ticket: Option<Ticket>,
+}
+
+/// The objects of a swapchain the HUD is drawn on. Fields drop in order: descriptor pool
+/// (its sets with it), framebuffer, then the images and buffers.
+struct Drawing {
+    render_pass: Shared<vk::RenderPass>,
+    pipeline: Shared<vk::Pipeline>,
+    /// Held for its `Drop` (which frees the sets).
+    _desc_pool: DescriptorPool,
     font_set: vk::DescriptorSet,
     content_set: vk::DescriptorSet,
-    font: Image,
+    content_fb: Framebuffer,
+    font: DeviceImage,
     font_size: [u32; 2],
-    font_staging: Buffer,
+    font_staging: HostBuffer,
     font_uploaded: bool,
-    content: Image,
-    content_fb: vk::Framebuffer,
+    content: DeviceImage,
     canvas: [u32; 2],
-    vbuf: Buffer,
-    ibuf: Buffer,
-    content_ticket: Option<Ticket>,
+    /// Grown on demand (replaced when a refresh needs more).
+    vbuf: Option<HostBuffer>,
+    ibuf: Option<HostBuffer>,
 }
 
 pub struct SwapchainHud {
@@ -139,138 +155,55 @@ impl SwapchainHud {
         self.setup.as_ref().map(|s| s.family)
     }
 
-    /// Creates the per-image objects and (when drawing) the cached image, font and buffers.
+    /// Creates the per-image objects and (when drawing) the cached image, font and buffers;
+    /// on failure, what was made is dropped.
     pub fn ensure_setup(&mut self, d: &Device, ctx: &FrameCtx<'_>, family: u32) -> Result<(), vk::Result> {
-        if self.setup.is_some() {
-            return Ok(());
+        if self.setup.is_none() {
+            self.setup = Some(self.build(d, ctx, family)?);
         }
-        let mut s = Setup {
-            family,
-            pool: vk::CommandPool::null(),
-            slots: Vec::new(),
-            render_pass: vk::RenderPass::null(),
-            pipeline: vk::Pipeline::null(),
-            desc_pool: vk::DescriptorPool::null(),
-            font_set: vk::DescriptorSet::null(),
-            content_set: vk::DescriptorSet::null(),
-            font: Image::null(),
-            font_size: [0, 0],
-            font_staging: Buffer::null(),
-            font_uploaded: false,
-            content: Image::null(),
-            content_fb: vk::Framebuffer::null(),
-            canvas: [0, 0],
-            vbuf: Buffer::null(),
-            ibuf: Buffer::null(),
-            content_ticket: None,
-        };
-        let r = self.build(d, ctx, &mut s);
-        if let Err(e) = r {
-            destroy_setup(d, &mut s);
-            return Err(e);
-        }
-        self.setup = Some(s);
         Ok(())
     }
 
-    fn build(&self, d: &Device, ctx: &FrameCtx<'_>, s: &mut Setup) -> Result<(), vk::Result> {
-        let f = &d.fns;
-        let gpu = ctx.gpu;
-        let pool_ci = vk::CommandPoolCreateInfo::default()
-            .flags(vk::CommandPoolCreateFlags::RESET_COMMAND_BUFFER)
-            .queue_family_index(s.family);
-        // SAFETY: valid create info.
-        s.pool = unsafe { f.create_command_pool(&pool_ci, None) }?;
-        // SAFETY: the swapchain is alive (we are in a present that names it).
-        let images = unsafe { get_images(d, self.desc.handle) }?;
-        let ai = vk::CommandBufferAllocateInfo::default()
-            .command_pool(s.pool)
-            .level(vk::CommandBufferLevel::PRIMARY)
-            .command_buffer_count(images.len() as u32);
-        // SAFETY: our pool; only used under this swapchain's lock.
-        let cbs = unsafe { f.allocate_command_buffers(&ai) }?;
-        for &cb in &cbs {
-            if !d.stamp_loader_data(cb) {
-                return Err(vk::Result::ERROR_INITIALIZATION_FAILED);
-            }
-        }
-        if ctx.draw_hud && self.desc.drawable {
-            let (rp, p) = gpu.composite_for(d, self.desc.format)?;
-            s.render_pass = rp;
-            s.pipeline = p;
-        }
+    fn build(&self, d: &Device, ctx: &FrameCtx<'_>, family: u32) -> Result<Setup, vk::Result> {
+        let pool = d.create_command_pool_with(family, vk::CommandPoolCreateFlags::RESET_COMMAND_BUFFER)?;
+        let images = d.swapchain_images(self.desc.handle)?;
+        // Only used under this swapchain's lock (the pool's external synchronization).
+        let cbs = d.allocate_command_buffers(&pool, images.len() as u32)?;
+        let composite = if ctx.draw_hud && self.desc.drawable {
+            Some(ctx.gpu.composite_for(d, self.desc.format)?)
+        } else {
+            None
+        };
+        let mut slots = Vec::with_capacity(images.len());
         for (&image, &cb) in images.iter().zip(&cbs) {
-            let mut slot = ImageSlot {
+            let target = match composite {
+                Some((rp, _)) => {
+                    let view = d.create_view(image, self.desc.format)?;
+                    let fb = framebuffer(d, rp, &view, self.desc.extent)?;
+                    Some((fb, view))
+                }
+                None => None,
+            };
+            slots.push(ImageSlot {
                 image,
-                view: vk::ImageView::null(),
-                framebuffer: vk::Framebuffer::null(),
+                target,
                 cb,
-                semaphore: vk::Semaphore::null(),
+                semaphore: d.create_semaphore()?,
                 ticket: None,
                 composites: None,
-            };
-            // SAFETY: valid create info.
-            slot.semaphore = unsafe { f.create_semaphore(&vk::SemaphoreCreateInfo::default(), None) }?;
-            s.slots.push(slot);
-            let slot = s.slots.last_mut().expect("just pushed");
-            if s.render_pass != vk::RenderPass::null() {
-                slot.view = gpu::create_view(d, image, self.desc.format)?;
-                let views = [slot.view];
-                let ci = vk::FramebufferCreateInfo::default()
-                    .render_pass(s.render_pass)
-                    .attachments(&views)
-                    .width(self.desc.extent[0])
-                    .height(self.desc.extent[1])
-                    .layers(1);
-                // SAFETY: valid create info with a view of this swapchain's image.
-                slot.framebuffer = unsafe { f.create_framebuffer(&ci, None) }?;
-            }
+            });
         }
-        if s.render_pass == vk::RenderPass::null() {
-            return Ok(());
-        }
-        self.build_content(d, ctx, s)?;
-        build_descriptors(d, gpu, s)
-    }
-
-    /// The font atlas and the cached HUD image (with its framebuffer), for a swapchain the HUD
-    /// is drawn on.
-    fn build_content(&self, d: &Device, ctx: &FrameCtx<'_>, s: &mut Setup) -> Result<(), vk::Result> {
-        let f = &d.fns;
-        let gpu = ctx.gpu;
-        // The font and the cached HUD image.
-        let atlas =
-            framescope_overlay::ui::font_atlas(ctx.opts).map_err(|_| vk::Result::ERROR_INITIALIZATION_FAILED)?;
-        s.font_size = [atlas.width, atlas.height];
-        s.font = Image::new(
-            d,
-            gpu,
-            s.font_size,
-            vk::Format::R8G8B8A8_UNORM,
-            vk::ImageUsageFlags::SAMPLED | vk::ImageUsageFlags::TRANSFER_DST,
-        )?;
-        s.font_staging = Buffer::host(d, gpu, atlas.pixels.len() as u64, vk::BufferUsageFlags::TRANSFER_SRC)?;
-        // SAFETY: the mapping holds at least pixels.len() bytes.
-        unsafe { std::ptr::copy_nonoverlapping(atlas.pixels.as_ptr(), s.font_staging.mapped, atlas.pixels.len()) };
-        let side = (1024.0 * ctx.opts.scale.max(1.0)).min(4096.0) as u32;
-        s.canvas = [side, side];
-        s.content = Image::new(
-            d,
-            gpu,
-            s.canvas,
-            gpu::CONTENT_FORMAT,
-            vk::ImageUsageFlags::COLOR_ATTACHMENT | vk::ImageUsageFlags::SAMPLED | vk::ImageUsageFlags::TRANSFER_SRC,
-        )?;
-        let views = [s.content.view];
-        let ci = vk::FramebufferCreateInfo::default()
-            .render_pass(gpu.content_pass)
-            .attachments(&views)
-            .width(s.canvas[0])
-            .height(s.canvas[1])
-            .layers(1);
-        // SAFETY: valid create info.
-        s.content_fb = unsafe { f.create_framebuffer(&ci, None) }?;
-        Ok(())
+        let draw = match composite {
+            Some(rp_pipeline) => Some(build_drawing(d, ctx, rp_pipeline)?),
+            None => None,
+        };
+        Ok(Setup {
+            family,
+            slots,
+            _pool: pool,
+            draw,
+            content_ticket: None,
+        })
     }
 
     /// Records this frame's command buffer for swapchain image `image`: re-renders the cached
@@ -293,38 +226,30 @@ impl SwapchainHud {
                 return Ok(None);
             }
         }
-        let (cb, semaphore, target) = (slot.cb, slot.semaphore, slot.image);
-        let drawing = ctx.draw_hud && s.render_pass != vk::RenderPass::null();
+        let (cb, target) = (slot.cb, slot.image);
+        let drawing = ctx.draw_hud && s.draw.is_some();
         let shot = ctx.shot_path.is_some() && self.desc.copyable;
         if !drawing && !shot {
             return Ok(None);
         }
-        let f = &d.fns;
         let mut rec = Recorded {
-            cb,
-            semaphore,
+            cb: cb.handle(),
+            semaphore: slot.semaphore.handle(),
             image,
             ..Recorded::default()
         };
+        let font_due = drawing && s.draw.as_ref().is_some_and(|w| !w.font_uploaded);
         // A screenshot's copy goes after the composite, and the font's upload before it: those
         // frames record.
-        let reusable = if shot || (drawing && !s.font_uploaded) {
-            None
-        } else {
-            slot.composites
-        };
-        if drawing && !s.font_uploaded {
-            begin(d, s, &mut rec)?;
-            record_font_upload(d, s, cb);
-            rec.font = true;
-        }
+        let reusable = if shot || font_due { None } else { slot.composites };
+        let canvas = s.draw.as_ref().map_or([0, 0], |w| w.canvas);
         let input = FrameInput {
             now: ctx.now,
             opts: ctx.opts,
             plan: FramePlan { draw: drawing, shot },
             shot_path: ctx.shot_path,
             target: self.desc.extent,
-            canvas: s.canvas,
+            canvas,
             resized: false,
         };
         let source = FrameSource { d, frames: ctx.frames };
@@ -336,31 +261,27 @@ impl SwapchainHud {
             fences,
             shots: &mut self.shots,
             rec: &mut rec,
+            cb,
+            cmd: None,
             target,
             reusable,
             reused: false,
         };
-        let done = match self.surface.frame(&mut recorder, &input, &source) {
-            Ok(done) => done,
-            Err(e) => {
-                if rec.recorded {
-                    // A failure after the begin (an allocation for a grown HUD, under memory
-                    // pressure) leaves the command buffer recording: end it, so the image's next
-                    // frame can begin it again (VUID-vkBeginCommandBuffer-commandBuffer-00049).
-                    // SAFETY: recording state, begun in this frame.
-                    let _ = unsafe { f.end_command_buffer(cb) };
-                }
-                return Err(e);
-            }
-        };
-        let reused = recorder.reused;
+        let r = recorder
+            .font_upload(font_due)
+            .and_then(|()| self.surface.frame(&mut recorder, &input, &source));
+        let (cmd, reused) = (recorder.cmd.take(), recorder.reused);
+        // A failure after the begin (an allocation for a grown HUD, under memory pressure)
+        // would leave the command buffer recording: it is ended either way, so the image's next
+        // frame can begin it again (VUID-vkBeginCommandBuffer-commandBuffer-00049).
+        let ended = cmd.map(Recorder::end);
+        let done = r?;
         rec.refreshed = done.refreshed;
-        if rec.recorded {
-            // SAFETY: recording state, begun in this frame.
-            unsafe { f.end_command_buffer(cb) }?;
-        } else if !reused {
+        match ended {
+            Some(end) => end?,
             // Nothing to draw (an empty HUD): the present goes as the app made it.
-            return Ok(None);
+            None if !reused => return Ok(None),
+            None => {}
         }
         Ok(Some(rec))
     }
@@ -375,7 +296,9 @@ impl SwapchainHud {
             }
         }
         if rec.font {
-            s.font_uploaded = true;
+            if let Some(w) = s.draw.as_mut() {
+                w.font_uploaded = true;
+            }
         }
         if rec.refreshed {
             s.content_ticket = Some(ticket);
@@ -388,15 +311,13 @@ impl SwapchainHud {
     }
 
     /// The submission holding `rec` failed: forget what it would have done.
-    pub fn abort(&mut self, d: &Device, rec: &Recorded) {
+    pub fn abort(&mut self, rec: &Recorded) {
         if self.setup.is_some() && rec.refreshed {
             // Re-render next frame; the content image's state is unknown.
             self.surface.forget_content();
         }
         if rec.shot {
-            if let Some(mut sh) = self.shots.pop() {
-                sh.buffer.destroy(d);
-            }
+            self.shots.pop();
         }
     }
 
@@ -422,14 +343,13 @@ impl SwapchainHud {
                 i += 1;
                 continue;
             }
-            let mut sh = self.shots.swap_remove(i);
+            let sh = self.shots.swap_remove(i);
             if sh.ticket.is_some() {
+                // The copy into the buffer has completed (its ticket is done).
                 let len = (sh.width as usize) * (sh.height as usize) * 4;
-                // SAFETY: the copy into the mapped, coherent buffer has completed (ticket done);
-                // it holds width*height*4 bytes.
-                let pixels = unsafe { std::slice::from_raw_parts(sh.buffer.mapped, len) }.to_vec();
+                let pixels = sh.buffer.read(len).to_vec();
                 framescope_overlay::screenshot::write_async(
-                    sh.path.clone(),
+                    sh.path,
                     sh.width,
                     sh.height,
                     sh.width as usize * 4,
@@ -437,14 +357,13 @@ impl SwapchainHud {
                     pixels,
                 );
             }
-            sh.buffer.destroy(d);
         }
     }
 
     /// Waits for our pending work on this swapchain and destroys everything.
     pub fn destroy(&mut self, d: &Device, fences: &mut FencePool) {
         self.collect_shots(d, fences, true);
-        if let Some(mut s) = self.setup.take() {
+        if let Some(s) = self.setup.take() {
             for slot in &s.slots {
                 if let Some(t) = slot.ticket {
                     fences.wait(d, t);
@@ -453,112 +372,176 @@ impl SwapchainHud {
             if let Some(t) = s.content_ticket {
                 fences.wait(d, t);
             }
-            destroy_setup(d, &mut s);
+            drop(s);
         }
     }
 }
 
-/// # Safety
-/// `sc` must be a live swapchain of `d`.
-unsafe fn get_images(d: &Device, sc: vk::SwapchainKHR) -> Result<Vec<vk::Image>, vk::Result> {
-    let get = d.swapchain_fns.get_swapchain_images_khr;
-    let mut n = 0u32;
-    // SAFETY: caller's contract; count query then fill.
-    unsafe {
-        get(d.handle, sc, &mut n, std::ptr::null_mut()).result()?;
-        let mut v = vec![vk::Image::null(); n as usize];
-        get(d.handle, sc, &mut n, v.as_mut_ptr()).result()?;
-        v.truncate(n as usize);
-        Ok(v)
-    }
-}
-
-fn destroy_setup(d: &Device, s: &mut Setup) {
-    let f = &d.fns;
-    // SAFETY: objects of ours; the caller has waited for every submission using them; null
-    // handles are ignored. Destroying the pools frees their command buffers and sets.
-    unsafe {
-        for slot in s.slots.drain(..) {
-            f.destroy_framebuffer(slot.framebuffer, None);
-            f.destroy_image_view(slot.view, None);
-            f.destroy_semaphore(slot.semaphore, None);
-        }
-        f.destroy_command_pool(s.pool, None);
-        f.destroy_framebuffer(s.content_fb, None);
-        f.destroy_descriptor_pool(s.desc_pool, None);
-    }
-    s.content.destroy(d);
-    s.font.destroy(d);
-    s.font_staging.destroy(d);
-    s.vbuf.destroy(d);
-    s.ibuf.destroy(d);
-}
-
-fn barrier(
+/// A framebuffer of render pass `rp` over one view of `extent`.
+fn framebuffer(
     d: &Device,
-    cb: vk::CommandBuffer,
+    rp: Shared<vk::RenderPass>,
+    view: &ImageView,
+    extent: [u32; 2],
+) -> Result<Framebuffer, vk::Result> {
+    let views = [view.handle()];
+    d.create_framebuffer(
+        &vk::FramebufferCreateInfo::default()
+            .render_pass(rp.handle())
+            .attachments(&views)
+            .width(extent[0])
+            .height(extent[1])
+            .layers(1),
+    )
+}
+
+/// The font atlas, the cached HUD image (with its framebuffer) and their descriptor sets, for
+/// a swapchain the HUD is drawn on.
+fn build_drawing(
+    d: &Device,
+    ctx: &FrameCtx<'_>,
+    (render_pass, pipeline): (Shared<vk::RenderPass>, Shared<vk::Pipeline>),
+) -> Result<Drawing, vk::Result> {
+    let gpu = ctx.gpu;
+    let atlas = framescope_overlay::ui::font_atlas(ctx.opts).map_err(|_| vk::Result::ERROR_INITIALIZATION_FAILED)?;
+    let font_size = [atlas.width, atlas.height];
+    let font = gpu.image(
+        d,
+        font_size,
+        vk::Format::R8G8B8A8_UNORM,
+        vk::ImageUsageFlags::SAMPLED | vk::ImageUsageFlags::TRANSFER_DST,
+    )?;
+    let mut font_staging = gpu.host_buffer(d, atlas.pixels.len() as u64, vk::BufferUsageFlags::TRANSFER_SRC)?;
+    font_staging.write(&atlas.pixels);
+    let side = (1024.0 * ctx.opts.scale.max(1.0)).min(4096.0) as u32;
+    let canvas = [side, side];
+    let content = gpu.image(
+        d,
+        canvas,
+        gpu::CONTENT_FORMAT,
+        vk::ImageUsageFlags::COLOR_ATTACHMENT | vk::ImageUsageFlags::SAMPLED | vk::ImageUsageFlags::TRANSFER_SRC,
+    )?;
+    let views = [content.view()];
+    let content_fb = d.create_framebuffer(
+        &vk::FramebufferCreateInfo::default()
+            .render_pass(gpu.content_pass.handle())
+            .attachments(&views)
+            .width(canvas[0])
+            .height(canvas[1])
+            .layers(1),
+    )?;
+    let (desc_pool, font_set, content_set) = descriptors(d, gpu, &font, &content)?;
+    Ok(Drawing {
+        render_pass,
+        pipeline,
+        _desc_pool: desc_pool,
+        font_set,
+        content_set,
+        content_fb,
+        font,
+        font_size,
+        font_staging,
+        font_uploaded: false,
+        content,
+        canvas,
+        vbuf: None,
+        ibuf: None,
+    })
+}
+
+/// The descriptor sets of the font and the cached HUD image, in a pool of their own.
+fn descriptors(
+    d: &Device,
+    gpu: &Gpu,
+    font: &DeviceImage,
+    content: &DeviceImage,
+) -> Result<(DescriptorPool, vk::DescriptorSet, vk::DescriptorSet), vk::Result> {
+    let sizes = [vk::DescriptorPoolSize {
+        ty: vk::DescriptorType::COMBINED_IMAGE_SAMPLER,
+        descriptor_count: 2,
+    }];
+    let pool = d.create_descriptor_pool(&vk::DescriptorPoolCreateInfo::default().max_sets(2).pool_sizes(&sizes))?;
+    let sets = d.allocate_descriptor_sets(&pool, &[gpu.set_layout, gpu.set_layout])?;
+    let (font_set, content_set) = (sets[0], sets[1]);
+    let font_info = [vk::DescriptorImageInfo {
+        sampler: gpu.sampler_linear.handle(),
+        image_view: font.view(),
+        image_layout: vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL,
+    }];
+    let content_info = [vk::DescriptorImageInfo {
+        sampler: gpu.sampler_nearest.handle(),
+        image_view: content.view(),
+        image_layout: vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL,
+    }];
+    d.update_descriptor_sets(&[
+        vk::WriteDescriptorSet::default()
+            .dst_set(font_set)
+            .dst_binding(0)
+            .descriptor_type(vk::DescriptorType::COMBINED_IMAGE_SAMPLER)
+            .image_info(&font_info),
+        vk::WriteDescriptorSet::default()
+            .dst_set(content_set)
+            .dst_binding(0)
+            .descriptor_type(vk::DescriptorType::COMBINED_IMAGE_SAMPLER)
+            .image_info(&content_info),
+    ]);
+    Ok((pool, font_set, content_set))
+}
+
+/// A barrier moving `image`'s colour subresource from one layout to another.
+fn image_barrier(
     image: vk::Image,
     (old, new): (vk::ImageLayout, vk::ImageLayout),
-    (src_stage, src_access): (vk::PipelineStageFlags, vk::AccessFlags),
-    (dst_stage, dst_access): (vk::PipelineStageFlags, vk::AccessFlags),
-) {
-    let b = [vk::ImageMemoryBarrier::default()
+    (src, dst): (vk::AccessFlags, vk::AccessFlags),
+) -> vk::ImageMemoryBarrier<'static> {
+    vk::ImageMemoryBarrier::default()
         .old_layout(old)
         .new_layout(new)
-        .src_access_mask(src_access)
-        .dst_access_mask(dst_access)
+        .src_access_mask(src)
+        .dst_access_mask(dst)
         .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
         .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
         .image(image)
-        .subresource_range(gpu::color_range())];
-    // SAFETY: recording into our command buffer, outside a render pass.
-    unsafe {
-        d.fns
-            .cmd_pipeline_barrier(cb, src_stage, dst_stage, vk::DependencyFlags::empty(), &[], &[], &b)
-    };
+        .subresource_range(gpu::color_range())
 }
 
-fn record_font_upload(d: &Device, s: &Setup, cb: vk::CommandBuffer) {
-    barrier(
-        d,
-        cb,
-        s.font.image,
-        (vk::ImageLayout::UNDEFINED, vk::ImageLayout::TRANSFER_DST_OPTIMAL),
-        (vk::PipelineStageFlags::TOP_OF_PIPE, vk::AccessFlags::empty()),
-        (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE),
+/// The single colour layer of a 2D image, for copies.
+const COLOR_LAYER: vk::ImageSubresourceLayers = vk::ImageSubresourceLayers {
+    aspect_mask: vk::ImageAspectFlags::COLOR,
+    mip_level: 0,
+    base_array_layer: 0,
+    layer_count: 1,
+};
+
+fn record_font_upload(cmd: &Recorder<'_>, w: &Drawing) {
+    use vk::AccessFlags as A;
+    use vk::ImageLayout as L;
+    use vk::PipelineStageFlags as P;
+    cmd.cmd_barriers(
+        (P::TOP_OF_PIPE, P::TRANSFER),
+        &[],
+        &[image_barrier(
+            w.font.image(),
+            (L::UNDEFINED, L::TRANSFER_DST_OPTIMAL),
+            (A::empty(), A::TRANSFER_WRITE),
+        )],
     );
     let region = [vk::BufferImageCopy::default()
-        .image_subresource(vk::ImageSubresourceLayers {
-            aspect_mask: vk::ImageAspectFlags::COLOR,
-            mip_level: 0,
-            base_array_layer: 0,
-            layer_count: 1,
-        })
+        .image_subresource(COLOR_LAYER)
         .image_extent(vk::Extent3D {
-            width: s.font_size[0],
-            height: s.font_size[1],
+            width: w.font_size[0],
+            height: w.font_size[1],
             depth: 1,
         })];
-    // SAFETY: staging buffer and font image of ours, in the layouts set just above.
-    unsafe {
-        d.fns.cmd_copy_buffer_to_image(
-            cb,
-            s.font_staging.buffer,
-            s.font.image,
-            vk::ImageLayout::TRANSFER_DST_OPTIMAL,
-            &region,
-        )
-    };
-    barrier(
-        d,
-        cb,
-        s.font.image,
-        (
-            vk::ImageLayout::TRANSFER_DST_OPTIMAL,
-            vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL,
-        ),
-        (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE),
-        (vk::PipelineStageFlags::FRAGMENT_SHADER, vk::AccessFlags::SHADER_READ),
+    cmd.cmd_copy_buffer_to_image(&w.font_staging, w.font.image(), &region);
+    cmd.cmd_barriers(
+        (P::TRANSFER, P::FRAGMENT_SHADER),
+        &[],
+        &[image_barrier(
+            w.font.image(),
+            (L::TRANSFER_DST_OPTIMAL, L::SHADER_READ_ONLY_OPTIMAL),
+            (A::TRANSFER_WRITE, A::SHADER_READ),
+        )],
     );
 }
 
@@ -587,23 +570,6 @@ impl HudSource for FrameSource<'_> {
     }
 }
 
-/// Begins this frame's recording of `rec`'s command buffer, once. What the buffer held before
-/// is gone from then on, even if the submission fails.
-fn begin(d: &Device, s: &mut Setup, rec: &mut Recorded) -> Result<(), vk::Result> {
-    if rec.recorded {
-        return Ok(());
-    }
-    if let Some(slot) = s.slots.get_mut(rec.image as usize) {
-        slot.composites = None;
-    }
-    // Not ONE_TIME_SUBMIT: a lone composite is submitted again at later presents of the image.
-    let bi = vk::CommandBufferBeginInfo::default();
-    // SAFETY: our command buffer, not pending (its ticket is done); the pool allows reset.
-    unsafe { d.fns.begin_command_buffer(rec.cb, &bi) }?;
-    rec.recorded = true;
-    Ok(())
-}
-
 /// One frame of the HUD on one swapchain image, recorded into that image's command buffer.
 struct FrameRecorder<'a> {
     d: &'a Device,
@@ -613,6 +579,9 @@ struct FrameRecorder<'a> {
     fences: &'a mut FencePool,
     shots: &'a mut Vec<Shot>,
     rec: &'a mut Recorded,
+    cb: PoolBuffer,
+    /// The image's command buffer, once this frame began recording it.
+    cmd: Option<Recorder<'a>>,
     /// The presented image.
     target: vk::Image,
     /// Where the image's command buffer composites, when that is all it holds and this frame
@@ -620,6 +589,37 @@ struct FrameRecorder<'a> {
     reusable: Option<Place>,
     /// This frame submits the last recording again.
     reused: bool,
+}
+
+impl<'a> FrameRecorder<'a> {
+    /// Begins this frame's recording of the image's command buffer, once. What the buffer held
+    /// before is gone from then on, even if the submission fails.
+    fn begin(&mut self) -> Result<(), vk::Result> {
+        if self.cmd.is_some() {
+            return Ok(());
+        }
+        if let Some(slot) = self.s.slots.get_mut(self.rec.image as usize) {
+            slot.composites = None;
+        }
+        // Not ONE_TIME_SUBMIT: a lone composite is submitted again at later presents of the
+        // image. The buffer is not pending (its ticket is done) and its pool allows a reset.
+        self.cmd = Some(self.d.begin(self.cb, vk::CommandBufferUsageFlags::empty())?);
+        self.rec.recorded = true;
+        Ok(())
+    }
+
+    /// The font atlas's first upload, before anything samples it.
+    fn font_upload(&mut self, due: bool) -> Result<(), vk::Result> {
+        if !due {
+            return Ok(());
+        }
+        self.begin()?;
+        if let (Some(cmd), Some(w)) = (&self.cmd, &self.s.draw) {
+            record_font_upload(cmd, w);
+            self.rec.font = true;
+        }
+        Ok(())
+    }
 }
 
 impl HudRenderer for FrameRecorder<'_> {
@@ -630,8 +630,11 @@ impl HudRenderer for FrameRecorder<'_> {
     }
 
     fn upload(&mut self, draw: &DrawOutput, size: [u32; 2]) -> Result<(), vk::Result> {
-        begin(self.d, self.s, self.rec)?;
-        upload(self.d, self.ctx, self.s, self.rec.cb, draw, size)
+        self.begin()?;
+        let (Some(cmd), Some(w)) = (&self.cmd, self.s.draw.as_mut()) else {
+            return Ok(());
+        };
+        upload(self.d, self.ctx.gpu, w, cmd, draw, size)
     }
 
     fn composite(&mut self, origin: [i32; 2], size: [u32; 2]) -> Result<(), vk::Result> {
@@ -641,12 +644,20 @@ impl HudRenderer for FrameRecorder<'_> {
             return Ok(());
         }
         let alone = !self.rec.recorded;
-        begin(self.d, self.s, self.rec)?;
+        self.begin()?;
         self.rec.composites = alone.then_some(place);
+        let (Some(cmd), Some(w)) = (&self.cmd, &self.s.draw) else {
+            return Ok(());
+        };
         if self.desc.copy_target && self.ctx.opts.alpha >= 1.0 {
-            composite_copy(self, origin, size);
-        } else {
-            composite(self, origin, size);
+            composite_copy(cmd, w, self.desc, self.target, place);
+        } else if let Some((fb, _)) = self
+            .s
+            .slots
+            .get(self.rec.image as usize)
+            .and_then(|s| s.target.as_ref())
+        {
+            composite(cmd, self.ctx.gpu, w, self.desc, fb, place);
         }
         Ok(())
     }
@@ -654,9 +665,10 @@ impl HudRenderer for FrameRecorder<'_> {
     fn read_back(&mut self, path: &str) -> Result<(), vk::Result> {
         // Screenshot frames never reuse a recording (`record`).
         debug_assert!(!self.reused);
-        begin(self.d, self.s, self.rec)?;
+        self.begin()?;
         self.rec.composites = None;
-        match record_shot(self.d, self.ctx.gpu, self.desc, self.rec.cb, self.target, path) {
+        let Some(cmd) = &self.cmd else { return Ok(()) };
+        match record_shot(self.d, self.ctx.gpu, self.desc, cmd, self.target, path) {
             Ok(sh) => {
                 self.shots.push(sh);
                 self.rec.shot = true;
@@ -667,124 +679,114 @@ impl HudRenderer for FrameRecorder<'_> {
     }
 }
 
+/// `buf` when it holds `bytes`, else a new one of the next power of two (the old one is free:
+/// the last refresh's ticket is done).
+fn grown<'b>(
+    d: &Device,
+    gpu: &Gpu,
+    buf: &'b mut Option<HostBuffer>,
+    bytes: &[u8],
+    usage: vk::BufferUsageFlags,
+) -> Result<&'b mut HostBuffer, vk::Result> {
+    let len = bytes.len() as u64;
+    if buf.as_ref().is_none_or(|b| b.size() < len) {
+        *buf = None;
+        *buf = Some(gpu.host_buffer(d, len.next_power_of_two(), usage)?);
+    }
+    let b = buf.as_mut().ok_or(vk::Result::ERROR_OUT_OF_HOST_MEMORY)?;
+    b.write(bytes);
+    Ok(b)
+}
+
 /// Records the rendering of the HUD's draw lists (`size` pixels of content) into the cached
 /// image; the buffers are free (the content ticket is done).
 fn upload(
     d: &Device,
-    ctx: &FrameCtx<'_>,
-    s: &mut Setup,
-    cb: vk::CommandBuffer,
+    gpu: &Gpu,
+    w: &mut Drawing,
+    cmd: &Recorder<'_>,
     draw: &DrawOutput,
     size: [u32; 2],
 ) -> Result<(), vk::Result> {
-    let vbytes = (draw.vertices.len() * std::mem::size_of::<DrawVert>()) as u64;
-    let ibytes = (draw.indices.len() * 2) as u64;
-    // The buffers are free (the last refresh's ticket is done): grow by replacing them.
-    if vbytes > s.vbuf.size {
-        s.vbuf.destroy(d);
-        s.vbuf = Buffer::host(
-            d,
-            ctx.gpu,
-            vbytes.next_power_of_two(),
-            vk::BufferUsageFlags::VERTEX_BUFFER,
-        )?;
-    }
-    if ibytes > s.ibuf.size {
-        s.ibuf.destroy(d);
-        s.ibuf = Buffer::host(
-            d,
-            ctx.gpu,
-            ibytes.next_power_of_two(),
-            vk::BufferUsageFlags::INDEX_BUFFER,
-        )?;
-    }
-    // SAFETY: both mappings are at least as large as the bytes copied; no pending work reads
-    // them (their last use is done).
-    unsafe {
-        std::ptr::copy_nonoverlapping(draw.vertices.as_ptr().cast::<u8>(), s.vbuf.mapped, vbytes as usize);
-        std::ptr::copy_nonoverlapping(draw.indices.as_ptr().cast::<u8>(), s.ibuf.mapped, ibytes as usize);
-    }
-    let f = &d.fns;
-    let [w, h] = size;
+    grown(
+        d,
+        gpu,
+        &mut w.vbuf,
+        bytemuck::cast_slice(&draw.vertices),
+        vk::BufferUsageFlags::VERTEX_BUFFER,
+    )?;
+    grown(
+        d,
+        gpu,
+        &mut w.ibuf,
+        bytemuck::cast_slice(&draw.indices),
+        vk::BufferUsageFlags::INDEX_BUFFER,
+    )?;
+    let (Some(vbuf), Some(ibuf)) = (&w.vbuf, &w.ibuf) else {
+        return Ok(());
+    };
+    let [width, height] = size;
     let clear = [vk::ClearValue {
         color: vk::ClearColorValue { float32: [0.0; 4] },
     }];
     let area = vk::Rect2D {
         offset: vk::Offset2D { x: 0, y: 0 },
-        extent: vk::Extent2D { width: w, height: h },
+        extent: vk::Extent2D { width, height },
     };
-    let rp = vk::RenderPassBeginInfo::default()
-        .render_pass(ctx.gpu.content_pass)
-        .framebuffer(s.content_fb)
-        .render_area(area)
-        .clear_values(&clear);
-    let canvas = [s.canvas[0] as f32, s.canvas[1] as f32];
+    let canvas = [w.canvas[0] as f32, w.canvas[1] as f32];
     let push: [f32; 4] = [2.0 / canvas[0], 2.0 / canvas[1], -1.0, -1.0];
-    let mut push_bytes = [0u8; 16];
-    for (i, v) in push.iter().enumerate() {
-        push_bytes[i * 4..i * 4 + 4].copy_from_slice(&v.to_ne_bytes());
-    }
-    // SAFETY: recording into our command buffer with objects of ours that outlive it.
-    unsafe {
-        f.cmd_begin_render_pass(cb, &rp, vk::SubpassContents::INLINE);
-        f.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, ctx.gpu.content_pipeline);
-        f.cmd_set_viewport(
-            cb,
-            0,
-            &[vk::Viewport {
-                x: 0.0,
-                y: 0.0,
-                width: canvas[0],
-                height: canvas[1],
-                min_depth: 0.0,
-                max_depth: 1.0,
-            }],
-        );
-        f.cmd_bind_descriptor_sets(
-            cb,
-            vk::PipelineBindPoint::GRAPHICS,
-            ctx.gpu.content_layout,
-            0,
-            &[s.font_set],
-            &[],
-        );
-        f.cmd_push_constants(cb, ctx.gpu.content_layout, vk::ShaderStageFlags::VERTEX, 0, &push_bytes);
-        f.cmd_bind_vertex_buffers(cb, 0, &[s.vbuf.buffer], &[0]);
-        f.cmd_bind_index_buffer(cb, s.ibuf.buffer, 0, vk::IndexType::UINT16);
-        for c in &draw.cmds {
-            let x0 = c.clip[0].max(0.0);
-            let y0 = c.clip[1].max(0.0);
-            let x1 = c.clip[2].min(w as f32);
-            let y1 = c.clip[3].min(h as f32);
-            if x1 <= x0 || y1 <= y0 || c.count == 0 {
-                continue;
-            }
-            f.cmd_set_scissor(
-                cb,
-                0,
-                &[vk::Rect2D {
-                    offset: vk::Offset2D {
-                        x: x0 as i32,
-                        y: y0 as i32,
-                    },
-                    extent: vk::Extent2D {
-                        width: (x1 - x0).ceil() as u32,
-                        height: (y1 - y0).ceil() as u32,
-                    },
-                }],
-            );
-            f.cmd_draw_indexed(cb, c.count, 1, c.first_index, c.vertex_offset as i32, 0);
+    cmd.cmd_begin_render_pass(
+        &vk::RenderPassBeginInfo::default()
+            .render_pass(gpu.content_pass.handle())
+            .framebuffer(w.content_fb.handle())
+            .render_area(area)
+            .clear_values(&clear),
+    );
+    cmd.cmd_bind_graphics_pipeline(gpu.content_pipeline);
+    cmd.cmd_set_viewport(vk::Viewport {
+        x: 0.0,
+        y: 0.0,
+        width: canvas[0],
+        height: canvas[1],
+        min_depth: 0.0,
+        max_depth: 1.0,
+    });
+    cmd.cmd_bind_descriptor_set(gpu.content_layout, w.font_set);
+    cmd.cmd_push_constants(
+        gpu.content_layout,
+        vk::ShaderStageFlags::VERTEX,
+        bytemuck::cast_slice(&push),
+    );
+    cmd.cmd_bind_vertex_buffer(vbuf);
+    cmd.cmd_bind_index_buffer_u16(ibuf);
+    for c in &draw.cmds {
+        let x0 = c.clip[0].max(0.0);
+        let y0 = c.clip[1].max(0.0);
+        let x1 = c.clip[2].min(width as f32);
+        let y1 = c.clip[3].min(height as f32);
+        if x1 <= x0 || y1 <= y0 || c.count == 0 {
+            continue;
         }
-        f.cmd_end_render_pass(cb);
+        cmd.cmd_set_scissor(vk::Rect2D {
+            offset: vk::Offset2D {
+                x: x0 as i32,
+                y: y0 as i32,
+            },
+            extent: vk::Extent2D {
+                width: (x1 - x0).ceil() as u32,
+                height: (y1 - y0).ceil() as u32,
+            },
+        });
+        cmd.cmd_draw_indexed(c.count, c.first_index, c.vertex_offset as i32);
     }
+    cmd.cmd_end_render_pass();
     Ok(())
 }
 
-/// Draws the cached HUD over swapchain image `image` with one quad.
-fn composite(r: &FrameRecorder<'_>, origin: [i32; 2], size: [u32; 2]) {
-    let (d, ctx, s, desc, cb, image) = (r.d, r.ctx, &*r.s, r.desc, r.rec.cb, r.rec.image);
+/// Draws the cached HUD over the presented image (whose framebuffer is `fb`) with one quad.
+fn composite(cmd: &Recorder<'_>, gpu: &Gpu, w: &Drawing, desc: &Desc, fb: &Framebuffer, (origin, size): Place) {
     let target = desc.extent;
-    let Some((x, y, w, h)) = layout::visible(origin, size, target) else {
+    let Some((x, y, vw, vh)) = layout::visible(origin, size, target) else {
         return;
     };
     let (tw, th) = (target[0] as f32, target[1] as f32);
@@ -796,65 +798,43 @@ fn composite(r: &FrameRecorder<'_>, origin: [i32; 2], size: [u32; 2]) {
             ndc(origin[0] + size[0] as i32, tw),
             ndc(origin[1] + size[1] as i32, th),
         ],
-        uv_max: [size[0] as f32 / s.canvas[0] as f32, size[1] as f32 / s.canvas[1] as f32],
+        uv_max: [size[0] as f32 / w.canvas[0] as f32, size[1] as f32 / w.canvas[1] as f32],
         srgb: u32::from(gpu::is_srgb(desc.format)),
         pad: 0,
     };
-    let mut bytes = [0u8; std::mem::size_of::<CompositePush>()];
-    for (i, v) in push.rect.iter().enumerate() {
-        bytes[i * 4..i * 4 + 4].copy_from_slice(&v.to_ne_bytes());
-    }
-    bytes[16..20].copy_from_slice(&push.uv_max[0].to_ne_bytes());
-    bytes[20..24].copy_from_slice(&push.uv_max[1].to_ne_bytes());
-    bytes[24..28].copy_from_slice(&push.srgb.to_ne_bytes());
     let area = vk::Rect2D {
         offset: vk::Offset2D {
             x: x as i32,
             y: y as i32,
         },
-        extent: vk::Extent2D { width: w, height: h },
+        extent: vk::Extent2D { width: vw, height: vh },
     };
-    let rp = vk::RenderPassBeginInfo::default()
-        .render_pass(s.render_pass)
-        .framebuffer(s.slots[image as usize].framebuffer)
-        .render_area(area);
-    let f = &d.fns;
-    // SAFETY: recording into our command buffer; the framebuffer is of this image, the
-    // descriptor set of our cached image (SHADER_READ_ONLY_OPTIMAL after its render pass).
-    unsafe {
-        f.cmd_begin_render_pass(cb, &rp, vk::SubpassContents::INLINE);
-        f.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, s.pipeline);
-        f.cmd_set_viewport(
-            cb,
-            0,
-            &[vk::Viewport {
-                x: 0.0,
-                y: 0.0,
-                width: tw,
-                height: th,
-                min_depth: 0.0,
-                max_depth: 1.0,
-            }],
-        );
-        f.cmd_set_scissor(cb, 0, &[area]);
-        f.cmd_bind_descriptor_sets(
-            cb,
-            vk::PipelineBindPoint::GRAPHICS,
-            ctx.gpu.composite_layout,
-            0,
-            &[s.content_set],
-            &[],
-        );
-        f.cmd_push_constants(
-            cb,
-            ctx.gpu.composite_layout,
-            vk::ShaderStageFlags::VERTEX | vk::ShaderStageFlags::FRAGMENT,
-            0,
-            &bytes,
-        );
-        f.cmd_draw(cb, 4, 1, 0, 0);
-        f.cmd_end_render_pass(cb);
-    }
+    // The framebuffer is of this image; the descriptor set of our cached image, in
+    // SHADER_READ_ONLY_OPTIMAL after its render pass.
+    cmd.cmd_begin_render_pass(
+        &vk::RenderPassBeginInfo::default()
+            .render_pass(w.render_pass.handle())
+            .framebuffer(fb.handle())
+            .render_area(area),
+    );
+    cmd.cmd_bind_graphics_pipeline(w.pipeline);
+    cmd.cmd_set_viewport(vk::Viewport {
+        x: 0.0,
+        y: 0.0,
+        width: tw,
+        height: th,
+        min_depth: 0.0,
+        max_depth: 1.0,
+    });
+    cmd.cmd_set_scissor(area);
+    cmd.cmd_bind_descriptor_set(gpu.composite_layout, w.content_set);
+    cmd.cmd_push_constants(
+        gpu.composite_layout,
+        vk::ShaderStageFlags::VERTEX | vk::ShaderStageFlags::FRAGMENT,
+        bytemuck::bytes_of(&push),
+    );
+    cmd.cmd_draw(4);
+    cmd.cmd_end_render_pass();
 }
 
 /// Composites an opaque HUD (`hud_alpha=1`) with a copy instead of a draw: every pixel of the
@@ -863,25 +843,14 @@ fn composite(r: &FrameRecorder<'_>, origin: [i32; 2], size: [u32; 2]) {
 /// llvmpipe ~2M instructions per frame for a 300x200 HUD, more than the app's own frame), and
 /// a DMA on GPUs. The cached image holds sRGB-encoded BGRA values, which is what a B8G8R8A8
 /// image stores whether its view is UNORM or SRGB, so the raw copy is exact for both.
-fn composite_copy(r: &FrameRecorder<'_>, origin: [i32; 2], size: [u32; 2]) {
-    let (d, s, desc, cb, target) = (r.d, &*r.s, r.desc, r.rec.cb, r.target);
-    let Some((x, y, w, h)) = layout::visible(origin, size, desc.extent) else {
+fn composite_copy(cmd: &Recorder<'_>, w: &Drawing, desc: &Desc, target: vk::Image, (origin, size): Place) {
+    let Some((x, y, vw, vh)) = layout::visible(origin, size, desc.extent) else {
         return;
-    };
-    let image_barrier = |image, (old, new), (src, dst)| {
-        vk::ImageMemoryBarrier::default()
-            .old_layout(old)
-            .new_layout(new)
-            .src_access_mask(src)
-            .dst_access_mask(dst)
-            .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
-            .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
-            .image(image)
-            .subresource_range(gpu::color_range())
     };
     use vk::AccessFlags as A;
     use vk::ImageLayout as L;
     use vk::PipelineStageFlags as P;
+    let content = w.content.image();
     // The app's writes to the presented image reach us through the present semaphores, waited
     // at COLOR_ATTACHMENT_OUTPUT | TRANSFER; the cached image was written by a render pass
     // (this or an earlier submission).
@@ -892,7 +861,7 @@ fn composite_copy(r: &FrameRecorder<'_>, origin: [i32; 2], size: [u32; 2]) {
             (A::empty(), A::TRANSFER_WRITE),
         ),
         image_barrier(
-            s.content.image,
+            content,
             (L::SHADER_READ_ONLY_OPTIMAL, L::TRANSFER_SRC_OPTIMAL),
             (A::COLOR_ATTACHMENT_WRITE, A::TRANSFER_READ),
         ),
@@ -904,67 +873,33 @@ fn composite_copy(r: &FrameRecorder<'_>, origin: [i32; 2], size: [u32; 2]) {
             (A::TRANSFER_WRITE, A::empty()),
         ),
         image_barrier(
-            s.content.image,
+            content,
             (L::TRANSFER_SRC_OPTIMAL, L::SHADER_READ_ONLY_OPTIMAL),
             (A::empty(), A::empty()),
         ),
     ];
-    let layers = vk::ImageSubresourceLayers {
-        aspect_mask: vk::ImageAspectFlags::COLOR,
-        mip_level: 0,
-        base_array_layer: 0,
-        layer_count: 1,
-    };
     let region = [vk::ImageCopy {
-        src_subresource: layers,
+        src_subresource: COLOR_LAYER,
         src_offset: vk::Offset3D {
             x: x as i32 - origin[0],
             y: y as i32 - origin[1],
             z: 0,
         },
-        dst_subresource: layers,
+        dst_subresource: COLOR_LAYER,
         dst_offset: vk::Offset3D {
             x: x as i32,
             y: y as i32,
             z: 0,
         },
         extent: vk::Extent3D {
-            width: w,
-            height: h,
+            width: vw,
+            height: vh,
             depth: 1,
         },
     }];
-    let f = &d.fns;
-    // SAFETY: recording into our command buffer outside any render pass; both images are ours
-    // or the presented one, in the layouts named; the region lies inside both.
-    unsafe {
-        f.cmd_pipeline_barrier(
-            cb,
-            P::COLOR_ATTACHMENT_OUTPUT | P::TRANSFER,
-            P::TRANSFER,
-            vk::DependencyFlags::empty(),
-            &[],
-            &[],
-            &before,
-        );
-        f.cmd_copy_image(
-            cb,
-            s.content.image,
-            L::TRANSFER_SRC_OPTIMAL,
-            target,
-            L::TRANSFER_DST_OPTIMAL,
-            &region,
-        );
-        f.cmd_pipeline_barrier(
-            cb,
-            P::TRANSFER,
-            P::BOTTOM_OF_PIPE,
-            vk::DependencyFlags::empty(),
-            &[],
-            &[],
-            &after,
-        );
-    }
+    cmd.cmd_barriers((P::COLOR_ATTACHMENT_OUTPUT | P::TRANSFER, P::TRANSFER), &[], &before);
+    cmd.cmd_copy_image(content, target, &region);
+    cmd.cmd_barriers((P::TRANSFER, P::BOTTOM_OF_PIPE), &[], &after);
 }
 
 /// Copies the presented image into a new host-visible buffer (one-off, screenshot frame only).
@@ -972,7 +907,7 @@ fn record_shot(
     d: &Device,
     gpu: &Gpu,
     desc: &Desc,
-    cb: vk::CommandBuffer,
+    cmd: &Recorder<'_>,
     image: vk::Image,
     path: &str,
 ) -> Result<Shot, vk::Result> {
@@ -982,69 +917,47 @@ fn record_shot(
         _ => return Err(vk::Result::ERROR_FORMAT_NOT_SUPPORTED),
     };
     let [w, h] = desc.extent;
-    let buffer = Buffer::host(
-        d,
-        gpu,
-        u64::from(w) * u64::from(h) * 4,
-        vk::BufferUsageFlags::TRANSFER_DST,
-    )?;
-    barrier(
-        d,
-        cb,
-        image,
-        (vk::ImageLayout::PRESENT_SRC_KHR, vk::ImageLayout::TRANSFER_SRC_OPTIMAL),
-        (
-            vk::PipelineStageFlags::COLOR_ATTACHMENT_OUTPUT,
-            vk::AccessFlags::COLOR_ATTACHMENT_WRITE,
-        ),
-        (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_READ),
+    let buffer = gpu.host_buffer(d, u64::from(w) * u64::from(h) * 4, vk::BufferUsageFlags::TRANSFER_DST)?;
+    use vk::AccessFlags as A;
+    use vk::ImageLayout as L;
+    use vk::PipelineStageFlags as P;
+    cmd.cmd_barriers(
+        (P::COLOR_ATTACHMENT_OUTPUT, P::TRANSFER),
+        &[],
+        &[image_barrier(
+            image,
+            (L::PRESENT_SRC_KHR, L::TRANSFER_SRC_OPTIMAL),
+            (A::COLOR_ATTACHMENT_WRITE, A::TRANSFER_READ),
+        )],
     );
     let region = [vk::BufferImageCopy::default()
-        .image_subresource(vk::ImageSubresourceLayers {
-            aspect_mask: vk::ImageAspectFlags::COLOR,
-            mip_level: 0,
-            base_array_layer: 0,
-            layer_count: 1,
-        })
+        .image_subresource(COLOR_LAYER)
         .image_extent(vk::Extent3D {
             width: w,
             height: h,
             depth: 1,
         })];
-    // SAFETY: the image is in TRANSFER_SRC_OPTIMAL (barrier above), the buffer holds w*h*4.
-    unsafe {
-        d.fns
-            .cmd_copy_image_to_buffer(cb, image, vk::ImageLayout::TRANSFER_SRC_OPTIMAL, buffer.buffer, &region)
-    };
-    barrier(
-        d,
-        cb,
-        image,
-        (vk::ImageLayout::TRANSFER_SRC_OPTIMAL, vk::ImageLayout::PRESENT_SRC_KHR),
-        (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_READ),
-        (vk::PipelineStageFlags::BOTTOM_OF_PIPE, vk::AccessFlags::empty()),
+    // The buffer holds w*h*4 bytes, the image's size in a 4-byte format (above).
+    cmd.cmd_copy_image_to_buffer(image, &buffer, &region);
+    cmd.cmd_barriers(
+        (P::TRANSFER, P::BOTTOM_OF_PIPE),
+        &[],
+        &[image_barrier(
+            image,
+            (L::TRANSFER_SRC_OPTIMAL, L::PRESENT_SRC_KHR),
+            (A::TRANSFER_READ, A::empty()),
+        )],
     );
     // The host reads the buffer after the fence: make the copy visible to host reads.
     let host = [vk::BufferMemoryBarrier::default()
-        .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
-        .dst_access_mask(vk::AccessFlags::HOST_READ)
+        .src_access_mask(A::TRANSFER_WRITE)
+        .dst_access_mask(A::HOST_READ)
         .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
         .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
-        .buffer(buffer.buffer)
+        .buffer(buffer.handle())
         .offset(0)
         .size(vk::WHOLE_SIZE)];
-    // SAFETY: recording into our command buffer, outside a render pass.
-    unsafe {
-        d.fns.cmd_pipeline_barrier(
-            cb,
-            vk::PipelineStageFlags::TRANSFER,
-            vk::PipelineStageFlags::HOST,
-            vk::DependencyFlags::empty(),
-            &[],
-            &host,
-            &[],
-        )
-    };
+    cmd.cmd_barriers((P::TRANSFER, P::HOST), &host, &[]);
     Ok(Shot {
         buffer,
         ticket: None,
@@ -1064,49 +977,4 @@ fn info_of(desc: &Desc) -> SwapchainInfo {
         format: desc.format.as_raw(),
         present_mode: desc.present_mode.as_raw(),
     }
-}
-
-/// The descriptor sets of the font and the cached HUD image.
-fn build_descriptors(d: &Device, gpu: &Gpu, s: &mut Setup) -> Result<(), vk::Result> {
-    let f = &d.fns;
-    let sizes = [vk::DescriptorPoolSize {
-        ty: vk::DescriptorType::COMBINED_IMAGE_SAMPLER,
-        descriptor_count: 2,
-    }];
-    let ci = vk::DescriptorPoolCreateInfo::default().max_sets(2).pool_sizes(&sizes);
-    // SAFETY: valid create info.
-    s.desc_pool = unsafe { f.create_descriptor_pool(&ci, None) }?;
-    let layouts = [gpu.set_layout, gpu.set_layout];
-    let ai = vk::DescriptorSetAllocateInfo::default()
-        .descriptor_pool(s.desc_pool)
-        .set_layouts(&layouts);
-    // SAFETY: the pool has room for exactly these two sets.
-    let sets = unsafe { f.allocate_descriptor_sets(&ai) }?;
-    s.font_set = sets[0];
-    s.content_set = sets[1];
-    let font_info = [vk::DescriptorImageInfo {
-        sampler: gpu.sampler_linear,
-        image_view: s.font.view,
-        image_layout: vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL,
-    }];
-    let content_info = [vk::DescriptorImageInfo {
-        sampler: gpu.sampler_nearest,
-        image_view: s.content.view,
-        image_layout: vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL,
-    }];
-    let writes = [
-        vk::WriteDescriptorSet::default()
-            .dst_set(s.font_set)
-            .dst_binding(0)
-            .descriptor_type(vk::DescriptorType::COMBINED_IMAGE_SAMPLER)
-            .image_info(&font_info),
-        vk::WriteDescriptorSet::default()
-            .dst_set(s.content_set)
-            .dst_binding(0)
-            .descriptor_type(vk::DescriptorType::COMBINED_IMAGE_SAMPLER)
-            .image_info(&content_info),
-    ];
-    // SAFETY: fresh sets, not in use.
-    unsafe { f.update_descriptor_sets(&writes, &[]) };
-    Ok(())
 }
