@@ -213,17 +213,17 @@ fn an_x11_vkcube_under_xwayland_takes_framescopes_x11_path() {
     assert_eq!(d.frames.len(), 60);
     assert_complete(&d, "vkcube on XWayland");
     // The watcher subscribes at the first present, on its own thread: the first frames may
-    // have no source yet (as on Xvfb).
+    // have no source yet (as on Xvfb). lavapipe puts its images with `PutImage` on XWayland as
+    // on Xvfb, so no completion ever comes: until the watcher has waited 1 s for one
+    // (`matcher::SOFTWARE_AFTER_NS`), the frames go out `no_report` from the running source;
+    // after it, `no_source` with `software_present`. 60 frames usually take under 1 s here
+    // (measured: 0.2 s), so which of the two a frame gets depends on the machine's speed;
+    // both come only from the X11 watcher.
     for f in &d.frames[5..] {
-        assert_eq!(f["display_source"], "x11_present", "{f}");
+        let x11 = (f["display"] == "no_report" && f["display_source"] == "x11_present")
+            || (f["display"] == "no_source" && f["display_none_reason"] == "software_present");
+        assert!(x11, "a frame not from the X11 Present watcher: {f}");
     }
-    // What the X11 source reports here is not checked: on XWayland lavapipe's frames were all
-    // `no_report` (on Xvfb: `software_present`), which is not understood yet.
-    let mut seen = std::collections::BTreeMap::new();
-    for f in &d.frames {
-        *seen.entry(f["display"].to_string()).or_insert(0) += 1;
-    }
-    println!("vkcube on XWayland: display {seen:?}");
 }
 
 /// The median time between presents of the frames after start-up.
