@@ -6,6 +6,7 @@ pub mod allocs;
 pub mod artifacts;
 pub mod dump;
 pub mod glmark;
+pub mod html_page;
 pub mod image;
 pub mod lane;
 pub mod python;

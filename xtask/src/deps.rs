@@ -46,6 +46,9 @@ pub const TEST_ONLY: &[&str] = &[
     "fonts-dejavu-core",
     // Opens `report --html` pages headless (tests/tests/report_html.rs).
     "chromium",
+    // The second browser the pages must open in, driven over WebDriver BiDi
+    // (tests/tests/report_html_firefox.rs; its client: `websockets` in PYPI below).
+    "firefox-esr",
     // Runs tests/tests/export_perfetto.py (its packages: PYPI below).
     "python3",
     "python3-pip",
@@ -55,12 +58,21 @@ pub const TEST_ONLY: &[&str] = &[
 /// classes, which the `perfetto` package ships (`perfetto_trace_pb2`); they need the protobuf
 /// runtime they were generated for (6.31.1) or a later 6.x. Debian's python3-protobuf is 3.21.
 /// `pyarrow` reads the `--parquet` export back (tests/tests/export_parquet.py); `duckdb` runs
-/// the farm query the HTML farm view must agree with (tests/tests/report_html_duckdb.py).
-pub const PYPI: &[&str] = &["perfetto==0.59.1", "protobuf>=6.31.1,<7", "pyarrow>=14", "duckdb>=1"];
+/// the farm query the HTML farm view must agree with (tests/tests/report_html_duckdb.py);
+/// `websockets` (13 brought its asyncio client) speaks WebDriver BiDi to Firefox
+/// (tests/tests/report_html_bidi.py).
+pub const PYPI: &[&str] = &[
+    "perfetto==0.59.1",
+    "protobuf>=6.31.1,<7",
+    "pyarrow>=14",
+    "duckdb>=1",
+    "websockets>=13",
+];
 
 /// Imported by the test: when this works, nothing is installed.
 const PYPI_CHECK: &str =
-    "import google.protobuf, perfetto.protos.perfetto.trace.perfetto_trace_pb2, pyarrow.parquet, duckdb";
+    "import google.protobuf, perfetto.protos.perfetto.trace.perfetto_trace_pb2, pyarrow.parquet, duckdb, \
+     websockets.asyncio.client";
 
 fn install_pypi() -> Result<(), String> {
     let python = std::env::var("FRAMESCOPE_TEST_PYTHON").unwrap_or_else(|_| "python3".into());
