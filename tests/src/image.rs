@@ -177,3 +177,31 @@ pub fn assert_whole_rows(img: &Rgb, hud: Rect, what: &str) -> Rect {
 pub fn is_text_edge(p: [u8; 3]) -> bool {
     p[0] == p[1] && p[1] == p[2] && p[0] > 0 && !is_text(p)
 }
+
+/// Checks a with-HUD vs without-HUD pair of the same, deterministic frame (an app whose image
+/// is a function of the frame index): the difference is one block at the default top-left
+/// place (8 px margin) of plausible HUD size holding text-coloured pixels, every pixel outside
+/// it is identical, and nearly every pixel inside changed (a translucent background tints the
+/// app's image, an opaque one replaces it: none is left untouched by a bad composite). The
+/// HUD's block.
+pub fn assert_hud_pair(on: &Rgb, off: &Rgb, what: &str) -> Rect {
+    assert_eq!((on.w, on.h), (off.w, off.h), "{what}: sizes");
+    let hud = diff_bbox(on, off, on.whole(), 0).unwrap_or_else(|| panic!("{what}: identical images, no HUD"));
+    assert!(
+        (8..=12).contains(&hud.x0) && (8..=12).contains(&hud.y0),
+        "{what}: HUD at {hud:?}"
+    );
+    let (w, h) = (hud.x1 - hud.x0, hud.y1 - hud.y0);
+    assert!(w >= 120 && h >= 60 && w < on.w && h < on.h, "{what}: HUD size {w}x{h}");
+    let (text_on, text_off) = (count_in(on, hud, is_text), count_in(off, hud, is_text));
+    assert!(
+        text_on >= 300 && text_on > 10 * text_off.max(1),
+        "{what}: {text_on} text-coloured pixels with the HUD, {text_off} without"
+    );
+    let inside = count_differing(on, off, hud);
+    let outside = count_differing(on, off, on.whole()) - inside;
+    assert_eq!(outside, 0, "{what}: pixels outside the HUD differ");
+    let changed = inside as f64 / hud.area() as f64;
+    assert!(changed > 0.9, "{what}: only {changed:.2} of the HUD's pixels changed");
+    hud
+}

@@ -12,7 +12,7 @@
 //! Numbers for the report are printed: run with `--nocapture` to see them.
 
 use framescope_tests::artifacts::require_program;
-use framescope_tests::image::{self, Rect, Rgb};
+use framescope_tests::image::{self, assert_hud_pair, Rect, Rgb};
 use framescope_tests::{dump, Artifacts, Outcome, Sandbox, Xvfb};
 use std::path::Path;
 use std::time::Duration;
@@ -55,30 +55,6 @@ const HUD_REGION: Rect = Rect {
     x1: 290,
     y1: 200,
 };
-
-/// Checks a with-HUD vs without-HUD pair of the same, deterministic frame: the difference is one
-/// top-left-anchored block of plausible HUD size holding text-coloured pixels, every pixel
-/// outside it is identical, and nearly every pixel inside changed (a quad of the right size).
-fn assert_hud_pair(on: &Rgb, off: &Rgb, what: &str) -> Rect {
-    assert_eq!((on.w, on.h), (off.w, off.h), "{what}: sizes");
-    let hud = image::diff_bbox(on, off, on.whole(), 0).unwrap_or_else(|| panic!("{what}: identical images, no HUD"));
-    assert!(
-        (8..=12).contains(&hud.x0) && (8..=12).contains(&hud.y0),
-        "{what}: HUD at {hud:?}"
-    );
-    let (w, h) = (hud.x1 - hud.x0, hud.y1 - hud.y0);
-    assert!(w >= 120 && h >= 60, "{what}: HUD size {w}x{h}");
-    let (text_on, text_off) = (text_pixels(on, hud), text_pixels(off, hud));
-    assert!(
-        text_on >= 300 && text_on > 10 * text_off.max(1),
-        "{what}: {text_on} text-coloured pixels with the HUD, {text_off} without"
-    );
-    let outside = image::count_differing(on, off, on.whole()) - image::count_differing(on, off, hud);
-    assert_eq!(outside, 0, "{what}: pixels outside the HUD differ");
-    let changed = image::count_differing(on, off, hud) as f64 / hud.area() as f64;
-    assert!(changed > 0.9, "{what}: only {changed:.2} of the HUD's pixels changed");
-    hud
-}
 
 /// Distinct colours of the HUD's background (neither text, nor its antialiased edges, nor
 /// graph) in `area`: 1 for an opaque HUD (black), many for a translucent one over a varied app.

@@ -3,47 +3,13 @@
 //! runs, and the HUD on both swapchains of a two-window app; validation layer on throughout.
 
 use framescope_tests::artifacts::require_program;
-use framescope_tests::image::{assert_whole_rows, count_in, diff_bbox, differs, is_text, is_text_edge, Rect, Rgb};
+use framescope_tests::image::{
+    assert_hud_pair, assert_whole_rows, count_in, diff_bbox, differs, is_text, is_text_edge, Rect, Rgb,
+};
 use framescope_tests::{dump, validation, Artifacts, Outcome, Sandbox, Xvfb};
 use std::time::Duration;
 
 const LIMIT: Duration = Duration::from_secs(240);
-/// Checks a with-HUD vs without-HUD pair of the same frame: the difference is one
-/// top-left-anchored block of plausible HUD size holding text-coloured pixels, and every
-/// pixel outside it is identical. Returns the HUD's rectangle.
-fn assert_hud_pair(on: &Rgb, off: &Rgb, what: &str) -> Rect {
-    assert_eq!((on.w, on.h), (off.w, off.h), "{what}: sizes");
-    let hud = diff_bbox(on, off, on.whole(), 0).unwrap_or_else(|| panic!("{what}: identical images, no HUD"));
-    // Default position: top-left, 8 px margin.
-    assert!(
-        hud.x0 >= 8 && hud.y0 >= 8 && hud.x0 <= 12 && hud.y0 <= 12,
-        "{what}: HUD at {hud:?}"
-    );
-    let (w, h) = (hud.x1 - hud.x0, hud.y1 - hud.y0);
-    assert!(w >= 120 && h >= 60 && w < on.w && h < on.h, "{what}: HUD size {w}x{h}");
-    let text_on = count_in(on, hud, is_text);
-    let text_off = count_in(off, hud, is_text);
-    assert!(
-        text_on >= 300 && text_on > 10 * text_off.max(1),
-        "{what}: {text_on} text-coloured pixels with the HUD, {text_off} without"
-    );
-    // Outside the HUD: the same frame, pixel for pixel (vkcube's cube pose is a function of
-    // the frame index; bbox guarantees zero differences outside, so check the count directly).
-    let mut outside_diff = 0;
-    for y in 0..on.h {
-        for x in 0..on.w {
-            if !hud.contains(x, y) && differs(on.at(x, y), off.at(x, y), 0) {
-                outside_diff += 1;
-            }
-        }
-    }
-    assert_eq!(outside_diff, 0, "{what}");
-    // Inside the HUD most pixels change (a translucent background tints the app's image, an
-    // opaque one replaces it): none is left untouched by accident of a bad composite.
-    let changed = hud_changed_fraction(on, off, hud);
-    assert!(changed > 0.9, "{what}: only {changed:.2} of the HUD's pixels changed");
-    hud
-}
 
 fn hud_changed_fraction(on: &Rgb, off: &Rgb, hud: Rect) -> f64 {
     let total = (hud.x1 - hud.x0) * (hud.y1 - hud.y0);

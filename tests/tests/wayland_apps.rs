@@ -14,7 +14,7 @@
 
 use framescope_tests::artifacts::require_program;
 use framescope_tests::dump::{self, Dump};
-use framescope_tests::image::{count_in, diff_bbox, differs, is_text, Rgb};
+use framescope_tests::image::{assert_hud_pair, Rgb};
 use framescope_tests::weston::{Weston, PRESENT_PERIOD_NS};
 use framescope_tests::{validation, Artifacts, Outcome, Sandbox};
 use std::os::unix::process::ExitStatusExt;
@@ -87,35 +87,6 @@ fn assert_complete(d: &Dump, what: &str) {
     assert_eq!(s["frames"], d.frames.len(), "{what}: {s}");
     assert_eq!(s["dropped_frames"], 0, "{what}: {s}");
     assert_eq!(s["produced_by"], "writer", "{what}: {s}");
-}
-
-/// A with-HUD and a without-HUD screenshot of the same deterministic frame: they differ in one
-/// block at the HUD's default place (top-left, 8 px margin) of plausible size holding text,
-/// and nowhere else.
-fn assert_hud_pair(on: &Rgb, off: &Rgb, what: &str) {
-    assert_eq!((on.w, on.h), (off.w, off.h), "{what}: sizes");
-    let hud = diff_bbox(on, off, on.whole(), 0).unwrap_or_else(|| panic!("{what}: identical images, no HUD"));
-    assert!(
-        (8..=12).contains(&hud.x0) && (8..=12).contains(&hud.y0),
-        "{what}: HUD at {hud:?}"
-    );
-    let (w, h) = (hud.x1 - hud.x0, hud.y1 - hud.y0);
-    assert!(w >= 120 && h >= 60 && w < on.w && h < on.h, "{what}: HUD size {w}x{h}");
-    let text_on = count_in(on, hud, is_text);
-    let text_off = count_in(off, hud, is_text);
-    assert!(
-        text_on >= 300 && text_on > 10 * text_off.max(1),
-        "{what}: {text_on} text-coloured pixels with the HUD, {text_off} without"
-    );
-    let mut outside = 0;
-    for y in 0..on.h {
-        for x in 0..on.w {
-            if !hud.contains(x, y) && differs(on.at(x, y), off.at(x, y), 0) {
-                outside += 1;
-            }
-        }
-    }
-    assert_eq!(outside, 0, "{what}: pixels outside the HUD differ");
 }
 
 /// vkcube's cube pose is a function of the frame index, so frame 40 with and without the HUD
