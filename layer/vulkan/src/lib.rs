@@ -20,6 +20,7 @@ mod layers_above;
 // through `dispatch::vk_calls`' safe calls; `unsafe` stays at the FFI edges (hooks, dispatch).
 #[deny(unsafe_code)]
 mod counts;
+#[deny(unsafe_code)]
 mod display;
 mod display_wayland;
 mod display_x11;

@@ -211,6 +211,7 @@ fn hidden_from_app(d: &device_state::DeviceState, name: &[u8]) -> bool {
         || (matches!(name, b"vkAcquireProfilingLockKHR" | b"vkReleaseProfilingLockKHR")
             && added(crate::driver_counters::EXTENSION))
         || (name == b"vkWaitForPresentKHR" && added(crate::display::present_wait::PRESENT_WAIT))
-        || (crate::display::timing_abi::COMMANDS.contains(&name) && added(crate::display::timing_abi::PRESENT_TIMING))
+        || (crate::dispatch::present_timing_abi::COMMANDS.contains(&name)
+            && added(crate::dispatch::present_timing_abi::PRESENT_TIMING))
         || (name == b"vkGetCalibratedTimestampsKHR" && added(crate::display::present_timing::CALIBRATED_KHR))
 }

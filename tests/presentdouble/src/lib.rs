@@ -31,7 +31,7 @@
 
 #[path = "../../../layer/vulkan/src/dispatch/loader_abi.rs"]
 mod loader_abi;
-#[path = "../../../layer/vulkan/src/display/timing_abi.rs"]
+#[path = "../../../layer/vulkan/src/dispatch/present_timing_abi.rs"]
 mod timing_abi;
 
 use ash::vk;

@@ -5,10 +5,12 @@
 //! swapchain's frames (the X11 Present extension) defer to them where [`present_timing_covers`]
 //! or [`present_wait_covers`] says one runs.
 
+mod app_ids;
 pub mod present_timing;
 pub mod present_wait;
 mod threads;
-pub mod timing_abi;
+
+pub use app_ids::AppPresentIds;
 
 use ash::vk;
 

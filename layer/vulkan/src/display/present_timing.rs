@@ -27,8 +27,10 @@
 //! has no report. Swapchains with present timing are not registered with present_wait, so a
 //! frame has one report.
 
-use super::timing_abi::*;
+use super::app_ids::AppPresentIds;
 pub use crate::dispatch::device::PresentTimingAugment as Augment;
+use crate::dispatch::present_calls::TimingCalls;
+use crate::dispatch::present_timing_abi::*;
 use ash::vk;
 use crossbeam_queue::ArrayQueue;
 use framescope_core::display::{DisplayFeed, DisplayReport, DisplaySource, PresentationMode};
@@ -85,174 +87,49 @@ pub fn supported(
         return Err("the instance has no VK_KHR_get_surface_capabilities2 (VK_EXT_present_timing requires it)");
     }
     // As for present_wait: the features query is a Vulkan 1.1 command.
-    let f2 = inst
-        .next_features2
-        .filter(|_| inst.api_version >= vk::API_VERSION_1_1)
+    let (timing, id2) = inst
+        .present_timing_features(phys)
         .ok_or("the app's instance is Vulkan 1.0: the features of VK_EXT_present_timing cannot be asked for")?;
-    let mut timing = PhysicalDevicePresentTimingFeatures {
-        s_type: ST_PHYSICAL_DEVICE_PRESENT_TIMING_FEATURES,
-        p_next: std::ptr::null_mut(),
-        present_timing: vk::FALSE,
-        present_at_absolute_time: vk::FALSE,
-        present_at_relative_time: vk::FALSE,
-    };
-    let mut id2 = PhysicalDevicePresentId2Features {
-        s_type: ST_PHYSICAL_DEVICE_PRESENT_ID_2_FEATURES,
-        p_next: std::ptr::addr_of_mut!(timing).cast(),
-        present_id2: vk::FALSE,
-    };
-    let mut feats = vk::PhysicalDeviceFeatures2 {
-        p_next: std::ptr::addr_of_mut!(id2).cast(),
-        ..Default::default()
-    };
-    // SAFETY: a physical device of this instance and a chain of our own structs.
-    unsafe { f2(phys, &mut feats) };
-    if timing.present_timing == vk::TRUE && id2.present_id2 == vk::TRUE {
+    if timing && id2 {
         Ok(())
     } else {
         Err("the device offers VK_EXT_present_timing without its presentTiming or presentId2 feature")
     }
 }
 
-/// The two feature structs for the device create info, and how to undo what `apply` did to
-/// the app's own structs (as `present_wait::FeatureChain`).
-pub struct FeatureChain {
-    timing: PhysicalDevicePresentTimingFeatures,
-    id2: PhysicalDevicePresentId2Features,
-    patched: [Option<(*mut vk::Bool32, vk::Bool32)>; 2],
-}
-
-impl Default for FeatureChain {
-    fn default() -> Self {
-        FeatureChain {
-            timing: PhysicalDevicePresentTimingFeatures {
-                s_type: ST_PHYSICAL_DEVICE_PRESENT_TIMING_FEATURES,
-                p_next: std::ptr::null_mut(),
-                present_timing: vk::TRUE,
-                present_at_absolute_time: vk::FALSE,
-                present_at_relative_time: vk::FALSE,
-            },
-            id2: PhysicalDevicePresentId2Features {
-                s_type: ST_PHYSICAL_DEVICE_PRESENT_ID_2_FEATURES,
-                p_next: std::ptr::null_mut(),
-                present_id2: vk::TRUE,
-            },
-            patched: [None, None],
-        }
-    }
-}
-
-impl FeatureChain {
-    /// Turns `presentTiming` and `presentId2` on in `copy`: the app's struct of that type
-    /// where it chains one (VUID-VkDeviceCreateInfo-sType-unique), else ours in front.
-    ///
-    /// # Safety
-    /// `copy`'s chain is the app's, valid and writable until `restore`; `self` outlives the
-    /// create call and does not move meanwhile.
-    pub unsafe fn apply(&mut self, copy: &mut vk::DeviceCreateInfo<'_>) {
-        // SAFETY: the caller's contract; structs found by sType are of that type.
-        unsafe {
-            let app_t = crate::dispatch::chain::find(copy.p_next, ST_PHYSICAL_DEVICE_PRESENT_TIMING_FEATURES)
-                as *mut PhysicalDevicePresentTimingFeatures;
-            let app_i = crate::dispatch::chain::find(copy.p_next, ST_PHYSICAL_DEVICE_PRESENT_ID_2_FEATURES)
-                as *mut PhysicalDevicePresentId2Features;
-            if app_t.is_null() {
-                self.timing.p_next = copy.p_next as *mut c_void;
-                copy.p_next = std::ptr::addr_of!(self.timing).cast();
-            } else {
-                let f = std::ptr::addr_of_mut!((*app_t).present_timing);
-                self.patched[0] = Some((f, *f));
-                *f = vk::TRUE;
-            }
-            if app_i.is_null() {
-                self.id2.p_next = copy.p_next as *mut c_void;
-                copy.p_next = std::ptr::addr_of!(self.id2).cast();
-            } else {
-                let f = std::ptr::addr_of_mut!((*app_i).present_id2);
-                self.patched[1] = Some((f, *f));
-                *f = vk::TRUE;
-            }
-        }
-    }
-
-    /// Puts the app's feature fields back.
-    ///
-    /// # Safety
-    /// The app's structs `apply` patched are still valid.
-    pub unsafe fn restore(&mut self) {
-        for (f, old) in self.patched.iter_mut().filter_map(Option::take) {
-            // SAFETY: the caller's contract.
-            unsafe { *f = old };
-        }
-    }
-}
-
 /// The swapchain create flags present timing needs, where the surface supports it and a
 /// useful stage can be reported; with the stage to ask for. `None`: this swapchain goes
 /// without (present_wait may still cover it).
-///
-/// # Safety
-/// `ci` is the app's valid create info.
-pub unsafe fn swapchain_plan(
+pub fn swapchain_plan(
     dev: &crate::dispatch::device::Device,
     ci: &vk::SwapchainCreateInfoKHR<'_>,
 ) -> Option<(vk::SwapchainCreateFlagsKHR, u32)> {
-    let caps2 = dev.instance.next_surface_caps2?;
-    let mut timing = PresentTimingSurfaceCapabilities {
-        s_type: ST_PRESENT_TIMING_SURFACE_CAPABILITIES,
-        p_next: std::ptr::null_mut(),
-        present_timing_supported: vk::FALSE,
-        present_at_absolute_time_supported: vk::FALSE,
-        present_at_relative_time_supported: vk::FALSE,
-        present_stage_queries: 0,
-    };
-    let mut id2 = SurfaceCapabilitiesPresentId2 {
-        s_type: ST_SURFACE_CAPABILITIES_PRESENT_ID_2,
-        p_next: std::ptr::addr_of_mut!(timing).cast(),
-        present_id2_supported: vk::FALSE,
-    };
-    let info = vk::PhysicalDeviceSurfaceInfo2KHR {
-        surface: ci.surface,
-        ..Default::default()
-    };
-    let mut caps = vk::SurfaceCapabilities2KHR {
-        p_next: std::ptr::addr_of_mut!(id2).cast(),
-        ..Default::default()
-    };
-    // SAFETY: the app's surface on this device's physical device; our chain.
-    let r = unsafe { caps2(dev.physical, &info, &mut caps) };
-    if r != vk::Result::SUCCESS || timing.present_timing_supported != vk::TRUE || id2.present_id2_supported != vk::TRUE
-    {
+    let caps = dev.present_timing_surface(ci.surface)?;
+    if !caps.timing || !caps.id2 {
         return None;
     }
     // First pixel visible is when the user sees it; first pixel out (scan-out) where the
     // engine cannot tell (VkPresentStageFlagBitsEXT).
     let stage = [STAGE_IMAGE_FIRST_PIXEL_VISIBLE, STAGE_IMAGE_FIRST_PIXEL_OUT]
         .into_iter()
-        .find(|s| timing.present_stage_queries & s != 0)?;
+        .find(|s| caps.stage_queries & s != 0)?;
     Some((SWAPCHAIN_CREATE_PRESENT_TIMING | SWAPCHAIN_CREATE_PRESENT_ID_2, stage))
 }
 
 /// At swapchain creation: retires `oldSwapchain` for present timing and, where the new one
 /// can have it, puts its flags on `adjusted` (the HUD's copy of the create info, or a new
-/// copy of the app's); the stage to ask for, or `None`.
-///
-/// # Safety
-/// `ci` is null or the app's valid create info.
-pub unsafe fn plan_for<'a>(
+/// copy of the app's `ci`); the stage to ask for, or `None`.
+pub fn plan_for<'a>(
     d: &crate::dispatch::device::Device,
     pt: Option<&PresentTiming>,
-    ci: *const vk::SwapchainCreateInfoKHR<'a>,
+    ci: Option<&vk::SwapchainCreateInfoKHR<'a>>,
     adjusted: &mut Option<vk::SwapchainCreateInfoKHR<'a>>,
 ) -> Option<u32> {
-    let pt = pt?;
-    // SAFETY: the caller's contract.
-    let ci = unsafe { ci.as_ref() }?;
+    let (pt, ci) = (pt?, ci?);
     if ci.old_swapchain != vk::SwapchainKHR::null() {
         pt.swapchain_ending(ci.old_swapchain, false);
     }
-    // SAFETY: as above.
-    let (flags, stage) = unsafe { swapchain_plan(d, ci) }?;
+    let (flags, stage) = swapchain_plan(d, ci)?;
     let copy = adjusted.get_or_insert(*ci);
     copy.flags |= flags;
     Some(stage)
@@ -261,14 +138,6 @@ pub unsafe fn plan_for<'a>(
 /// After the swapchain was created with [`plan_for`]'s flags: whether present timing runs on it.
 pub fn created(pt: Option<&PresentTiming>, handle: vk::SwapchainKHR, stage: u32) -> bool {
     pt.is_some_and(|pt| pt.swapchain_created(handle, stage))
-}
-
-struct Fns {
-    set_queue_size: SetQueueSizeFn,
-    timing_properties: GetTimingPropertiesFn,
-    time_domains: GetTimeDomainPropertiesFn,
-    past: GetPastTimingFn,
-    calibrate: Option<vk::PFN_vkGetCalibratedTimestampsKHR>,
 }
 
 /// One swapchain with present timing.
@@ -306,8 +175,7 @@ struct Shared {
 /// A device's present_timing source.
 pub struct PresentTiming {
     app_ids: bool,
-    device: vk::Device,
-    fns: Arc<Fns>,
+    fns: Arc<TimingCalls>,
     feed: Arc<DisplayFeed>,
     shared: Arc<Shared>,
     waker: Thread,
@@ -325,13 +193,6 @@ pub struct ChainedTiming {
     first: Option<(Arc<Chain>, u64)>,
 }
 
-fn load<F>(dev: &crate::dispatch::device::Device, name: &CStr) -> Option<F> {
-    // SAFETY: querying a command of a live device.
-    let f = unsafe { (dev.next_gdpa)(dev.handle, name.as_ptr()) }?;
-    // SAFETY: the caller names the command whose signature `F` is (a fn pointer type).
-    Some(unsafe { std::mem::transmute_copy::<unsafe extern "system" fn(), F>(&f) })
-}
-
 impl PresentTiming {
     /// Starts the device's reading thread; `None` when the device lacks the commands or the
     /// thread cannot start (the log says why).
@@ -343,18 +204,11 @@ impl PresentTiming {
         if !enabled.on {
             return None;
         }
-        let fns = Fns {
-            set_queue_size: load(dev, c"vkSetSwapchainPresentTimingQueueSizeEXT")?,
-            timing_properties: load(dev, c"vkGetSwapchainTimingPropertiesEXT")?,
-            time_domains: load(dev, c"vkGetSwapchainTimeDomainPropertiesEXT")?,
-            past: load(dev, c"vkGetPastPresentationTimingEXT")?,
-            calibrate: load(dev, c"vkGetCalibratedTimestampsKHR"),
-        };
-        Self::spawn(fns, dev.handle, enabled.app_ids, feed)
+        Self::spawn(dev.timing_calls()?, enabled.app_ids, feed)
     }
 
-    /// Starts the reading thread on `fns` for `device`.
-    fn spawn(fns: Fns, device: vk::Device, app_ids: bool, feed: Arc<DisplayFeed>) -> Option<PresentTiming> {
+    /// Starts the reading thread on `fns`.
+    fn spawn(fns: TimingCalls, app_ids: bool, feed: Arc<DisplayFeed>) -> Option<PresentTiming> {
         let shared = Arc::new(Shared {
             ring: ArrayQueue::new(RING),
             chains: RwLock::new(HashMap::default()),
@@ -366,12 +220,11 @@ impl PresentTiming {
         let (s, fd, f) = (Arc::clone(&shared), Arc::clone(&feed), Arc::clone(&fns));
         let thread = std::thread::Builder::new()
             .name("fs-present-timing".into())
-            .spawn(move || run(&s, &fd, device, &f))
+            .spawn(move || run(&s, &fd, &f))
             .map_err(|e| framescope_core::log::error(format_args!("present_timing: no reading thread ({e})")))
             .ok()?;
         Some(PresentTiming {
             app_ids,
-            device,
             fns,
             feed,
             shared,
@@ -388,8 +241,8 @@ impl PresentTiming {
             framescope_core::log::info(format_args!("present_timing: the swapchain lists no time domain"));
             return false;
         };
-        // SAFETY: a live swapchain of this device, created with the present timing flag.
-        let r = unsafe { (self.fns.set_queue_size)(self.device, handle, QUEUE) };
+        // A swapchain just created with the present timing flag, on the app's thread.
+        let r = self.fns.set_queue_size(handle, QUEUE);
         if r != vk::Result::SUCCESS {
             framescope_core::log::info(format_args!(
                 "present_timing: vkSetSwapchainPresentTimingQueueSizeEXT returned {r:?}"
@@ -408,7 +261,7 @@ impl PresentTiming {
             refresh_ns: AtomicU64::new(0),
             timing_counter: AtomicU64::new(u64::MAX),
         });
-        refresh(&self.fns, self.device, &c);
+        refresh(&self.fns, &c);
         self.shared.chains.write().insert(vk::Handle::as_raw(handle), c);
         true
     }
@@ -416,30 +269,8 @@ impl PresentTiming {
     /// CLOCK_MONOTONIC where the swapchain offers it (framescope's clock: no mapping), else
     /// a nanosecond domain that calibrates to it (see the module doc).
     fn pick_domain(&self, handle: vk::SwapchainKHR) -> Option<(vk::TimeDomainKHR, u64)> {
-        let mut props = SwapchainTimeDomainProperties {
-            s_type: ST_SWAPCHAIN_TIME_DOMAIN_PROPERTIES,
-            p_next: std::ptr::null_mut(),
-            time_domain_count: 0,
-            p_time_domains: std::ptr::null_mut(),
-            p_time_domain_ids: std::ptr::null_mut(),
-        };
-        // SAFETY: a live swapchain of this device; the count query (null arrays).
-        let r = unsafe { (self.fns.time_domains)(self.device, handle, &mut props, std::ptr::null_mut()) };
-        if r != vk::Result::SUCCESS || props.time_domain_count == 0 {
-            return None;
-        }
-        let n = props.time_domain_count as usize;
-        let mut domains = vec![vk::TimeDomainKHR::DEVICE; n];
-        let mut ids = vec![0u64; n];
-        props.p_time_domains = domains.as_mut_ptr();
-        props.p_time_domain_ids = ids.as_mut_ptr();
-        // SAFETY: arrays of the count just returned.
-        let r = unsafe { (self.fns.time_domains)(self.device, handle, &mut props, std::ptr::null_mut()) };
-        if !matches!(r, vk::Result::SUCCESS | vk::Result::INCOMPLETE) {
-            return None;
-        }
-        let n = (props.time_domain_count as usize).min(n);
-        let pairs = || domains[..n].iter().copied().zip(ids[..n].iter().copied());
+        let domains = self.fns.time_domains(handle)?;
+        let pairs = || domains.iter().copied();
         let mono = pairs().find(|(d, _)| *d == vk::TimeDomainKHR::CLOCK_MONOTONIC);
         // Another domain needs vkGetCalibratedTimestampsKHR to reach CLOCK_MONOTONIC, and
         // nanoseconds: the device domain counts GPU ticks and QPC is Windows', so neither.
@@ -449,8 +280,10 @@ impl PresentTiming {
             vk::TimeDomainKHR::CLOCK_MONOTONIC_RAW,
         ];
         mono.or_else(|| {
-            self.fns.calibrate?;
-            calibrated.iter().find_map(|want| pairs().find(|(d, _)| d == want))
+            self.fns
+                .can_calibrate()
+                .then(|| calibrated.iter().find_map(|want| pairs().find(|(d, _)| d == want)))
+                .flatten()
         })
     }
 
@@ -480,11 +313,9 @@ impl PresentTiming {
             .is_some_and(|c| !c.stopped.load(Ordering::Acquire))
     }
 
-    /// The structs for a present of `info` (see the module doc).
-    ///
-    /// # Safety
-    /// `info` is the app's present info (or our copy of it), valid for this call.
-    pub unsafe fn timing_for(&self, info: &vk::PresentInfoKHR<'_>) -> ChainedTiming {
+    /// The structs for a present of `swapchains` with the app's ids `app` (see the module
+    /// doc).
+    pub fn timing_for(&self, swapchains: &[vk::SwapchainKHR], app: &AppPresentIds<'_>) -> ChainedTiming {
         let mut out = ChainedTiming {
             ids: [0; MAX_SWAPCHAINS],
             infos: [PresentTimingInfo {
@@ -511,23 +342,12 @@ impl PresentTiming {
             add_ids: false,
             first: None,
         };
-        let n = info.swapchain_count as usize;
-        if n == 0 || n > MAX_SWAPCHAINS || info.p_swapchains.is_null() {
+        let n = swapchains.len();
+        if n == 0 || n > MAX_SWAPCHAINS {
             return out;
         }
-        // SAFETY: the caller's contract: swapchain_count valid handles.
-        let swapchains = unsafe { std::slice::from_raw_parts(info.p_swapchains, n) };
         // The app's own ids, where it passes them (either extension's struct).
-        // SAFETY: the chain is valid for this call; structs found by sType are of that type.
-        let app_ids: Option<&[u64]> = unsafe {
-            let a2 = crate::dispatch::chain::find(info.p_next, ST_PRESENT_ID_2) as *const PresentId2;
-            let a1 = crate::dispatch::chain::find(info.p_next, vk::StructureType::PRESENT_ID_KHR) as *const PresentId2;
-            [a2, a1]
-                .into_iter()
-                .filter_map(|p| p.as_ref())
-                .find(|p| !p.p_present_ids.is_null() && p.swapchain_count as usize == n)
-                .map(|p| std::slice::from_raw_parts(p.p_present_ids, n))
-        };
+        let app_ids = [app.id2, app.id].into_iter().flatten().find(|ids| ids.len() == n);
         let use_app = self.app_ids || app_ids.is_some();
         let chains = self.shared.chains.read();
         let mut live: [Option<&Arc<Chain>>; MAX_SWAPCHAINS] = [None; MAX_SWAPCHAINS];
@@ -649,59 +469,23 @@ impl ChainedTiming {
     }
 }
 
-/// Re-reads the swapchain's refresh duration when its timing properties changed.
-fn refresh(fns: &Fns, device: vk::Device, c: &Chain) {
-    let mut props = SwapchainTimingProperties {
-        s_type: ST_SWAPCHAIN_TIMING_PROPERTIES,
-        p_next: std::ptr::null_mut(),
-        refresh_duration: 0,
-        refresh_interval: 0,
-    };
-    let mut counter = 0u64;
-    // SAFETY: a live swapchain (the caller holds `busy` with `stopped` false, or created it).
-    let r = unsafe { (fns.timing_properties)(device, c.handle, &mut props, &mut counter) };
-    // VK_NOT_READY: not known yet; asked again when the counter moves.
-    if r == vk::Result::SUCCESS {
-        c.refresh_ns.store(props.refresh_duration, Ordering::Relaxed);
+/// Re-reads the swapchain's refresh duration when its timing properties changed. The caller
+/// holds `busy` with `stopped` false, or created the swapchain.
+fn refresh(fns: &TimingCalls, c: &Chain) {
+    // `None` (VK_NOT_READY): not known yet; asked again when the counter moves.
+    if let Some((refresh_ns, counter)) = fns.timing_properties(c.handle) {
+        c.refresh_ns.store(refresh_ns, Ordering::Relaxed);
         c.timing_counter.store(counter, Ordering::Relaxed);
     }
 }
 
-/// Offset (ns) from the swapchain's domain to CLOCK_MONOTONIC; 0 for CLOCK_MONOTONIC.
-fn offset_ns(fns: &Fns, device: vk::Device, c: &Chain) -> Option<i64> {
+/// Offset (ns) from the swapchain's domain to CLOCK_MONOTONIC; 0 for CLOCK_MONOTONIC. The
+/// caller holds `busy`.
+fn offset_ns(fns: &TimingCalls, c: &Chain) -> Option<i64> {
     if c.domain == vk::TimeDomainKHR::CLOCK_MONOTONIC {
         return Some(0);
     }
-    let f = fns.calibrate?;
-    // The swapchain's own domains need the swapchain named (VkSwapchainCalibratedTimestampInfoEXT).
-    let sc = SwapchainCalibratedTimestampInfo {
-        s_type: ST_SWAPCHAIN_CALIBRATED_TIMESTAMP_INFO,
-        p_next: std::ptr::null(),
-        swapchain: c.handle,
-        present_stage: c.stage,
-        time_domain_id: c.domain_id,
-    };
-    let local = c.domain == TIME_DOMAIN_PRESENT_STAGE_LOCAL || c.domain == TIME_DOMAIN_SWAPCHAIN_LOCAL;
-    let infos = [
-        vk::CalibratedTimestampInfoKHR {
-            time_domain: c.domain,
-            p_next: if local {
-                std::ptr::addr_of!(sc).cast()
-            } else {
-                std::ptr::null()
-            },
-            ..Default::default()
-        },
-        vk::CalibratedTimestampInfoKHR {
-            time_domain: vk::TimeDomainKHR::CLOCK_MONOTONIC,
-            ..Default::default()
-        },
-    ];
-    let mut ts = [0u64; 2];
-    let mut deviation = 0u64;
-    // SAFETY: two infos and two results; the swapchain is live (the caller holds `busy`).
-    let r = unsafe { f(device, 2, infos.as_ptr(), ts.as_mut_ptr(), &mut deviation) };
-    (r == vk::Result::SUCCESS).then(|| ts[1] as i64 - ts[0] as i64)
+    fns.monotonic_offset(c.handle, c.domain, c.stage, c.domain_id)
 }
 
 /// A result read before its present was queued for the thread: the engine can finish a
@@ -724,7 +508,7 @@ struct Scratch {
 }
 
 /// The reading thread.
-fn run(s: &Shared, feed: &DisplayFeed, device: vk::Device, fns: &Fns) {
+fn run(s: &Shared, feed: &DisplayFeed, fns: &TimingCalls) {
     let mut sc = Scratch {
         pending: Vec::with_capacity(RING),
         early: Vec::with_capacity(EARLY),
@@ -741,7 +525,7 @@ fn run(s: &Shared, feed: &DisplayFeed, device: vk::Device, fns: &Fns) {
             std::thread::park();
             continue;
         }
-        guarded(&READER, || read(feed, device, fns, &mut sc));
+        guarded(&READER, || read(feed, fns, &mut sc));
         std::thread::park_timeout(POLL);
     }
 }
@@ -761,7 +545,7 @@ fn report(feed: &DisplayFeed, p: &Pending, shown: u64) {
 
 /// Reads the results of every swapchain with outstanding presents once, reports what
 /// matches, and gives up presents of stopped swapchains or older than [`GIVE_UP_NS`].
-fn read(feed: &DisplayFeed, device: vk::Device, fns: &Fns, sc: &mut Scratch) {
+fn read(feed: &DisplayFeed, fns: &TimingCalls, sc: &mut Scratch) {
     let Scratch {
         pending,
         early,
@@ -793,7 +577,7 @@ fn read(feed: &DisplayFeed, device: vk::Device, fns: &Fns, sc: &mut Scratch) {
         }
         let busy = c.busy.lock();
         if !c.stopped.load(Ordering::Acquire) {
-            read_chain(fns, device, &c, stages, results, logged, |id, shown| {
+            read_chain(fns, &c, stages, results, logged, |id, shown| {
                 match pending.iter().position(|p| Arc::ptr_eq(&p.chain, &c) && p.id == id) {
                     // `remove` keeps the others in order (the loop's index).
                     Some(k) => report(feed, &pending.remove(k), shown),
@@ -819,50 +603,20 @@ fn read(feed: &DisplayFeed, device: vk::Device, fns: &Fns, sc: &mut Scratch) {
     early.retain(|e| !e.chain.stopped.load(Ordering::Acquire) && now.saturating_sub(e.read_ns) < GIVE_UP_NS);
 }
 
-/// One swapchain's complete results, until the queue has none left.
+/// One swapchain's complete results, until the queue has none left. The caller holds `busy`
+/// with `stopped` false.
 fn read_chain(
-    fns: &Fns,
-    device: vk::Device,
+    fns: &TimingCalls,
     c: &Chain,
     stages: &mut [[PresentStageTime; STAGES]],
     results: &mut Vec<PastPresentationTiming>,
     logged: &mut bool,
     mut found: impl FnMut(u64, u64),
 ) {
-    let info = PastPresentationTimingInfo {
-        s_type: ST_PAST_PRESENTATION_TIMING_INFO,
-        p_next: std::ptr::null(),
-        // Complete results only: each leaves the queue as it is returned.
-        flags: 0,
-        swapchain: c.handle,
-    };
     let mut offset: Option<Option<i64>> = None;
     loop {
-        results.clear();
-        for st in stages.iter_mut() {
-            results.push(PastPresentationTiming {
-                s_type: ST_PAST_PRESENTATION_TIMING,
-                p_next: std::ptr::null_mut(),
-                present_id: 0,
-                target_time: 0,
-                present_stage_count: STAGES as u32,
-                p_present_stages: st.as_mut_ptr(),
-                time_domain: vk::TimeDomainKHR::DEVICE,
-                time_domain_id: 0,
-                report_complete: vk::FALSE,
-            });
-        }
-        let mut props = PastPresentationTimingProperties {
-            s_type: ST_PAST_PRESENTATION_TIMING_PROPERTIES,
-            p_next: std::ptr::null_mut(),
-            timing_properties_counter: 0,
-            time_domains_counter: 0,
-            presentation_timing_count: results.len() as u32,
-            p_presentation_timings: results.as_mut_ptr(),
-        };
-        // SAFETY: a live swapchain (the caller holds `busy`, `stopped` false); arrays of ours
-        // with the counts given.
-        let r = unsafe { (fns.past)(device, &info, &mut props) };
+        let read = fns.past_timings(c.handle, stages, results);
+        let r = read.result;
         if !matches!(r, vk::Result::SUCCESS | vk::Result::INCOMPLETE) {
             c.stopped.store(true, Ordering::Release);
             if !std::mem::replace(logged, true) {
@@ -872,11 +626,11 @@ fn read_chain(
             }
             return;
         }
-        if props.timing_properties_counter != c.timing_counter.load(Ordering::Relaxed) {
-            refresh(fns, device, c);
+        if read.timing_properties_counter != c.timing_counter.load(Ordering::Relaxed) {
+            refresh(fns, c);
         }
-        let n = (props.presentation_timing_count as usize).min(results.len());
-        for t in &results[..n] {
+        let n = read.count;
+        for (t, st) in results[..n].iter().zip(stages.iter()) {
             if t.report_complete != vk::TRUE {
                 continue;
             }
@@ -885,14 +639,13 @@ fn read_chain(
             let _ = c
                 .outstanding
                 .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
-            let count = (t.present_stage_count as usize).min(STAGES);
-            // SAFETY: the driver wrote `count` stages into our array.
-            let st = unsafe { std::slice::from_raw_parts(t.p_present_stages, count) };
+            // The driver wrote this result's stages into its own array of ours.
+            let st = &st[..(t.present_stage_count as usize).min(STAGES)];
             // Time 0: the stage was not reached (the image was never shown).
             let Some(time) = st.iter().find(|s| s.stage == c.stage && s.time != 0).map(|s| s.time) else {
                 continue;
             };
-            let off = *offset.get_or_insert_with(|| offset_ns(fns, device, c));
+            let off = *offset.get_or_insert_with(|| offset_ns(fns, c));
             if let Some(off) = off {
                 found(t.present_id, time.saturating_add_signed(off));
             }
@@ -903,7 +656,11 @@ fn read_chain(
     }
 }
 
+// The fakes below stand in for the driver behind the ABI of `VK_EXT_present_timing`: they
+// write through the pointers the driver gets, and the checks read the chain a present passes
+// down, as a driver would.
 #[cfg(test)]
+#[allow(unsafe_code)]
 mod tests {
     use super::*;
     use ash::vk::Handle;
@@ -978,14 +735,8 @@ mod tests {
     }
 
     fn timing(feed: &Arc<DisplayFeed>) -> PresentTiming {
-        let fns = Fns {
-            set_queue_size: queue_size,
-            timing_properties: timing_props,
-            time_domains: monotonic_only,
-            past,
-            calibrate: None,
-        };
-        PresentTiming::spawn(fns, vk::Device::null(), false, Arc::clone(feed)).unwrap()
+        let fns = TimingCalls::with(queue_size, timing_props, monotonic_only, past);
+        PresentTiming::spawn(fns, false, Arc::clone(feed)).unwrap()
     }
 
     /// One present of `sc` as the hook makes it: the structs chained, then `presented`.
@@ -996,8 +747,7 @@ mod tests {
             p_swapchains: scs.as_ptr(),
             ..Default::default()
         };
-        // SAFETY: a present info of one swapchain, valid for the call.
-        let mut t = unsafe { pt.timing_for(&info) };
+        let mut t = pt.timing_for(&scs, &AppPresentIds::default());
         let down = t.chain_onto(&info);
         let got = down.map_or((0, 0), |d| {
             // SAFETY: our chain: VkPresentId2KHR in front of VkPresentTimingsInfoEXT.
@@ -1075,11 +825,10 @@ mod tests {
             p_swapchains: scs.as_ptr(),
             ..Default::default()
         };
-        // SAFETY: a present info of one swapchain, valid for the call.
-        let mut t8 = unsafe { pt.timing_for(&info) };
+        let mut t8 = pt.timing_for(&scs, &AppPresentIds::default());
         assert!(t8.chain_onto(&info).is_some());
         // A present with a result that never comes keeps the thread reading meanwhile.
-        let mut t9 = unsafe { pt.timing_for(&info) };
+        let mut t9 = pt.timing_for(&scs, &AppPresentIds::default());
         assert!(t9.chain_onto(&info).is_some());
         pt.presented(
             &t9,

@@ -20,14 +20,16 @@
 //! ([`WAIT_TIMEOUT_NS`]) there, and no wait starts on it afterwards. A driver that overruns
 //! the timeout is not waited for longer than [`END_CAP`] (device destruction: [`JOIN_CAP`]).
 
+use super::app_ids::AppPresentIds;
 use crate::dispatch::device::PresentWaitAugment as Enabled;
+use crate::dispatch::present_calls::PresentWaitCall;
 use ash::vk;
 use crossbeam_queue::ArrayQueue;
 use framescope_core::display::{DisplayFeed, DisplayReport, DisplaySource, PresentationMode};
 use framescope_core::guard::{guarded, Site};
 use framescope_core::sync::{Mutex, RwLock};
 use rustc_hash::FxHashMap as HashMap;
-use std::ffi::{c_void, CStr};
+use std::ffi::CStr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::{JoinHandle, Thread};
@@ -67,88 +69,13 @@ pub fn supported(
         return Err("VK_KHR_present_id and VK_KHR_present_wait not offered by the device \
                     (NVIDIA and Mesa's hardware drivers have them; lavapipe 22.3 does not)");
     }
-    // The features query is an instance command of Vulkan 1.1 (or of an extension the app
-    // may not have enabled): a 1.0 instance may not call it, so framescope does not either.
-    let f2 = inst
-        .next_features2
-        .filter(|_| inst.api_version >= vk::API_VERSION_1_1)
+    let (id, wait) = inst
+        .present_wait_features(phys)
         .ok_or("the app's instance is Vulkan 1.0: the features of VK_KHR_present_wait cannot be asked for")?;
-    let mut wait = vk::PhysicalDevicePresentWaitFeaturesKHR::default();
-    let mut id = vk::PhysicalDevicePresentIdFeaturesKHR {
-        p_next: std::ptr::addr_of_mut!(wait).cast(),
-        ..Default::default()
-    };
-    let mut feats = vk::PhysicalDeviceFeatures2 {
-        p_next: std::ptr::addr_of_mut!(id).cast(),
-        ..Default::default()
-    };
-    // SAFETY: a physical device of this instance and a chain of our own structs.
-    unsafe { f2(phys, &mut feats) };
-    if id.present_id == vk::TRUE && wait.present_wait == vk::TRUE {
+    if id && wait {
         Ok(())
     } else {
         Err("the device offers VK_KHR_present_wait without its presentId or presentWait feature")
-    }
-}
-
-/// The two feature structs for a create info, and how to undo what [`FeatureChain::apply`]
-/// did to the app's structs.
-#[derive(Default)]
-pub struct FeatureChain {
-    id: vk::PhysicalDevicePresentIdFeaturesKHR<'static>,
-    wait: vk::PhysicalDevicePresentWaitFeaturesKHR<'static>,
-    /// The app's own feature fields we set, with their old values.
-    patched: [Option<(*mut vk::Bool32, vk::Bool32)>; 2],
-}
-
-impl FeatureChain {
-    /// Turns both features on in `copy` (a copy of the app's create info): where the app chains
-    /// a struct of that type its field is set for the call (two structs of one type would be
-    /// invalid, VUID-VkDeviceCreateInfo-sType-unique), else ours goes in front of the chain.
-    ///
-    /// # Safety
-    /// `copy`'s chain is the app's, valid and writable until [`FeatureChain::restore`]; `self`
-    /// outlives the create call.
-    pub unsafe fn apply(&mut self, copy: &mut vk::DeviceCreateInfo<'_>) {
-        self.id.present_id = vk::TRUE;
-        self.wait.present_wait = vk::TRUE;
-        // SAFETY: the caller's contract; structs found by sType are of that type.
-        unsafe {
-            let app_id =
-                crate::dispatch::chain::find(copy.p_next, vk::StructureType::PHYSICAL_DEVICE_PRESENT_ID_FEATURES_KHR)
-                    as *mut vk::PhysicalDevicePresentIdFeaturesKHR<'static>;
-            let app_wait = crate::dispatch::chain::find(
-                copy.p_next,
-                vk::StructureType::PHYSICAL_DEVICE_PRESENT_WAIT_FEATURES_KHR,
-            ) as *mut vk::PhysicalDevicePresentWaitFeaturesKHR<'static>;
-            if app_id.is_null() {
-                self.id.p_next = copy.p_next as *mut c_void;
-                copy.p_next = std::ptr::addr_of!(self.id).cast();
-            } else {
-                let f = std::ptr::addr_of_mut!((*app_id).present_id);
-                self.patched[0] = Some((f, *f));
-                *f = vk::TRUE;
-            }
-            if app_wait.is_null() {
-                self.wait.p_next = copy.p_next as *mut c_void;
-                copy.p_next = std::ptr::addr_of!(self.wait).cast();
-            } else {
-                let f = std::ptr::addr_of_mut!((*app_wait).present_wait);
-                self.patched[1] = Some((f, *f));
-                *f = vk::TRUE;
-            }
-        }
-    }
-
-    /// Puts the app's feature fields back.
-    ///
-    /// # Safety
-    /// The app's structs `apply` patched are still valid.
-    pub unsafe fn restore(&mut self) {
-        for (f, old) in self.patched.iter_mut().filter_map(Option::take) {
-            // SAFETY: the caller's contract.
-            unsafe { *f = old };
-        }
     }
 }
 
@@ -187,8 +114,6 @@ pub struct PresentWait {
     thread: Mutex<Option<JoinHandle<()>>>,
 }
 
-type WaitFn = unsafe extern "system" fn(vk::Device, vk::SwapchainKHR, u64, u64) -> vk::Result;
-
 /// Ids chained onto one present: a stack struct and array, no heap.
 pub struct ChainedIds {
     ids: [u64; MAX_SWAPCHAINS],
@@ -208,15 +133,11 @@ impl PresentWait {
         if !enabled.on {
             return None;
         }
-        // SAFETY: querying a command of a live device that enabled VK_KHR_present_wait.
-        let f = unsafe { (dev.next_gdpa)(dev.handle, c"vkWaitForPresentKHR".as_ptr()) }?;
-        // SAFETY: the command of that name has this signature.
-        let wait: WaitFn = unsafe { std::mem::transmute::<unsafe extern "system" fn(), WaitFn>(f) };
-        Self::spawn(wait, dev.handle, enabled.app_ids, feed)
+        Self::spawn(dev.present_wait_call()?, enabled.app_ids, feed)
     }
 
-    /// Starts the waiting thread on `wait` for `device`.
-    fn spawn(wait: WaitFn, device: vk::Device, app_ids: bool, feed: Arc<DisplayFeed>) -> Option<PresentWait> {
+    /// Starts the waiting thread on `wait`.
+    fn spawn(wait: PresentWaitCall, app_ids: bool, feed: Arc<DisplayFeed>) -> Option<PresentWait> {
         let shared = Arc::new(Shared {
             ring: ArrayQueue::new(RING),
             chains: RwLock::new(HashMap::default()),
@@ -226,7 +147,7 @@ impl PresentWait {
         let (s, fd) = (Arc::clone(&shared), Arc::clone(&feed));
         let thread = std::thread::Builder::new()
             .name("fs-present-wait".into())
-            .spawn(move || run(&s, &fd, device, wait))
+            .spawn(move || run(&s, &fd, wait))
             .map_err(|e| framescope_core::log::error(format_args!("present_wait: no waiting thread ({e})")))
             .ok()?;
         Some(PresentWait {
@@ -280,38 +201,26 @@ impl PresentWait {
             .is_some_and(|c| !c.stopped.load(Ordering::Acquire))
     }
 
-    /// The ids for a present of `info`: framescope's own (one more than the last per
-    /// swapchain) unless the app passes its own or uses present ids itself.
-    ///
-    /// # Safety
-    /// `info` is the app's present info, valid for this call.
-    pub unsafe fn ids_for(&self, info: &vk::PresentInfoKHR<'_>) -> ChainedIds {
+    /// The ids for a present of `swapchains`: framescope's own (one more than the last per
+    /// swapchain) unless the app passes its own (`app`) or uses present ids itself.
+    pub fn ids_for(&self, swapchains: &[vk::SwapchainKHR], app: &AppPresentIds<'_>) -> ChainedIds {
         let mut out = ChainedIds {
             ids: [0; MAX_SWAPCHAINS],
             info: vk::PresentIdKHR::default(),
             first: None,
         };
-        let n = info.swapchain_count as usize;
-        if n == 0 || info.p_swapchains.is_null() {
+        let n = swapchains.len();
+        if n == 0 {
             return out;
         }
-        // SAFETY: the caller's contract: swapchain_count valid handles.
-        let swapchains = unsafe { std::slice::from_raw_parts(info.p_swapchains, n) };
         let chains = self.shared.chains.read();
         let live = |s: &vk::SwapchainKHR| {
             chains
                 .get(&vk::Handle::as_raw(*s))
                 .filter(|c| !c.stopped.load(Ordering::Acquire))
         };
-        // SAFETY: the app's chain is valid for this call.
-        let app = unsafe { crate::dispatch::chain::find(info.p_next, vk::StructureType::PRESENT_ID_KHR) }
-            as *const vk::PresentIdKHR<'static>;
-        if self.app_ids || !app.is_null() {
-            // SAFETY: found by sType; its array has swapchainCount ids when not null
-            // (VUID-VkPresentIdKHR-swapchainCount-04998).
-            let first_id = unsafe { app.as_ref() }
-                .filter(|a| !a.p_present_ids.is_null() && a.swapchain_count > 0)
-                .map(|a| unsafe { *a.p_present_ids });
+        if self.app_ids || app.id_chained {
+            let first_id = app.id.and_then(|ids| ids.first().copied());
             if let (Some(c), Some(id)) = (live(&swapchains[0]), first_id.filter(|&id| id != 0)) {
                 out.first = Some((Arc::clone(c), id));
             }
@@ -391,7 +300,7 @@ impl ChainedIds {
 }
 
 /// The waiting thread: one pending present at a time, in present order.
-fn run(s: &Shared, feed: &DisplayFeed, device: vk::Device, wait: WaitFn) {
+fn run(s: &Shared, feed: &DisplayFeed, wait: PresentWaitCall) {
     let mut logged = false;
     while !s.stop.load(Ordering::Acquire) {
         let Some(p) = s.ring.pop() else {
@@ -400,7 +309,7 @@ fn run(s: &Shared, feed: &DisplayFeed, device: vk::Device, wait: WaitFn) {
             std::thread::park();
             continue;
         };
-        let shown = guarded(&WAITER, || wait_for(s, device, wait, &p, &mut logged)).flatten();
+        let shown = guarded(&WAITER, || wait_for(s, wait, &p, &mut logged)).flatten();
         if let Some(t) = shown {
             feed.report(DisplayReport {
                 frame: p.frame,
@@ -415,7 +324,7 @@ fn run(s: &Shared, feed: &DisplayFeed, device: vk::Device, wait: WaitFn) {
 
 /// Waits for `p` in [`WAIT_TIMEOUT_NS`] steps; its time on the screen, or `None` (stopped,
 /// given up, or the swapchain cannot be waited on any more).
-fn wait_for(s: &Shared, device: vk::Device, wait: WaitFn, p: &Pending, logged: &mut bool) -> Option<u64> {
+fn wait_for(s: &Shared, wait: PresentWaitCall, p: &Pending, logged: &mut bool) -> Option<u64> {
     loop {
         if s.stop.load(Ordering::Acquire) {
             return None;
@@ -424,9 +333,9 @@ fn wait_for(s: &Shared, device: vk::Device, wait: WaitFn, p: &Pending, logged: &
         if p.chain.stopped.load(Ordering::Acquire) {
             return None;
         }
-        // SAFETY: the device is alive until `stop` joins this thread; the swapchain is neither
-        // destroyed nor retired while `busy` is held and `stopped` is false.
-        let r = unsafe { wait(device, p.chain.handle, p.id, WAIT_TIMEOUT_NS) };
+        // The swapchain is neither destroyed nor retired while `busy` is held and `stopped` is
+        // false; the device lives until `stop` joins this thread.
+        let r = wait.wait(p.chain.handle, p.id, WAIT_TIMEOUT_NS);
         let t = framescope_core::clock::monotonic_now_ns();
         drop(busy);
         match r {
@@ -467,11 +376,12 @@ mod tests {
     fn present(pw: &PresentWait, sc: vk::SwapchainKHR, frame: u64) -> u64 {
         let scs = [sc];
         let i = info(&scs[0]);
-        // SAFETY: a present info of one swapchain, valid for the call.
-        let mut ids = unsafe { pw.ids_for(&i) };
+        let mut ids = pw.ids_for(&scs, &AppPresentIds::default());
         let down = ids.chain_onto(&i).expect("ids chained");
-        // SAFETY: our VkPresentIdKHR, as the hook passes it down.
-        let id = unsafe { *(*(down.p_next as *const vk::PresentIdKHR<'_>)).p_present_ids };
+        // The chain points at our VkPresentIdKHR, whose first id is the one passed down.
+        assert_eq!(down.p_next, std::ptr::addr_of!(ids.info).cast());
+        assert_eq!(ids.info.p_present_ids, ids.ids.as_ptr());
+        let id = ids.ids[0];
         pw.presented(&ids, frame, framescope_core::clock::monotonic_now_ns());
         id
     }
@@ -488,7 +398,7 @@ mod tests {
 
     static SEEN_IDS: AtomicU64 = AtomicU64::new(0);
 
-    unsafe extern "system" fn shown_at_once(_: vk::Device, _: vk::SwapchainKHR, id: u64, _: u64) -> vk::Result {
+    extern "system" fn shown_at_once(_: vk::Device, _: vk::SwapchainKHR, id: u64, _: u64) -> vk::Result {
         SEEN_IDS.fetch_add(id, Ordering::Relaxed);
         vk::Result::SUCCESS
     }
@@ -496,7 +406,7 @@ mod tests {
     #[test]
     fn each_present_gets_the_next_id_and_its_frame_a_report_after_its_wait() {
         let feed = Arc::new(DisplayFeed::default());
-        let pw = PresentWait::spawn(shown_at_once, vk::Device::null(), false, Arc::clone(&feed)).unwrap();
+        let pw = PresentWait::spawn(PresentWaitCall::with(shown_at_once), false, Arc::clone(&feed)).unwrap();
         let sc = vk::SwapchainKHR::from_raw(7);
         pw.swapchain_created(sc);
         assert!(pw.covers(sc));
@@ -516,7 +426,7 @@ mod tests {
     static SLOW_CALLS: AtomicU32 = AtomicU32::new(0);
 
     /// A wait that never sees its present: the whole timeout, every call.
-    unsafe extern "system" fn never_shown(_: vk::Device, _: vk::SwapchainKHR, _: u64, timeout: u64) -> vk::Result {
+    extern "system" fn never_shown(_: vk::Device, _: vk::SwapchainKHR, _: u64, timeout: u64) -> vk::Result {
         SLOW_CALLS.fetch_add(1, Ordering::SeqCst);
         std::thread::sleep(Duration::from_nanos(timeout));
         vk::Result::TIMEOUT
@@ -525,7 +435,7 @@ mod tests {
     #[test]
     fn destroying_a_swapchain_waits_for_the_wait_in_flight_and_no_wait_follows() {
         let feed = Arc::new(DisplayFeed::default());
-        let pw = PresentWait::spawn(never_shown, vk::Device::null(), false, Arc::clone(&feed)).unwrap();
+        let pw = PresentWait::spawn(PresentWaitCall::with(never_shown), false, Arc::clone(&feed)).unwrap();
         let sc = vk::SwapchainKHR::from_raw(9);
         pw.swapchain_created(sc);
         present(&pw, sc, 0);
@@ -561,7 +471,7 @@ mod tests {
     static OVERRUNS: AtomicU32 = AtomicU32::new(0);
 
     /// A driver that ignores the timeout.
-    unsafe extern "system" fn overrunning(_: vk::Device, _: vk::SwapchainKHR, _: u64, _: u64) -> vk::Result {
+    extern "system" fn overrunning(_: vk::Device, _: vk::SwapchainKHR, _: u64, _: u64) -> vk::Result {
         OVERRUNS.fetch_add(1, Ordering::SeqCst);
         std::thread::sleep(Duration::from_millis(400));
         vk::Result::TIMEOUT
@@ -570,7 +480,7 @@ mod tests {
     #[test]
     fn a_wait_that_overruns_its_timeout_holds_the_destroy_at_most_the_cap() {
         let feed = Arc::new(DisplayFeed::default());
-        let pw = PresentWait::spawn(overrunning, vk::Device::null(), false, Arc::clone(&feed)).unwrap();
+        let pw = PresentWait::spawn(PresentWaitCall::with(overrunning), false, Arc::clone(&feed)).unwrap();
         let sc = vk::SwapchainKHR::from_raw(11);
         pw.swapchain_created(sc);
         present(&pw, sc, 0);
@@ -596,7 +506,7 @@ mod tests {
 
     static LOST_CALLS: AtomicU32 = AtomicU32::new(0);
 
-    unsafe extern "system" fn out_of_date(_: vk::Device, _: vk::SwapchainKHR, _: u64, _: u64) -> vk::Result {
+    extern "system" fn out_of_date(_: vk::Device, _: vk::SwapchainKHR, _: u64, _: u64) -> vk::Result {
         LOST_CALLS.fetch_add(1, Ordering::SeqCst);
         vk::Result::ERROR_OUT_OF_DATE_KHR
     }
@@ -604,7 +514,7 @@ mod tests {
     #[test]
     fn an_out_of_date_wait_stops_ids_and_waits_on_that_swapchain_only() {
         let feed = Arc::new(DisplayFeed::default());
-        let pw = PresentWait::spawn(out_of_date, vk::Device::null(), false, Arc::clone(&feed)).unwrap();
+        let pw = PresentWait::spawn(PresentWaitCall::with(out_of_date), false, Arc::clone(&feed)).unwrap();
         let (a, b) = (vk::SwapchainKHR::from_raw(1), vk::SwapchainKHR::from_raw(2));
         pw.swapchain_created(a);
         pw.swapchain_created(b);
@@ -615,8 +525,7 @@ mod tests {
         }
         assert!(!pw.covers(a) && pw.covers(b));
         let scs = [a];
-        // SAFETY: a present info of one swapchain, valid for the call.
-        let mut ids = unsafe { pw.ids_for(&info(&scs[0])) };
+        let mut ids = pw.ids_for(&scs, &AppPresentIds::default());
         assert!(ids.chain_onto(&info(&scs[0])).is_none(), "ids for a stopped swapchain");
         assert_eq!(LOST_CALLS.load(Ordering::SeqCst), 1);
         pw.stop();

@@ -4,10 +4,12 @@
 use crate::device_state::{self, DeviceState};
 use crate::dispatch::chain::Unlinked;
 use crate::dispatch::device::{self, Device, DeviceAugment, FrameBoundaryMode};
+use crate::dispatch::device_features::{PresentTimingFeatures, PresentWaitFeatures};
 use crate::dispatch::instance::{self, Instance, INSTANCES};
 use crate::dispatch::loader_abi::*;
+use crate::dispatch::present_timing_abi as timing_abi;
 use crate::dispatch::registry::dispatch_key;
-use crate::display::{present_timing, present_wait, timing_abi};
+use crate::display::{present_timing, present_wait};
 use crate::hooks::frame_boundary;
 use ash::vk::{self, Handle};
 use framescope_core::guard::{guarded, Site};
@@ -295,13 +297,13 @@ impl DownCall<'_> {
             copy.p_next = std::ptr::addr_of!(perf_features).cast();
         }
         // presentId and presentWait with the extensions we add (VUID-vkWaitForPresentKHR-presentWait-06234).
-        let mut present_features = present_wait::FeatureChain::default();
+        let mut present_features = PresentWaitFeatures::default();
         if with_present_wait {
             // SAFETY: `copy`'s chain is the app's, valid for this call; restored below.
             unsafe { present_features.apply(&mut copy) };
         }
         // presentTiming and presentId2 with the extensions we add.
-        let mut timing_features = present_timing::FeatureChain::default();
+        let mut timing_features = PresentTimingFeatures::default();
         if timing {
             // SAFETY: as above.
             unsafe { timing_features.apply(&mut copy) };

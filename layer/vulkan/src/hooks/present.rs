@@ -1,7 +1,9 @@
 //! Presentation hooks: swapchain lifetime and vkQueuePresentKHR, where a frame ends.
 
 use crate::device_state::{self, DeviceState};
+use crate::dispatch::chain;
 use crate::dispatch::device::FrameBoundaryMode;
+use crate::display::AppPresentIds;
 use crate::hooks::frame_boundary::StrippedSubmits;
 use ash::vk::{self, Handle};
 use framescope_core::clock::monotonic_now_ns;
@@ -88,20 +90,26 @@ pub unsafe extern "system" fn queue_present(queue: vk::Queue, info: *const vk::P
     }
     // present_wait: our present ids in front of the chain (stack structs; `ids` stays put
     // until the call returns, `with_ids` points into it).
-    let mut ids = d.present_wait.as_ref().filter(|_| !info.is_null()).and_then(|pw| {
-        // SAFETY: the present info going down, valid for this call.
-        guarded(&PRESENT_WAIT, || unsafe { pw.ids_for(&*info) })
+    // SAFETY: the present info going down: null or valid for this call, with its arrays.
+    let going = unsafe { info.as_ref() };
+    let mut ids = d.present_wait.as_ref().zip(going).and_then(|(pw, i)| {
+        // SAFETY: as above.
+        let (swapchains, app) = unsafe { (swapchains_of(i), app_present_ids(i)) };
+        guarded(&PRESENT_WAIT, || pw.ids_for(swapchains, &app))
     });
-    // SAFETY: as above.
-    let with_ids = ids.as_mut().and_then(|i| i.chain_onto(unsafe { &*info }));
+    let with_ids = ids.as_mut().zip(going).and_then(|(ids, i)| ids.chain_onto(i));
     let down = with_ids.as_ref().map_or(info, |c| c as *const vk::PresentInfoKHR<'_>);
-    // present_timing: VkPresentId2KHR and VkPresentTimingsInfoEXT in front, likewise.
-    let mut timing = d.present_timing.as_ref().filter(|_| !down.is_null()).and_then(|pt| {
-        // SAFETY: the present info going down, valid for this call.
-        guarded(&PRESENT_WAIT, || unsafe { pt.timing_for(&*down) })
+    // present_timing: VkPresentId2KHR and VkPresentTimingsInfoEXT in front, likewise; the ids
+    // it sees are those going down (present_wait's where it added them).
+    // SAFETY: the present info going down (the app's, or our copy chaining our ids in front
+    // of the app's chain), valid for this call.
+    let going = unsafe { down.as_ref() };
+    let mut timing = d.present_timing.as_ref().zip(going).and_then(|(pt, i)| {
+        // SAFETY: as above.
+        let (swapchains, app) = unsafe { (swapchains_of(i), app_present_ids(i)) };
+        guarded(&PRESENT_WAIT, || pt.timing_for(swapchains, &app))
     });
-    // SAFETY: as above.
-    let with_timing = timing.as_mut().and_then(|t| t.chain_onto(unsafe { &*down }));
+    let with_timing = timing.as_mut().zip(going).and_then(|(t, i)| t.chain_onto(i));
     let down = with_timing
         .as_ref()
         .map_or(down, |c| c as *const vk::PresentInfoKHR<'_>);
@@ -122,6 +130,43 @@ pub unsafe extern "system" fn queue_present(queue: vk::Queue, info: *const vk::P
     }
     crate::hooks::fault::seen(&d, "vkQueuePresentKHR", r);
     r
+}
+
+/// The swapchains of a present.
+///
+/// # Safety
+/// `info` is a valid present info, its array valid for the returned lifetime.
+unsafe fn swapchains_of<'a>(info: &vk::PresentInfoKHR<'a>) -> &'a [vk::SwapchainKHR] {
+    if info.swapchain_count == 0 || info.p_swapchains.is_null() {
+        return &[];
+    }
+    // SAFETY: the caller's contract: swapchain_count handles.
+    unsafe { std::slice::from_raw_parts(info.p_swapchains, info.swapchain_count as usize) }
+}
+
+/// The present ids the app chains onto a present (`VkPresentIdKHR`, `VkPresentId2KHR`, which
+/// share a layout: sType, pNext, swapchainCount, pPresentIds).
+///
+/// # Safety
+/// `info` is a valid present info whose chain and arrays are valid for the returned lifetime.
+unsafe fn app_present_ids<'a>(info: &vk::PresentInfoKHR<'a>) -> AppPresentIds<'a> {
+    use crate::dispatch::present_timing_abi::{PresentId2, ST_PRESENT_ID_2};
+    let ids = |s_type| {
+        // SAFETY: the caller's contract; a struct found by sType is of that type.
+        let p = unsafe { chain::find(info.p_next, s_type) } as *const PresentId2;
+        // SAFETY: as above.
+        let p = unsafe { p.as_ref() }?;
+        let ids = (!p.p_present_ids.is_null() && p.swapchain_count > 0)
+            // SAFETY: its array has swapchainCount ids (VUID-VkPresentIdKHR-swapchainCount-04998).
+            .then(|| unsafe { std::slice::from_raw_parts(p.p_present_ids, p.swapchain_count as usize) });
+        Some(ids)
+    };
+    let id = ids(vk::StructureType::PRESENT_ID_KHR);
+    AppPresentIds {
+        id_chained: id.is_some(),
+        id: id.flatten(),
+        id2: ids(ST_PRESENT_ID_2).flatten(),
+    }
 }
 
 /// # Safety
@@ -259,9 +304,10 @@ pub unsafe extern "system" fn create_swapchain(
         }
     }
     // present_timing: its flags on (a copy of) the create info where the surface supports it.
-    // SAFETY: the app's valid create info.
-    let timing = guarded(&CREATE_SWAPCHAIN, || unsafe {
-        crate::display::present_timing::plan_for(&d.dev, d.present_timing.as_ref(), ci, &mut adjusted)
+    // SAFETY: null or the app's valid create info.
+    let app_ci = unsafe { ci.as_ref() };
+    let timing = guarded(&CREATE_SWAPCHAIN, || {
+        crate::display::present_timing::plan_for(&d.dev, d.present_timing.as_ref(), app_ci, &mut adjusted)
     })
     .flatten();
     let mut used = ci;

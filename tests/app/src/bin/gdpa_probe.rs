@@ -7,7 +7,7 @@
 //! `gdpa_probe /path/to/libframescope_vk.so`. The layer must hand out NULL for commands of an
 //! extension the app did not enable, and its hook when the extension is enabled.
 
-#[path = "../../../../layer/vulkan/src/display/timing_abi.rs"]
+#[path = "../../../../layer/vulkan/src/dispatch/present_timing_abi.rs"]
 mod timing_abi;
 
 use ash::vk;
