@@ -2,60 +2,15 @@
 //! the page's script runs to the end without an error, the numbers it lays out are `report
 //! --json`'s, the comparison shows `compare`'s verdict, and each view draws something.
 
-use framescope_tests::image::Rgb;
-use framescope_tests::{artifacts::require_program, Artifacts};
-use serde_json::{json, Value};
-use std::path::{Path, PathBuf};
+use framescope_tests::artifacts::require_program;
+use framescope_tests::html_page::{assert_drawn, assert_rendered, framescope, temp_dir, value_of, write_dump};
+use serde_json::Value;
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// Headless Chromium starts in a second or two; a page that takes this long is broken.
 const LIMIT: Duration = Duration::from_secs(90);
-
-/// A dump of `frames` frames around 10 ms (a fixed pseudo-random jitter) times `scale`, one
-/// 80 ms stutter at the middle frame, `driver` in the header.
-fn write_dump(path: &Path, frames: u64, scale: f64, driver: &str) {
-    let mut lines = vec![json!({
-        "type": "header", "schema": "framescope.v1", "exe": "/usr/bin/vkcube", "api": "vulkan",
-        "gpu_time": "busy", "device": {"name": "Test GPU", "driver_name": "radv", "driver_version": driver},
-    })];
-    let (mut t, mut x) = (1_000_000_000u64, 99u64);
-    for i in 0..frames {
-        x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        let base = if i == frames / 2 {
-            80_000_000
-        } else {
-            9_000_000 + (x >> 33) % 2_000_000
-        };
-        let ft = (base as f64 * scale) as u64;
-        t += ft;
-        let mut f = json!({"type": "frame", "frame": i, "t_ns": t, "cpu_frame_ns": ft, "gpu_busy_ns": ft / 2});
-        if i == frames / 2 {
-            f["stutter"] = true.into();
-            f["stutter_causes"] = json!([{"cause": "pipeline_create", "ns": 60_000_000u64}]);
-        }
-        lines.push(f);
-    }
-    std::fs::write(path, lines.iter().map(|l| format!("{l}\n")).collect::<String>()).unwrap();
-}
-
-fn temp_dir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("framescope-html-browser-{}-{tag}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn framescope(args: &[&str]) -> (i32, String) {
-    let out = Command::new(&Artifacts::get().framescope).args(args).output().unwrap();
-    assert!(out.status.code().is_some(), "{out:?}");
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!err.contains("panicked"), "{err}");
-    (
-        out.status.code().unwrap(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-    )
-}
 
 /// Runs headless Chromium on `page` with `what` (`--dump-dom`, `--screenshot=...`); its stdout.
 fn chromium(page: &Path, what: &str, profile: &Path) -> String {
@@ -98,48 +53,6 @@ fn chromium(page: &Path, what: &str, profile: &Path) -> String {
     let console: Vec<&str> = err.lines().filter(|l| l.contains(":CONSOLE")).collect();
     assert!(console.is_empty(), "the page's console: {console:#?}");
     std::fs::read_to_string(&out_path).unwrap()
-}
-
-/// The `data-value` of the first element with `data-key="key"` in `dom`.
-fn value_of(dom: &str, key: &str) -> f64 {
-    let at = dom
-        .find(&format!("data-key=\"{key}\" data-value=\""))
-        .unwrap_or_else(|| panic!("{key} not in the page"));
-    let rest = &dom[at..];
-    let v = rest.split("data-value=\"").nth(1).unwrap();
-    v[..v.find('"').unwrap()]
-        .parse()
-        .unwrap_or_else(|_| panic!("{key}: {v:.40}"))
-}
-
-/// The page's own status line: `ok` once its script has drawn everything without an error.
-fn assert_rendered(dom: &str) {
-    assert!(
-        dom.contains(r#"id="status" data-status="ok">ok<"#),
-        "the page did not finish rendering: {}",
-        dom.lines()
-            .find(|l| l.contains("id=\"status\""))
-            .unwrap_or("no status line")
-    );
-}
-
-/// Content in a screenshot: many non-white pixels, and the graph's line colour among them.
-fn assert_drawn(png: &Path) {
-    let img = Rgb::read(png);
-    let (mut inked, mut line) = (0usize, 0usize);
-    for y in 0..img.h {
-        for x in 0..img.w {
-            let p = img.at(x, y);
-            inked += usize::from(p.iter().any(|&c| c < 200));
-            line += usize::from(p[2] > 200 && p[0] < 80 && p[1] > 80 && p[1] < 140);
-        }
-    }
-    assert!(
-        inked > img.w * img.h / 200,
-        "{} looks blank ({inked} inked pixels)",
-        png.display()
-    );
-    assert!(line > 200, "{}: no graph line drawn ({line} pixels)", png.display());
 }
 
 #[test]
@@ -241,12 +154,12 @@ fn a_farm_page_renders_one_row_per_driver_in_chromium() {
 /// Hovering the frame-time graph names the frame under the pointer with its own fields, and
 /// zooming around a stutter keeps its spike drawn, as does the whole run at one pixel column
 /// per many frames (tests/tests/report_html_cdp.py drives Chromium over the DevTools protocol).
-#[test]
-fn hovering_shows_a_frame_and_zooming_keeps_the_stutter_in_chromium() {
+/// `frames`: a run the page carries frame by frame, or one it carries as min/max points of
+/// `per_point` frames each, where a hover names the slowest frame of its point.
+fn hover_and_zoom(frames: u64, per_point: u64) {
     require_program("chromium");
-    let dir = temp_dir("cdp");
+    let dir = temp_dir(&format!("cdp-{frames}"));
     let dump = dir.join("long.jsonl");
-    let frames = 20_000u64;
     write_dump(&dump, frames, 1.0, "24.1.3");
     let page = dir.join("long.html");
     assert_eq!(
@@ -277,14 +190,29 @@ fn hovering_shows_a_frame_and_zooming_keeps_the_stutter_in_chromium() {
     let hovered: usize = tip
         .lines()
         .find_map(|l| l.strip_prefix("frame "))
-        .and_then(|n| n.parse().ok())
+        .and_then(|n| n.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok())
         .unwrap_or_else(|| panic!("no frame in the tooltip: {tip}"));
     assert!(
-        hovered.abs_diff(stutter) <= 20,
+        hovered.abs_diff(stutter) as u64 <= 20 * per_point,
         "hovered frame {hovered}, the stutter is {stutter}"
     );
+    if per_point > 1 {
+        assert!(
+            tip.contains(&format!("the slowest of about {per_point} frames")),
+            "{tip}"
+        );
+    }
+    // The hovered frame's own time as the page shows it: carried rounded to 0.1 µs, shown to
+    // three decimals (rounded half up from the shortest decimal form), so within 0.55 µs.
     let ft = by_index[hovered]["cpu_frame_ns"].as_f64().unwrap() / 1e6;
-    assert!(tip.contains(&format!("frame time {ft:.3} ms")), "{tip}");
+    let shown: f64 = tip
+        .lines()
+        .find_map(|l| l.strip_prefix("frame time ")?.strip_suffix(" ms")?.parse().ok())
+        .unwrap_or_else(|| panic!("no frame time in the tooltip: {tip}"));
+    assert!(
+        (shown - ft).abs() <= 0.000_55 + 1e-9,
+        "{tip}: the frame's time is {ft} ms"
+    );
     let span = |v: &Value| v["view"][1].as_f64().unwrap() - v["view"][0].as_f64().unwrap();
     let (before, after) = (&r["before"], &r["after"]);
     assert!(span(after) < 0.2 * span(before), "no zoom: {r}");
@@ -299,6 +227,56 @@ fn hovering_shows_a_frame_and_zooming_keeps_the_stutter_in_chromium() {
         (before["max"].as_f64(), after["max"].as_f64()),
         (Some(80.0), Some(80.0)),
         "{r}"
+    );
+}
+
+#[test]
+fn hovering_shows_a_frame_and_zooming_keeps_the_stutter_in_chromium() {
+    hover_and_zoom(20_000, 1);
+}
+
+/// 100 000 frames go into the page as 4096 points of about 25 frames each.
+#[test]
+fn a_long_run_drawn_as_min_max_points_keeps_its_stutter_hoverable_in_chromium() {
+    hover_and_zoom(100_000, 25);
+}
+
+/// A long run's page grows with its points, not its frames: twice the frames, nearly the same
+/// page; and its numbers are still `report --json`'s over every frame.
+#[test]
+fn a_long_runs_page_size_does_not_grow_with_its_frames() {
+    let dir = temp_dir("long-size");
+    let page_of = |frames: u64| {
+        let dump = dir.join(format!("run-{frames}.jsonl"));
+        write_dump(&dump, frames, 1.0, "24.1.3");
+        let page = dir.join(format!("run-{frames}.html"));
+        assert_eq!(
+            framescope(&["report", "--html", page.to_str().unwrap(), dump.to_str().unwrap()]).0,
+            0
+        );
+        (dump, page)
+    };
+    let (_, small) = page_of(100_000);
+    let (dump, large) = page_of(200_000);
+    let size = |p: &std::path::Path| std::fs::metadata(p).unwrap().len() as f64;
+    assert!(
+        (size(&large) - size(&small)).abs() < 0.05 * size(&small),
+        "{} bytes for 100 000 frames, {} for 200 000",
+        size(&small),
+        size(&large)
+    );
+    let (code, out) = framescope(&["report", "--json", dump.to_str().unwrap()]);
+    assert_eq!(code, 0);
+    let json: Value = serde_json::from_str(out.trim()).unwrap();
+    let dom = chromium(&large, "--dump-dom", &dir.join("profile"));
+    assert_rendered(&dom);
+    for key in ["fps_mean", "low_1pct_fps", "frames"] {
+        assert_eq!(value_of(&dom, key), json[key].as_f64().unwrap(), "{key}");
+    }
+    // 200 000 frames in 4096 points.
+    assert!(
+        dom.contains("data-bucketed=\"49\""),
+        "the page does not say its points span 49 frames"
     );
 }
 

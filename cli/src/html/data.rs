@@ -11,8 +11,13 @@ use serde_json::{json, Value};
 use std::ffi::OsStr;
 use std::path::Path;
 
-/// Frames per run the page carries for its graphs; the statistics still cover every frame.
-pub const MAX_FRAMES_IN_PAGE: usize = 2_000_000;
+/// Frames per run the page carries one by one; a longer run's graphs get [`BUCKETS`] points
+/// of min/max each. The statistics cover every frame either way. At 20 000 frames a run page
+/// is about 1 MB and opens in Chromium in well under a second (docs/performance.md).
+pub const MAX_FRAMES_IN_PAGE: usize = 20_000;
+/// Points of a longer run's graphs: about a wide screen's pixel columns, so a graph drawn
+/// whole loses nothing it could show.
+pub const BUCKETS: usize = 4096;
 /// Stutter frames listed; the rest are counted.
 const STUTTERS_SHOWN: usize = 500;
 /// Points of the percentile curve.
@@ -40,7 +45,6 @@ struct Frames {
     stutter_count: u64,
     /// Every frame time, for the statistics (not capped).
     all_frame_ns: Vec<u64>,
-    cut: bool,
 }
 
 /// The frames of `path`, the `t_ns` of its first, and notes.
@@ -68,10 +72,6 @@ fn read_frames(path: &OsStr) -> Result<(Frames, Option<u64>, Vec<String>), Strin
                 }));
             }
         }
-        if f.index.len() >= MAX_FRAMES_IN_PAGE {
-            f.cut = true;
-            return;
-        }
         f.index.push(line.frame.unwrap_or_default());
         f.t_ms.push(ms(t - *t0.get_or_insert(t)));
         f.frame_ms.push(line.cpu_frame_ns.map(ms));
@@ -80,14 +80,97 @@ fn read_frames(path: &OsStr) -> Result<(Frames, Option<u64>, Vec<String>), Strin
         f.display.push(line.display.as_ref().map(|d| d.to_string()));
         f.stutter.push(u8::from(line.stutter));
     })?;
-    let mut notes = scan.notes(path);
-    if f.cut {
-        notes.push(format!(
-            "'{}': the graphs show its first {MAX_FRAMES_IN_PAGE} frames; the statistics cover all",
-            show(path)
-        ));
+    Ok((f, t0, scan.notes(path)))
+}
+
+/// The frames' arrays as the page's graphs take them: every frame up to
+/// [`MAX_FRAMES_IN_PAGE`], else [`BUCKETS`] runs of consecutive frames, each drawn from its
+/// slowest frame (whose fields a hover shows, and whose time is the bucket's `frame_ms`) with
+/// the bucket's fastest frame time in `frame_ms_min` (and the GPU time's and latency's minimum
+/// likewise): a graph draws each bucket as a min–max line, so no spike disappears.
+fn graph_frames(f: &Frames) -> Value {
+    let n = f.index.len();
+    if n <= MAX_FRAMES_IN_PAGE {
+        return json!({
+            "index": f.index,
+            "t_ms": f.t_ms,
+            "frame_ms": f.frame_ms,
+            "gpu_ms": f.gpu_ms,
+            "latency_ms": f.latency_ms,
+            "display": f.display,
+            "stutter": f.stutter,
+            "per_point": 1,
+        });
     }
-    Ok((f, t0, notes))
+    let mut b = Buckets::default();
+    for k in 0..BUCKETS {
+        let (lo, hi) = (k * n / BUCKETS, (k + 1) * n / BUCKETS);
+        if lo < hi {
+            b.push(f, lo..hi);
+        }
+    }
+    json!({
+        "index": b.index,
+        "t_ms": b.t_ms,
+        "frame_ms": b.frame_ms,
+        "frame_ms_min": b.frame_ms_min,
+        "gpu_ms": b.gpu_ms,
+        "gpu_ms_min": b.gpu_ms_min,
+        "latency_ms": b.latency_ms,
+        "latency_ms_min": b.latency_ms_min,
+        "display": b.display,
+        "stutter": b.stutter,
+        "per_point": n.div_ceil(BUCKETS),
+        "frames": n,
+    })
+}
+
+/// A long run's graph points, one per bucket of frames.
+#[derive(Default)]
+struct Buckets<'a> {
+    index: Vec<u64>,
+    t_ms: Vec<f64>,
+    frame_ms: Vec<Option<f64>>,
+    frame_ms_min: Vec<Option<f64>>,
+    gpu_ms: Vec<Option<f64>>,
+    gpu_ms_min: Vec<Option<f64>>,
+    latency_ms: Vec<Option<f64>>,
+    latency_ms_min: Vec<Option<f64>>,
+    display: Vec<Option<&'a str>>,
+    stutter: Vec<u8>,
+}
+
+/// The least and greatest value of `v` over `r`, skipping frames without one.
+fn min_max(v: &[Option<f64>], r: std::ops::Range<usize>) -> (Option<f64>, Option<f64>) {
+    v[r].iter().flatten().fold((None, None), |(lo, hi), &x| {
+        (
+            Some(lo.map_or(x, |l: f64| l.min(x))),
+            Some(hi.map_or(x, |h: f64| h.max(x))),
+        )
+    })
+}
+
+impl<'a> Buckets<'a> {
+    fn push(&mut self, f: &'a Frames, r: std::ops::Range<usize>) {
+        // The slowest frame stands for the bucket (the first one without a frame time).
+        let slowest = r
+            .clone()
+            .max_by(|&a, &b| f.frame_ms[a].unwrap_or(-1.0).total_cmp(&f.frame_ms[b].unwrap_or(-1.0)))
+            .unwrap_or(r.start);
+        let (frame_min, frame_max) = min_max(&f.frame_ms, r.clone());
+        let (gpu_min, gpu_max) = min_max(&f.gpu_ms, r.clone());
+        let (lat_min, lat_max) = min_max(&f.latency_ms, r.clone());
+        self.index.push(f.index[slowest]);
+        self.t_ms.push(f.t_ms[slowest]);
+        self.frame_ms.push(frame_max);
+        self.frame_ms_min.push(frame_min);
+        self.gpu_ms.push(gpu_max);
+        self.gpu_ms_min.push(gpu_min);
+        self.latency_ms.push(lat_max);
+        self.latency_ms_min.push(lat_min);
+        self.display.push(f.display[slowest].as_deref());
+        self.stutter.push(u8::from(f.stutter[r].iter().any(|&s| s != 0)));
+    }
 }
 
 /// The lows and percentile fps CapFrameX shows beside `report`'s, from every frame time.
@@ -169,16 +252,7 @@ pub fn run(path: &OsStr, frames: bool) -> Result<Value, String> {
         "notes": notes,
     });
     if frames {
-        v["frames"] = json!({
-            "index": f.index,
-            "t_ms": f.t_ms,
-            "frame_ms": f.frame_ms,
-            "gpu_ms": f.gpu_ms,
-            "latency_ms": f.latency_ms,
-            "display": f.display,
-            "stutter": f.stutter,
-            "cut": f.cut,
-        });
+        v["frames"] = graph_frames(&f);
     }
     Ok(v)
 }

@@ -83,7 +83,8 @@
   }
 
   // A line chart over x-sorted series, drawn as the min and max of each pixel column so that
-  // no spike disappears however many frames fall into one column. Zoom with the wheel, pan
+  // no spike disappears however many frames fall into one column. A series with `ymin` has
+  // points that stand for several frames each: `y` is their greatest value, `ymin` their least. Zoom with the wheel, pan
   // by dragging, double-click to reset; hovering names the nearest point.
   function Chart(container, series, opts) {
     const canvas = el("canvas");
@@ -114,10 +115,11 @@
       for (let i = start; i < end; i++) {
         const y = s.y[i];
         if (y === null || y === undefined) continue;
+        const lo = s.ymin && s.ymin[i] !== null && s.ymin[i] !== undefined ? s.ymin[i] : y;
         const c = Math.min(cols - 1, Math.max(0, Math.floor((s.x[i] - v0) * scale)));
         const cell = out[c];
-        if (cell === null) out[c] = [y, y];
-        else { if (y < cell[0]) cell[0] = y; if (y > cell[1]) cell[1] = y; }
+        if (cell === null) out[c] = [lo, y];
+        else { if (lo < cell[0]) cell[0] = lo; if (y > cell[1]) cell[1] = y; }
       }
       return out;
     }
@@ -221,6 +223,18 @@
     let i = lowerBound(f.t_ms, x);
     if (i >= f.t_ms.length) i = f.t_ms.length - 1;
     if (i > 0 && x - f.t_ms[i - 1] < f.t_ms[i] - x) i -= 1;
+    if (f.per_point > 1) {
+      // A point of a long run: the slowest of its frames, and the range over all of them.
+      const range = (lo, hi) => (hi === null ? "–" : fmt(lo, 3) + " – " + fmt(hi, 3) + " ms");
+      const lines = [r.name, "frame " + f.index[i] + ", the slowest of about " + f.per_point + " frames here",
+        "t " + fmt(f.t_ms[i] / 1000, 3) + " s", "frame time " + fmt(f.frame_ms[i], 3) + " ms",
+        "frame times here " + range(f.frame_ms_min[i], f.frame_ms[i]),
+        "GPU busy here " + range(f.gpu_ms_min[i], f.gpu_ms[i])];
+      if (f.latency_ms[i] !== null) lines.push("display latency here " + range(f.latency_ms_min[i], f.latency_ms[i]));
+      if (f.display[i] !== null) lines.push("display " + f.display[i]);
+      if (f.stutter[i]) lines.push("STUTTER among these frames");
+      return lines.join("\n");
+    }
     const lines = [r.name, "frame " + f.index[i], "t " + fmt(f.t_ms[i] / 1000, 3) + " s",
       "frame time " + fmt(f.frame_ms[i], 3) + " ms", "GPU busy " + fmt(f.gpu_ms[i], 3) + " ms"];
     if (f.latency_ms[i] !== null) lines.push("display latency " + fmt(f.latency_ms[i], 3) + " ms");
@@ -295,9 +309,15 @@
     let fps = false;
     const series = () => runs.flatMap((r, i) => {
       const f = r.frames, color = COLORS[i % COLORS.length];
-      const y = fps ? f.frame_ms.map((v) => (v ? 1000 / v : null)) : f.frame_ms;
-      const out = [{ x: f.t_ms, y, color, name: r.name + (fps ? " fps" : " frame time") }];
-      if (!fps && !multi && f.gpu_ms.some((v) => v !== null)) out.push({ x: f.t_ms, y: f.gpu_ms, color: GPU_COLOR, name: "GPU busy" });
+      const inv = (a) => a.map((v) => (v ? 1000 / v : null));
+      // A long run's points span several frames: the slowest frame is the lowest fps.
+      const ranged = f.per_point > 1;
+      const y = fps ? inv(ranged ? f.frame_ms_min : f.frame_ms) : f.frame_ms;
+      const ymin = ranged ? (fps ? inv(f.frame_ms) : f.frame_ms_min) : null;
+      const out = [{ x: f.t_ms, y, ymin, color, name: r.name + (fps ? " fps" : " frame time") }];
+      if (!fps && !multi && f.gpu_ms.some((v) => v !== null)) {
+        out.push({ x: f.t_ms, y: f.gpu_ms, ymin: ranged ? f.gpu_ms_min : null, color: GPU_COLOR, name: "GPU busy" });
+      }
       return out;
     });
     const [h, box] = chartBox("Frame time over the run (ms)");
@@ -306,6 +326,14 @@
     const toggle = el("button", { type: "button" }, "show FPS");
     const reset = el("button", { type: "button" }, "reset zoom");
     main.append(h, el("div", { class: "controls" }, toggle, reset, "wheel: zoom · drag: pan · double-click: reset · hover: a frame's fields"), box);
+    for (const r of runs) {
+      if (r.frames.per_point > 1) {
+        main.append(el("p", { class: "note", "data-bucketed": r.frames.per_point },
+          r.name + ": " + r.frames.frames.toLocaleString("en-US") + " frames, drawn as the least and greatest of about " +
+          r.frames.per_point + " frames per point (" + r.frames.t_ms.length + " points; zoomed in, the points stay those); " +
+          "hovering a point names its slowest frame. The statistics and the stutter table cover every frame."));
+      }
+    }
     let chart;
     function build() {
       box.replaceChildren();
