@@ -110,6 +110,14 @@ impl Matcher {
         }
     }
 
+    /// A new keymap: the keys held stay held (a compositor sends one when the keyboard
+    /// behind the seat changes, keys down or not), with their keysyms as `syms` gives them now.
+    pub fn remap(&mut self, syms: impl Fn(u32) -> (u32, u32)) {
+        for h in &mut self.held[..self.n] {
+            (h.sym, h.base) = syms(h.key);
+        }
+    }
+
     /// The modifier families active now.
     pub fn set_mods(&mut self, mods: u8) {
         self.mods = mods;
@@ -617,7 +625,6 @@ unsafe extern "C" fn keyboard_event(
             op::KEYBOARD_KEYMAP => {
                 // SAFETY: as above.
                 let (format, size) = unsafe { (arg(args, 0).u, arg(args, 2).u) };
-                kb.matcher.clear();
                 kb.keymap = None;
                 if format == KEYMAP_XKB_V1 {
                     if let Some(text) = fd.and_then(|fd| read_keymap(fd, size as usize)) {
@@ -629,7 +636,10 @@ unsafe extern "C" fn keyboard_event(
                         ));
                     }
                 }
-                return;
+                match &kb.keymap {
+                    Some(keymap) => kb.matcher.remap(|key| keymap.syms(key)),
+                    None => kb.matcher.clear(),
+                }
             }
             op::KEYBOARD_ENTER => {
                 kb.matcher.clear();
@@ -778,6 +788,17 @@ mod tests {
     }
 
     #[test]
+    fn a_new_keymap_keeps_the_keys_held_under_their_new_keysyms() {
+        let mut m = hud(&[SHIFT_R, F12]);
+        m.press(1, SHIFT_R, SHIFT_R);
+        m.remap(|key| if key == 1 { (SHIFT_R, SHIFT_R) } else { (F12, F12) });
+        m.press(2, F12, F12);
+        assert_eq!(m.edges(), [true, false, false]);
+        m.remap(|_| (LOWER_A, LOWER_A));
+        assert_eq!(m.edges(), [false; 3]);
+    }
+
+    #[test]
     fn more_held_keys_than_counted_are_ignored() {
         let mut m = hud(&[F12]);
         for k in 0..(HELD as u32 + 4) {
@@ -874,6 +895,11 @@ xkb_symbols "t" {
         // enter(serial, surface, keys: Shift_R already held).
         server.send(keyboard, 1, &[1, sid, 4, 54]);
         server.send(keyboard, 4, &[2, 1, 0, 0, 0]);
+        // The same keymap again, as a compositor sends it when the seat's keyboard changes:
+        // Shift_R stays held.
+        let file = keymap_file(KEYMAP);
+        server.send_with_fd(keyboard, 0, &[1, KEYMAP.len() as u32 + 1], Some(file.as_raw_fd()));
+        drop(file);
         assert_eq!(presses(), 0);
         // key(serial, time, F12, pressed): the combination.
         server.send(keyboard, 3, &[3, 0, 88, 1]);
