@@ -12,6 +12,14 @@
 //! and framescope bind theirs at once. Once framescope says the HUD is hidden, that wtype is
 //! stopped and a second one presses Escape: vkcube quits through its own path, which tears
 //! framescope's queue down at the surface's destruction.
+//!
+//! The seat gains its keyboard again only when that second wtype creates its virtual keyboard,
+//! and a client's `wl_keyboard` gets the key events sent after it was created (wayland.xml,
+//! `wl_seat.get_keyboard`). vkcube asks for its keyboard when it dispatches the seat's
+//! `capabilities` event, between frames; a wtype that pressed Escape at once was seen, with
+//! the validation layer below, pressing it about 5 ms before vkcube's `get_keyboard`, and
+//! vkcube never quit. So the Escape wtype waits half a second after creating its keyboard, and
+//! another one tries again while vkcube runs.
 
 use framescope_tests::sway::Sway;
 use framescope_tests::{Artifacts, Sandbox};
@@ -35,7 +43,11 @@ for i in $(seq 1 600); do
 done
 kill $keys; wait $keys 2>/dev/null
 sleep 0.3
-wtype -k Escape
+for i in $(seq 1 20); do
+  kill -0 $pid 2>/dev/null || break
+  wtype -s 500 -k Escape
+  sleep 0.5
+done
 wait $pid; echo "app-exit $?"
 cat "$dir/app.txt"
 grep -v '^\[' "$dir/wtype.txt"; true"#;
