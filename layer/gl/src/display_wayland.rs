@@ -151,7 +151,8 @@ unsafe fn surface_created(dpy: *mut c_void, surface: *mut c_void, native: *mut c
     // SAFETY: the app's display, alive until eglDestroySurface, eglTerminate or
     // wl_display_disconnect (each detaches first).
     unsafe { wk::attach(wl_display as *mut c_void, surface as usize, dpy as usize) };
-    // `display_times=0`: no thread or queue of ours on the app's display.
+    // `display_times=0`: no presentation thread or queue of ours on the app's display (the key
+    // reader attached above follows the toggle keys, `hotkeys::combos`, not this setting).
     if !framescope_core::settings::get().display_times {
         return;
     }

@@ -77,7 +77,8 @@ unsafe extern "system" fn create_wayland_surface(
             )
         });
     }
-    // `display_times=0`: no thread or queue of ours on the app's display.
+    // `display_times=0`: no presentation thread or queue of ours on the app's display (the key
+    // reader attached above follows the toggle keys, `hotkeys::combos`, not this setting).
     if r == vk::Result::SUCCESS && !ci.is_null() && framescope_core::settings::get().display_times {
         guarded(&CREATE, || {
             // SAFETY: success: the app's valid create info and the new surface.
