@@ -509,15 +509,32 @@ fn session_checks(env: &dyn Fn(&str) -> Option<String>) -> Vec<Check> {
         let what = if wayland.is_some() { "xwayland" } else { "x11" };
         out.push(server_check(what, &format!("DISPLAY={d}"), x11_socket(d), probe_x11));
     }
+    // Native Wayland windows' keys come from the app's own keyboard events, whose keymap only
+    // xkbcommon reads.
+    let xkb = framescope_collectors::input::xkb::Xkb::get();
+    let wayland_keys = match xkb {
+        Ok(_) => (
+            Status::Ok,
+            "native Wayland windows (Vulkan and EGL): read from the app's own keyboard events while its window has keyboard focus",
+        ),
+        Err(_) => (
+            Status::Warn,
+            "native Wayland windows: unavailable, libxkbcommon.so.0 is not installed (it reads the compositor's keymap)",
+        ),
+    };
+    let both = format!(
+        "X11 and XWayland windows: read from X11 (DISPLAY) on a connection of framescope's own; {}",
+        wayland_keys.1
+    );
     let (apps, keys, display) = match (&wayland, &x11) {
         (Some(_), Some(_)) => (
             "Wayland session: apps with Wayland support draw on it natively (SDL 3, GTK 4, Qt 6, vkcube-wayland), X11-only ones through XWayland",
-            (Status::Warn, "read from X11 (DISPLAY): they work for X11 and XWayland apps, not yet for native Wayland ones"),
+            (wayland_keys.0, both.as_str()),
             "X11 and XWayland windows: the X11 Present extension's completions; Vulkan where the driver has VK_KHR_present_wait: present_wait; native Wayland windows (Vulkan and EGL): the compositor's wp_presentation feedback",
         ),
         (Some(_), None) => (
             "Wayland session without XWayland: apps draw on Wayland natively or not at all",
-            (Status::Warn, "unavailable: they are read from X11 and there is no DISPLAY"),
+            wayland_keys,
             "Vulkan where the driver has VK_KHR_present_wait: present_wait; native Wayland windows (Vulkan and EGL): the compositor's wp_presentation feedback",
         ),
         (None, Some(_)) => (

@@ -8,7 +8,8 @@
 //! * [`sample`]: raw values, instance aggregation and accumulation over draws/frames.
 //! * [`listing`]: text/JSON rendering shared by `framescope counters`.
 //! * [`source`]: the `CounterSource` trait every backend implements.
-//! * [`display`]: display-time sources (X11 Present).
+//! * [`display`]: display-time sources (X11 Present, Wayland presentation feedback).
+//! * [`input`]: the toggle keys of native Wayland apps, from their keyboard events.
 // A safe function never dereferences a raw pointer it was handed (checked, not only by review).
 #![deny(clippy::not_unsafe_ptr_arg_deref)]
 
@@ -19,6 +20,7 @@ pub mod constants;
 pub mod db;
 pub mod display;
 pub mod expr;
+pub mod input;
 pub mod intel;
 pub mod listing;
 pub mod mali;

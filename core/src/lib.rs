@@ -24,7 +24,7 @@ pub mod runtime;
 pub mod session;
 pub mod stats;
 
-pub use control::{capture, config, ctl, pacing, settings};
+pub use control::{capture, config, ctl, hotkeys, pacing, settings};
 pub use model::{
     command_kinds, counter_values, creation, driver_values, frame, gpu_time, labels, sample, stutter, waits,
 };

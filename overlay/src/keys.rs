@@ -2,7 +2,10 @@
 //! [`framescope_core::capture`]) and the frame limiter's next-rate key (`fps_limit_key`), read
 //! from X11 with `XQueryKeymap` on a connection of our own
 //! (libX11 is dlopen'ed, so the layers do not link it). Polling reads the key state without
-//! grabbing anything: the app still gets every key. No X11 means no hotkey (one log line).
+//! grabbing anything: the app still gets every key. What a key does is
+//! [`framescope_core::hotkeys`]'s, shared with the Wayland reader
+//! (`framescope_collectors::input::wayland_keys`, which the layers attach to native Wayland
+//! windows). No X11 means no hotkey from here: one log line, unless a Wayland reader runs.
 //!
 //! Every X call is a round trip to the server, so none is made on the app's threads: the
 //! present path only reads an atomic ([`visible`]) and, the first time, starts a thread of
@@ -12,8 +15,10 @@
 //! itself, closing its connection, once nothing has asked for the key for [`IDLE`] (the app
 //! stopped presenting or tore its device down); the next present starts it again.
 
+use framescope_core::hotkeys;
+pub use framescope_core::hotkeys::{fps_presses, visible};
 use std::ffi::{c_char, c_int, c_ulong, c_void, CString};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::time::Duration;
 
 /// How often the keyboard is read (a round trip to the X server).
@@ -21,16 +26,6 @@ const POLL: Duration = Duration::from_millis(100);
 
 /// Without a [`poll`] for this long the reader closes its connection and ends.
 pub const IDLE: Duration = Duration::from_secs(5);
-
-static VISIBLE: AtomicBool = AtomicBool::new(true);
-
-/// Presses of `fps_limit_key` so far: the index into `fps_limit`'s rates.
-static FPS_PRESSES: AtomicU64 = AtomicU64::new(0);
-
-/// How often the frame-limit key was pressed.
-pub fn fps_presses() -> u64 {
-    FPS_PRESSES.load(Ordering::Relaxed)
-}
 
 /// [`NONE`], [`RUNNING`] or [`OFF`].
 static READER: AtomicU8 = AtomicU8::new(NONE);
@@ -42,27 +37,11 @@ const OFF: u8 = 2;
 /// Bumped by every [`poll`]; the reader ends when it stops moving.
 static POLLS: AtomicU64 = AtomicU64::new(0);
 
-/// Whether the HUD is shown (toggled by the key).
-pub fn visible() -> bool {
-    VISIBLE.load(Ordering::Relaxed)
-}
-
 /// Called on every present: starts the key reader the first time (and after it ended idle)
 /// when the config has a key to read (the HUD's while the HUD is on, the dump's while
 /// dumping). Never blocks and, once the reader runs, never allocates.
 pub fn poll_config(c: &framescope_core::config::Config) {
-    let hud = if c.hud { c.hud_toggle_key.as_str() } else { "" };
-    let dump = if c.dump.is_some() {
-        c.dump_toggle_key.as_str()
-    } else {
-        ""
-    };
-    // The rate key only matters with several rates to go through.
-    let fps = if c.fps_limit.contains(':') {
-        c.fps_limit_key.as_str()
-    } else {
-        ""
-    };
+    let [hud, dump, fps] = hotkeys::combos(c);
     if !hud.is_empty() || !dump.is_empty() || !fps.is_empty() {
         poll(hud, dump, fps);
     }
@@ -80,14 +59,19 @@ fn poll(hud: &str, dump: &str, fps: &str) {
     }
     let combo = format!("{hud} {dump} {fps}");
     if let Err(why) = start(hud, dump, fps) {
-        framescope_core::log::info(format_args!("toggle keys {} unavailable: {why}", combo.trim()));
+        // A native Wayland window's keys come through the Wayland reader, which said so.
+        if !(why == NO_DISPLAY && hotkeys::wayland_reading()) {
+            framescope_core::log::info(format_args!("toggle keys {} unavailable: {why}", combo.trim()));
+        }
         READER.store(OFF, Ordering::Release);
     }
 }
 
+const NO_DISPLAY: &str = "no DISPLAY";
+
 fn start(hud: &str, dump: &str, fps: &str) -> Result<(), String> {
     if std::env::var_os("DISPLAY").is_none_or(|d| d.is_empty()) {
-        return Err("no DISPLAY".into());
+        return Err(NO_DISPLAY.into());
     }
     pin_this_library()?;
     let (hud, dump, fps) = (hud.to_string(), dump.to_string(), fps.to_string());
@@ -229,25 +213,7 @@ fn read_keys(hud: &str, dump: &str, fps: &str) -> Result<(), String> {
                     .iter()
                     .all(|&c| (keys[usize::from(c / 8)] as u8) & (1 << (c % 8)) != 0);
             if pressed && !down[k] {
-                if k == 0 {
-                    let v = !VISIBLE.load(Ordering::Relaxed);
-                    VISIBLE.store(v, Ordering::Relaxed);
-                    framescope_core::log::info(format_args!("HUD {}", if v { "shown" } else { "hidden" }));
-                } else if k == 2 {
-                    FPS_PRESSES.fetch_add(1, Ordering::Relaxed);
-                } else {
-                    match framescope_core::capture::toggle() {
-                        Ok(_) => framescope_core::log::info(format_args!(
-                            "dump capture {}",
-                            if framescope_core::capture::capturing() {
-                                "started"
-                            } else {
-                                "stopped"
-                            }
-                        )),
-                        Err(e) => framescope_core::log::info(format_args!("dump capture key: {e}")),
-                    }
-                }
+                hotkeys::pressed(k);
             }
             down[k] = pressed;
         }

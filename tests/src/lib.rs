@@ -11,6 +11,7 @@ pub mod image;
 pub mod lane;
 pub mod python;
 pub mod runner;
+pub mod sway;
 pub mod test_layers;
 pub mod validation;
 pub mod weston;

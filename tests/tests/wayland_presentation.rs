@@ -250,8 +250,9 @@ fn feedback_requests_allocate_nothing_on_the_apps_thread() {
     assert_eq!((allocations, with), (0, 0), "{}", out.describe());
 }
 
-/// `display_times=0`: no queue or thread of framescope's on the app's display, for Vulkan and
-/// EGL alike, and every frame says why it has no display time.
+/// `display_times=0`: no presentation queue or thread of framescope's on the app's display, for
+/// Vulkan and EGL alike, and every frame says why it has no display time. (The toggle keys'
+/// reader still attaches its own queue: it follows the key settings, not `display_times`.)
 #[test]
 fn display_times_off_leaves_the_apps_display_alone() {
     let env = [("FRAMESCOPE_CONFIG", "display_times=0")];

@@ -42,6 +42,10 @@ pub const TEST_ONLY: &[&str] = &[
     "gdb",
     // The X server weston starts for X11 clients (`--xwayland`, tests/tests/wayland_apps.rs).
     "xwayland",
+    // A headless compositor with the virtual-keyboard protocol and a client that types
+    // through it, for the Wayland toggle-key test (tests/tests/keys_wayland.rs, tests/src/sway.rs).
+    "sway",
+    "wtype",
     // The text of `framescope plot`'s PNG files (tests/tests/compare.rs).
     "fonts-dejavu-core",
     // Opens `report --html` pages headless (tests/tests/report_html.rs).

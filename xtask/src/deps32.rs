@@ -31,6 +31,9 @@ pub const PACKAGES: &[&str] = &[
     "libxcb1:i386",
     "libstdc++6:i386",
     "libgcc-s1:i386",
+    // The Wayland key reader's keymaps: collectors' tests compile one with the real library,
+    // and they run built for i686 too (`CRATES32_TEST`).
+    "libxkbcommon0:i386",
 ];
 
 /// Where the 32-bit vkcube is unpacked (`<root>/usr/bin/vkcube`); the tests read it here.

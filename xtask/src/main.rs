@@ -183,6 +183,7 @@ const DRIVER_LANE_TESTS: &[&str] = &[
     "display_present_timing",
     "wayland_presentation",
     "wayland_apps",
+    "keys_wayland",
 ];
 
 /// Replaces the README's config key table (between its `config-keys` markers) with the one the

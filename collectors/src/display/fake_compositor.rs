@@ -2,7 +2,8 @@
 //! of a socket pair in the Wayland wire format (wayland.xml, presentation-time.xml), with the
 //! process's real libwayland-client on the other end, so the source's requests, its thread,
 //! its dispatchers and its teardown run as they do inside an app; and then the compositor stops
-//! reading, which no real compositor does on demand.
+//! reading, which no real compositor does on demand. The Wayland key reader's test
+//! (`crate::input::wayland_keys`) plays a seat and a keyboard on the same server end.
 
 use super::wayland_feedback::{attach, detach, State};
 use super::wayland_sys::WlInterface;
@@ -13,15 +14,15 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The client's end of the process's libwayland, loaded for the test (an app would have it).
-struct Client {
-    connect_to_fd: unsafe extern "C" fn(c_int) -> *mut c_void,
-    disconnect: unsafe extern "C" fn(*mut c_void),
-    proxy_create: unsafe extern "C" fn(*mut c_void, *const WlInterface) -> *mut c_void,
-    proxy_get_id: unsafe extern "C" fn(*mut c_void) -> u32,
-    surface_interface: *const WlInterface,
+pub(crate) struct Client {
+    pub connect_to_fd: unsafe extern "C" fn(c_int) -> *mut c_void,
+    pub disconnect: unsafe extern "C" fn(*mut c_void),
+    pub proxy_create: unsafe extern "C" fn(*mut c_void, *const WlInterface) -> *mut c_void,
+    pub proxy_get_id: unsafe extern "C" fn(*mut c_void) -> u32,
+    pub surface_interface: *const WlInterface,
 }
 
-fn client() -> Client {
+pub(crate) fn client() -> Client {
     // SAFETY: loading a system library by name; it stays loaded for the process.
     let h = unsafe { libc::dlopen(c"libwayland-client.so.0".as_ptr(), libc::RTLD_NOW | libc::RTLD_GLOBAL) };
     assert!(
@@ -56,14 +57,14 @@ fn client() -> Client {
 }
 
 /// The compositor's end: one message at a time, each read bounded by a receive timeout.
-struct Server {
+pub(crate) struct Server {
     fd: OwnedFd,
 }
 
-struct Msg {
-    object: u32,
-    opcode: u16,
-    words: Vec<u32>,
+pub(crate) struct Msg {
+    pub object: u32,
+    pub opcode: u16,
+    pub words: Vec<u32>,
 }
 
 impl Server {
@@ -77,7 +78,7 @@ impl Server {
         }
     }
 
-    fn read(&self) -> Msg {
+    pub fn read(&self) -> Msg {
         let mut head = [0u8; 8];
         self.read_exact(&mut head);
         let object = u32::from_ne_bytes(head[0..4].try_into().unwrap());
@@ -95,7 +96,13 @@ impl Server {
         }
     }
 
-    fn send(&self, object: u32, opcode: u16, words: &[u32]) {
+    pub fn send(&self, object: u32, opcode: u16, words: &[u32]) {
+        self.send_with_fd(object, opcode, words, None);
+    }
+
+    /// [`Server::send`] with a file descriptor for the message's `fd` argument (sent beside
+    /// the bytes, as `SCM_RIGHTS`; the wire words leave it out).
+    pub fn send_with_fd(&self, object: u32, opcode: u16, words: &[u32], fd: Option<c_int>) {
         let size = 8 + 4 * words.len();
         let mut out = Vec::with_capacity(size);
         out.extend(object.to_ne_bytes());
@@ -103,14 +110,35 @@ impl Server {
         for w in words {
             out.extend(w.to_ne_bytes());
         }
-        // SAFETY: writing `out` to our socket.
-        let n = unsafe { libc::write(self.fd.as_raw_fd(), out.as_ptr().cast(), out.len()) };
+        let mut iov = libc::iovec {
+            iov_base: out.as_mut_ptr().cast(),
+            iov_len: out.len(),
+        };
+        // Room for one descriptor's control message, aligned as cmsghdr needs.
+        let mut control = [0u64; 4];
+        // SAFETY: a msghdr over our buffers; CMSG_* compute within `control`, which holds one
+        // control message with one int.
+        let n = unsafe {
+            let mut msg: libc::msghdr = std::mem::zeroed();
+            msg.msg_iov = &mut iov;
+            msg.msg_iovlen = 1;
+            if let Some(fd) = fd {
+                msg.msg_control = control.as_mut_ptr().cast();
+                msg.msg_controllen = libc::CMSG_SPACE(std::mem::size_of::<c_int>() as u32) as usize;
+                let c = libc::CMSG_FIRSTHDR(&msg);
+                (*c).cmsg_level = libc::SOL_SOCKET;
+                (*c).cmsg_type = libc::SCM_RIGHTS;
+                (*c).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<c_int>() as u32) as usize;
+                std::ptr::write_unaligned(libc::CMSG_DATA(c).cast::<c_int>(), fd);
+            }
+            libc::sendmsg(self.fd.as_raw_fd(), &msg, 0)
+        };
         assert_eq!(n, out.len() as isize);
     }
 }
 
 /// A wire string: its length with the NUL, then the bytes padded to 4.
-fn string(s: &str) -> Vec<u32> {
+pub(crate) fn string(s: &str) -> Vec<u32> {
     let mut b = s.as_bytes().to_vec();
     b.push(0);
     let len = b.len() as u32;
@@ -122,7 +150,7 @@ fn string(s: &str) -> Vec<u32> {
         .collect()
 }
 
-fn wait_for(what: &str, mut ok: impl FnMut() -> bool) {
+pub(crate) fn wait_for(what: &str, mut ok: impl FnMut() -> bool) {
     let start = Instant::now();
     while !ok() {
         assert!(
@@ -133,9 +161,9 @@ fn wait_for(what: &str, mut ok: impl FnMut() -> bool) {
     }
 }
 
-#[test]
-fn a_scripted_compositor_gets_the_requests_its_answers_become_reports_and_its_silence_holds_nobody() {
-    let c = client();
+/// A client display on one end of a socket pair and the compositor's end, whose reads give up
+/// after 5 s.
+pub(crate) fn connect(c: &Client) -> (Server, *mut c_void) {
     let mut fds = [0; 2];
     // SAFETY: socketpair writes two descriptors into `fds`.
     assert_eq!(
@@ -167,6 +195,13 @@ fn a_scripted_compositor_gets_the_requests_its_answers_become_reports_and_its_si
     // SAFETY: the client's end, which libwayland owns from now on.
     let display = unsafe { (c.connect_to_fd)(fds[0]) };
     assert!(!display.is_null());
+    (server, display)
+}
+
+#[test]
+fn a_scripted_compositor_gets_the_requests_its_answers_become_reports_and_its_silence_holds_nobody() {
+    let c = client();
+    let (server, display) = connect(&c);
     // SAFETY: a live display, detached below before it is disconnected.
     let conn = unsafe { attach(display) }.expect("attach");
     let feed = Arc::new(DisplayFeed::default());

@@ -8,7 +8,7 @@
 //!   Wayland windows.
 
 #[cfg(test)]
-mod fake_compositor;
+pub(crate) mod fake_compositor;
 pub mod wayland_feedback;
-mod wayland_sys;
+pub(crate) mod wayland_sys;
 pub mod x11_present;

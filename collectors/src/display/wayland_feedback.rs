@@ -27,7 +27,7 @@
 //! thread (woken through an eventfd, waited for at most [`STOP_WAIT`]) and destroys every
 //! object framescope made, its queue last.
 
-use super::wayland_sys::{op, Wl, WlArgument, WlMessage, KIND_ZERO_COPY, MARSHAL_DESTROY};
+use super::wayland_sys::{op, run_queue, Wl, WlArgument, WlMessage, KIND_ZERO_COPY, MARSHAL_DESTROY};
 use framescope_core::display::{DisplayFeed, DisplayReport, DisplaySource, PresentationMode};
 use framescope_core::guard::{guarded, Site};
 use framescope_core::sync::Mutex;
@@ -528,58 +528,12 @@ impl Conn {
     }
 }
 
-/// framescope's thread: flush, wait for the socket (or the wake-up), read, dispatch our queue.
+/// framescope's thread: dispatch our queue until teardown stops it ([`super::wayland_sys::run_queue`]).
 fn run(c: &Conn) {
-    let wl = c.wl;
-    // SAFETY (this function): libwayland calls on the app's display, alive until teardown,
-    // which waits for this thread to end before the display may go.
-    let fd = unsafe { (wl.display_get_fd)(c.display) };
-    loop {
-        if c.stop.load(Ordering::Acquire) {
-            return;
-        }
-        // SAFETY: our queue on the live display; dispatches only our objects' events.
-        if unsafe { (wl.display_dispatch_queue_pending)(c.display, c.queue) } < 0 {
-            lost(c, "dispatching failed");
-            return;
-        }
-        // Our requests (registry, bind) go out; EAGAIN (a full socket) leaves them for later.
-        // SAFETY: as above.
-        unsafe { (wl.display_flush)(c.display) };
-        let mut fds = [
-            libc::pollfd {
-                fd,
-                events: libc::POLLIN,
-                revents: 0,
-            },
-            libc::pollfd {
-                fd: c.wake,
-                events: libc::POLLIN,
-                revents: 0,
-            },
-        ];
-        // SAFETY: two pollfds on our stack.
-        let n = unsafe { libc::poll(fds.as_mut_ptr(), 2, POLL_MS) };
-        if c.stop.load(Ordering::Acquire) {
-            return;
-        }
-        if n < 0 {
-            continue;
-        }
-        if fds[0].revents & (libc::POLLERR | libc::POLLHUP | libc::POLLNVAL) != 0 {
-            lost(c, "the compositor's socket closed");
-            return;
-        }
-        if fds[0].revents & libc::POLLIN != 0 {
-            // SAFETY: as above. Prepared and read at once: no read is held prepared while we
-            // wait (another thread's read_events would wait for ours).
-            unsafe {
-                if (wl.display_prepare_read_queue)(c.display, c.queue) == 0 && (wl.display_read_events)(c.display) < 0 {
-                    lost(c, "reading events failed");
-                    return;
-                }
-            }
-        }
+    // SAFETY: the app's display, alive until teardown, which waits for this thread to end
+    // before the display may go; our queue, dispatched here only.
+    if let Err(why) = unsafe { run_queue(c.wl, c.display, c.queue, c.wake, &c.stop, POLL_MS) } {
+        lost(c, why);
     }
 }
 

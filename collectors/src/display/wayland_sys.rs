@@ -1,5 +1,6 @@
-//! The few `libwayland-client` functions the `wp_presentation` source calls, looked up with
-//! `dlopen(RTLD_NOLOAD)`, and the `presentation-time` protocol's interface tables.
+//! The few `libwayland-client` functions the `wp_presentation` source and the Wayland key
+//! reader (`crate::input::wayland_keys`) call, looked up with `dlopen(RTLD_NOLOAD)`, and the
+//! `presentation-time` protocol's interface tables.
 //!
 //! Why a thin binding of our own rather than `wayland-client`: framescope must use the very
 //! libwayland the app's `wl_display` belongs to, and only when the app already loaded it
@@ -33,8 +34,16 @@ pub struct WlInterface {
     pub events: *const WlMessage,
 }
 
+/// `struct wl_array` (wayland-util.h).
+#[repr(C)]
+pub struct WlArray {
+    pub size: usize,
+    pub alloc: usize,
+    pub data: *mut c_void,
+}
+
 /// `union wl_argument` (wayland-util.h): 32-bit integers and pointers, so the size of a
-/// pointer. Only the members this module reads or writes are named.
+/// pointer. Only the members this crate reads or writes are named.
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub union WlArgument {
@@ -42,6 +51,9 @@ pub union WlArgument {
     pub i: i32,
     pub s: *const c_char,
     pub o: *mut c_void,
+    /// A file descriptor, the receiver's to close.
+    pub h: i32,
+    pub a: *mut WlArray,
 }
 
 /// `wl_dispatcher_func_t`.
@@ -81,6 +93,8 @@ pub struct Wl {
     /// displays, as Mesa's EGL does.
     pub display_interface: *const WlInterface,
     pub callback_interface: *const WlInterface,
+    pub seat_interface: *const WlInterface,
+    pub keyboard_interface: *const WlInterface,
     /// `wp_presentation` and `wp_presentation_feedback` (presentation-time.xml, version 1).
     pub presentation_interface: *const WlInterface,
     pub feedback_interface: *const WlInterface,
@@ -152,6 +166,8 @@ impl Wl {
             registry_interface: sym(c"wl_registry_interface")? as *const WlInterface,
             display_interface: sym(c"wl_display_interface")? as *const WlInterface,
             callback_interface: sym(c"wl_callback_interface")? as *const WlInterface,
+            seat_interface: sym(c"wl_seat_interface")? as *const WlInterface,
+            keyboard_interface: sym(c"wl_keyboard_interface")? as *const WlInterface,
             presentation_interface,
             feedback_interface,
         })
@@ -232,7 +248,90 @@ pub mod op {
     /// `wp_presentation_feedback` events.
     pub const FEEDBACK_PRESENTED: u32 = 1;
     pub const FEEDBACK_DISCARDED: u32 = 2;
+    /// `wl_seat.get_keyboard`, `.release` (version 5); event `capabilities`.
+    pub const SEAT_GET_KEYBOARD: u32 = 1;
+    pub const SEAT_RELEASE: u32 = 3;
+    pub const SEAT_CAPABILITIES: u32 = 0;
+    /// `wl_keyboard.release` (version 3); events `keymap`, `enter`, `leave`, `key`,
+    /// `modifiers`.
+    pub const KEYBOARD_RELEASE: u32 = 0;
+    pub const KEYBOARD_KEYMAP: u32 = 0;
+    pub const KEYBOARD_ENTER: u32 = 1;
+    pub const KEYBOARD_LEAVE: u32 = 2;
+    pub const KEYBOARD_KEY: u32 = 3;
+    pub const KEYBOARD_MODIFIERS: u32 = 4;
 }
+
+/// `wl_seat.capability.keyboard` (wayland.xml).
+pub const SEAT_KEYBOARD: u32 = 2;
+/// `wl_keyboard.keymap_format.xkb_v1` (wayland.xml).
+pub const KEYMAP_XKB_V1: u32 = 1;
 
 /// `wp_presentation_feedback.kind` bits (presentation-time.xml).
 pub const KIND_ZERO_COPY: u32 = 0x8;
+
+/// A private queue's loop on framescope's thread: dispatch the queue, flush, wait for the
+/// socket or `wake`, read. The fd is polled with a timeout, and only once it is readable is a
+/// read prepared and made straight after, so no read is held prepared while we wait (an app
+/// thread's `wl_display_read_events` would wait for ours) and a compositor that stops
+/// answering leaves this thread in `poll`, never the app. Events another reader (the app)
+/// queued for us are dispatched within `poll_ms`. `Ok` once `stop` is set; `Err` when the
+/// connection failed.
+///
+/// # Safety
+/// `display` is alive until this returns; `queue` is its queue, dispatched by this thread alone.
+pub unsafe fn run_queue(
+    wl: &Wl,
+    display: *mut c_void,
+    queue: *mut c_void,
+    wake: c_int,
+    stop: &std::sync::atomic::AtomicBool,
+    poll_ms: c_int,
+) -> Result<(), &'static str> {
+    use std::sync::atomic::Ordering;
+    // SAFETY (this function): libwayland calls on the caller's live display and queue.
+    let fd = unsafe { (wl.display_get_fd)(display) };
+    loop {
+        if stop.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        // SAFETY: as above; dispatches only our objects' events.
+        if unsafe { (wl.display_dispatch_queue_pending)(display, queue) } < 0 {
+            return Err("dispatching failed");
+        }
+        // Our requests go out; EAGAIN (a full socket) leaves them for later.
+        // SAFETY: as above.
+        unsafe { (wl.display_flush)(display) };
+        let mut fds = [
+            libc::pollfd {
+                fd,
+                events: libc::POLLIN,
+                revents: 0,
+            },
+            libc::pollfd {
+                fd: wake,
+                events: libc::POLLIN,
+                revents: 0,
+            },
+        ];
+        // SAFETY: two pollfds on our stack.
+        let n = unsafe { libc::poll(fds.as_mut_ptr(), 2, poll_ms) };
+        if stop.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        if n < 0 {
+            continue;
+        }
+        if fds[0].revents & (libc::POLLERR | libc::POLLHUP | libc::POLLNVAL) != 0 {
+            return Err("the compositor's socket closed");
+        }
+        if fds[0].revents & libc::POLLIN != 0 {
+            // SAFETY: as above; prepared and read at once.
+            unsafe {
+                if (wl.display_prepare_read_queue)(display, queue) == 0 && (wl.display_read_events)(display) < 0 {
+                    return Err("reading events failed");
+                }
+            }
+        }
+    }
+}

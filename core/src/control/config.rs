@@ -104,7 +104,7 @@ config_keys! {
     dump_toggle_key: String {
         ty: ValueType::KeyCombo,
         default: "none",
-        doc: "keys that start/stop writing frames to the dump, read from X11 like `hud_toggle_key` (also with `hud=0`); none: no key",
+        doc: "keys that start/stop writing frames to the dump, read like `hud_toggle_key` (X11, or a native Wayland window's keyboard events; also with `hud=0`); none: no key",
     },
     ctl: bool {
         ty: ValueType::Bool,
@@ -152,7 +152,7 @@ config_keys! {
     hud_toggle_key: String {
         ty: ValueType::KeyCombo,
         default: "Shift_R+F12",
-        doc: "keys that show/hide the HUD, read from X11 (XQueryKeymap) without taking input from the app, on a thread of framescope's own (a slow X server never delays a frame)",
+        doc: "keys that show/hide the HUD, read without taking input from the app, on a thread of framescope's own: from X11 (XQueryKeymap) for X11 and XWayland windows (a slow X server never delays a frame), and from the app's own keyboard events for native Wayland windows (Vulkan and EGL; while the window has keyboard focus; needs libxkbcommon)",
     },
     hud_preset: HudPreset {
         ty: ValueType::Choice(HudPreset::NAMES),
@@ -267,7 +267,7 @@ config_keys! {
     fps_limit_key: String {
         ty: ValueType::KeyCombo,
         default: "Shift_L+F1",
-        doc: "keys that switch to the next rate of `fps_limit` (read from X11 like `hud_toggle_key`); none: no key",
+        doc: "keys that switch to the next rate of `fps_limit` (read like `hud_toggle_key`: X11, or a native Wayland window's keyboard events); none: no key",
     },
     driver_counters: bool {
         ty: ValueType::Bool,

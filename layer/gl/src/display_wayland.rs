@@ -8,10 +8,13 @@
 //! `intptr_t version`, six ints, `driver_private`, two callbacks, then `surface`). Each swap of
 //! such a surface asks for feedback right before the real swap, which commits. The connection
 //! goes at `eglDestroySurface`, `eglTerminate`, or the app's `wl_display_disconnect` (exported
-//! by the shim), whichever comes first, always while the display is alive.
+//! by the shim), whichever comes first, always while the display is alive. The toggle keys'
+//! reader (`framescope_collectors::input::wayland_keys`) attaches and detaches at the same
+//! points, with or without display times.
 
 use crate::dl::{gl_hooks, real};
 use framescope_collectors::display::wayland_feedback::{self as wf, Target};
+use framescope_collectors::input::wayland_keys as wk;
 use framescope_core::guard::{guarded, Site};
 use framescope_core::sync::RwLock;
 use libc::c_void;
@@ -139,13 +142,20 @@ unsafe extern "C" fn get_platform_display_ext(platform: u32, native: *mut c_void
 /// # Safety
 /// `native` is the native window the app passed for a surface that was just created.
 unsafe fn surface_created(dpy: *mut c_void, surface: *mut c_void, native: *mut c_void) {
-    // `display_times=0`: no thread or queue of ours on the app's display.
-    if surface.is_null() || native.is_null() || !framescope_core::settings::get().display_times {
+    if surface.is_null() || native.is_null() {
         return;
     }
     let Some(wl_display) = DISPLAYS.read().iter().find(|e| e.0 == dpy as usize).map(|e| e.1) else {
         return;
     };
+    // SAFETY: the app's display, alive until eglDestroySurface, eglTerminate or
+    // wl_display_disconnect (each detaches first).
+    unsafe { wk::attach(wl_display as *mut c_void, surface as usize, dpy as usize) };
+    // `display_times=0`: no presentation thread or queue of ours on the app's display (the key
+    // reader attached above follows the toggle keys, `hotkeys::combos`, not this setting).
+    if !framescope_core::settings::get().display_times {
+        return;
+    }
     // SAFETY: on a Wayland EGL display the native window is a live wl_egl_window (EGL
     // rejects anything else); its version comes first, `surface` only from version 3.
     let w = unsafe { &*(native as *const WlEglWindow) };
@@ -236,6 +246,7 @@ unsafe extern "C" fn create_platform_window_surface_ext(
 
 unsafe extern "C" fn destroy_surface(dpy: *mut c_void, surface: *mut c_void) -> u32 {
     guarded(&SURFACE, || {
+        wk::detach(surface as usize);
         let gone = {
             let mut all = SURFACES.write();
             all.iter()
@@ -255,6 +266,7 @@ unsafe extern "C" fn destroy_surface(dpy: *mut c_void, surface: *mut c_void) -> 
 
 /// Before `eglTerminate(dpy)`: its surfaces go with it.
 pub fn before_terminate(dpy: *mut c_void) {
+    wk::detach_owner(dpy as usize);
     let gone: Vec<Arc<Surface>> = {
         let mut all = SURFACES.write();
         let mut gone = Vec::new();
@@ -280,6 +292,7 @@ pub fn before_terminate(dpy: *mut c_void) {
 unsafe extern "C" fn wl_display_disconnect(display: *mut c_void) {
     guarded(&DISPLAY, || {
         wf::close_display(display);
+        wk::close_display(display);
         SURFACES.write().retain(|e| e.1.wl_display != display as usize);
         DISPLAYS.write().retain(|e| e.1 != display as usize);
     });

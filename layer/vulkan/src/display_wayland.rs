@@ -6,11 +6,14 @@
 //! ties a swapchain to its surface and the device's frame session (its `DisplayFeed`).
 //! Each `vkQueuePresentKHR` asks for feedback on the surface right before calling down, since
 //! the driver's WSI commits the surface inside the call. `vkDestroySurfaceKHR` (which must come
-//! before the app disconnects the display) tears framescope's objects down first.
+//! before the app disconnects the display) tears framescope's objects down first. The toggle
+//! keys' reader (`framescope_collectors::input::wayland_keys`) attaches and detaches at the
+//! same points, with or without display times.
 
 use crate::dispatch::surface_fns::NextSurfaceFns;
 use ash::vk::{self, Handle};
 use framescope_collectors::display::wayland_feedback::{self as wf, Target};
+use framescope_collectors::input::wayland_keys as wk;
 use framescope_core::display::DisplayFeed;
 use framescope_core::guard::{guarded, Site};
 use framescope_core::sync::RwLock;
@@ -63,7 +66,19 @@ unsafe extern "system" fn create_wayland_surface(
     };
     // SAFETY: forwarding the app's arguments.
     let r = unsafe { f(instance, ci, alloc, out) };
-    // `display_times=0`: no thread or queue of ours on the app's display.
+    if r == vk::Result::SUCCESS && !ci.is_null() {
+        // SAFETY: success: the app's valid create info and the new surface; the display lives
+        // as long as the surface (detached at its destruction or the instance's).
+        guarded(&CREATE, || unsafe {
+            wk::attach(
+                (*ci).display,
+                (*out).as_raw() as usize,
+                crate::dispatch::registry::dispatch_key(instance.as_raw()),
+            )
+        });
+    }
+    // `display_times=0`: no presentation thread or queue of ours on the app's display (the key
+    // reader attached above follows the toggle keys, `hotkeys::combos`, not this setting).
     if r == vk::Result::SUCCESS && !ci.is_null() && framescope_core::settings::get().display_times {
         guarded(&CREATE, || {
             // SAFETY: success: the app's valid create info and the new surface.
@@ -96,6 +111,7 @@ unsafe extern "system" fn create_wayland_surface(
 /// At `vkDestroySurfaceKHR` (`hooks::surface`), before the next layer's: the app may
 /// disconnect its display right after.
 pub fn surface_destroyed(surface: vk::SurfaceKHR) {
+    wk::detach(surface.as_raw() as usize);
     let gone = SURFACES.write().as_mut().and_then(|m| m.remove(&surface.as_raw()));
     if let Some(s) = gone {
         wf::detach(s.display as *mut c_void);
@@ -104,6 +120,7 @@ pub fn surface_destroyed(surface: vk::SurfaceKHR) {
 
 /// At `vkDestroyInstance`: detaches the surfaces the app left (it must have destroyed them).
 pub fn instance_destroyed(instance_key: usize) {
+    wk::detach_owner(instance_key);
     let left: Vec<Surface> = match SURFACES.write().as_mut() {
         Some(m) => {
             let keys: Vec<u64> = m
