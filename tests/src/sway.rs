@@ -106,6 +106,29 @@ impl Sway {
         s
     }
 
+    /// sway's IPC socket (`sway-ipc.UID.PID.sock` in its runtime directory), for `swaymsg -s`;
+    /// root's `swaymsg` reaches the socket of sway running as `nobody`.
+    pub fn ipc_socket(&self) -> String {
+        let start = Instant::now();
+        loop {
+            let found = std::fs::read_dir(&self.dir).ok().and_then(|d| {
+                d.flatten().map(|e| e.path()).find(|p| {
+                    p.file_name()
+                        .is_some_and(|n| n.to_string_lossy().starts_with("sway-ipc."))
+                })
+            });
+            if let Some(p) = found {
+                return p.display().to_string();
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "sway's IPC socket did not come up within 20 s:\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// What sway wrote to its log so far.
     pub fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()

@@ -8,9 +8,8 @@
 //! An X11 vkcube in the same kind of session, through weston's XWayland, takes framescope's
 //! X11 path.
 //!
-//! Not covered here, because this headless session cannot do it: a swapchain recreated on a
-//! resize (nothing resizes a window in weston's headless output: it has no input, and neither
-//! vkcube-wayland nor our test apps ask for another size).
+//! A swapchain recreated on a resize is tested under sway (`wayland_resize.rs`): nothing
+//! resizes a window in weston's headless output.
 
 use framescope_tests::artifacts::require_program;
 use framescope_tests::dump::{self, Dump};

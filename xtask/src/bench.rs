@@ -611,6 +611,17 @@ pub fn bench_fps_only() -> Result<(), String> {
     replace_section(FPS_BEGIN, FPS_END, &section)
 }
 
+const HTML_BEGIN: &str = "<!-- report-html:begin -->\n";
+const HTML_END: &str = "<!-- report-html:end -->\n";
+
+/// `cargo xtask bench html`: `report --html` on a million-frame run and on 50 of them, in
+/// headless Chromium, replaced in docs/performance.md. Not part of the full bench: it writes
+/// 5 GB of dumps.
+pub fn bench_html_only() -> Result<(), String> {
+    let section = with_setup(super::bench_html::section)?;
+    replace_section(HTML_BEGIN, HTML_END, &section)
+}
+
 const HUD_BEGIN: &str = "<!-- hud-time:begin -->\n";
 const HUD_END: &str = "<!-- hud-time:end -->\n";
 

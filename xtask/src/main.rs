@@ -7,6 +7,7 @@ mod bench_fps;
 mod bench_gl;
 mod bench_glmark;
 mod bench_h100;
+mod bench_html;
 mod bench_hud;
 mod bench_samples;
 mod deps;
@@ -38,7 +39,9 @@ const USAGE: &str = "usage: cargo xtask <demo|test|package|bench|soak|deps|fuzz|
                 the H100 section, from the committed run of tests/device/h100-costs.sh;
                 `bench callgrind`: only vkcube's instructions per frame, printed (before/after);
                 `bench fps-limit`: only the frame limiter's pacing of vkcube at 60 and 144;
-                `bench hud`: only the HUD's time on the app's thread (vkcube, the GL test app)
+                `bench hud`: only the HUD's time on the app's thread (vkcube, the GL test app);
+                `bench html`: `report --html` on 1 and 50 runs of 1 M frames in headless
+                Chromium (writes 5 GB of dumps to the temporary directory, then removes them)
   soak          long runs of vkcube and glxgears with the HUD and samples=draw (not in `test`):
                 RSS, threads, fds and dump size sampled, results into docs/reliability.md;
                 --minutes N (30), --app vkcube|glxgears, --bare, --asan, --malloc-check
@@ -77,6 +80,7 @@ fn main() -> ExitCode {
         Some("bench") if args.get(1).map(String::as_str) == Some("callgrind") => bench::bench_callgrind_only(),
         Some("bench") if args.get(1).map(String::as_str) == Some("fps-limit") => bench::bench_fps_only(),
         Some("bench") if args.get(1).map(String::as_str) == Some("hud") => bench::bench_hud_only(),
+        Some("bench") if args.get(1).map(String::as_str) == Some("html") => bench::bench_html_only(),
         Some("bench") => bench(),
         _ => {
             eprintln!("{USAGE}");
@@ -184,6 +188,7 @@ const DRIVER_LANE_TESTS: &[&str] = &[
     "wayland_presentation",
     "wayland_apps",
     "keys_wayland",
+    "wayland_resize",
 ];
 
 /// Replaces the README's config key table (between its `config-keys` markers) with the one the
