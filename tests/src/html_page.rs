@@ -9,11 +9,17 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// A dump of `frames` frames around 10 ms (a fixed pseudo-random jitter) times `scale`, one
-/// 80 ms stutter at the middle frame, `driver` in the header.
+/// 80 ms stutter at the middle frame, `driver` in the header; two counters, a GPU load that
+/// reads 100 % at the stutter frame and about 50 % elsewhere, and a temperature rising by
+/// 1 °C every 1000 frames.
 pub fn write_dump(path: &Path, frames: u64, scale: f64, driver: &str) {
     let mut lines = vec![json!({
         "type": "header", "schema": "framescope.v1", "exe": "/usr/bin/vkcube", "api": "vulkan",
         "gpu_time": "busy", "device": {"name": "Test GPU", "driver_name": "radv", "driver_version": driver},
+        "counters": [
+            {"name": "gpu_util_pct", "unit": "%", "source": "amdgpu-sysfs", "scope": "device"},
+            {"name": "gpu_temp_c", "unit": "°C", "source": "amdgpu-sysfs", "scope": "device"},
+        ],
     })];
     let (mut t, mut x) = (1_000_000_000u64, 99u64);
     for i in 0..frames {
@@ -25,7 +31,16 @@ pub fn write_dump(path: &Path, frames: u64, scale: f64, driver: &str) {
         };
         let ft = (base as f64 * scale) as u64;
         t += ft;
-        let mut f = json!({"type": "frame", "frame": i, "t_ns": t, "cpu_frame_ns": ft, "gpu_busy_ns": ft / 2});
+        let load = if i == frames / 2 {
+            100.0
+        } else {
+            45.0 + ((x >> 40) % 10) as f64
+        };
+        let temp = 50.0 + (i / 1000) as f64;
+        let mut f = json!({
+            "type": "frame", "frame": i, "t_ns": t, "cpu_frame_ns": ft, "gpu_busy_ns": ft / 2,
+            "counters": {"gpu_util_pct": load, "gpu_temp_c": temp},
+        });
         if i == frames / 2 {
             f["stutter"] = true.into();
             f["stutter_causes"] = json!([{"cause": "pipeline_create", "ns": 60_000_000u64}]);

@@ -85,12 +85,21 @@ try:
         return evaluate(session, """(() => {
             const ch = window.framescope.frameChart;
             const cols = ch.columns[0].filter((c) => c !== null);
-            return {view: ch.view(), max: Math.max(...cols.map((c) => c[1])), columns: cols.length};
+            const cc = window.framescope.counterChart;
+            const ccols = cc ? cc.columns[0].filter((c) => c !== null) : [];
+            return {view: ch.view(), max: Math.max(...cols.map((c) => c[1])), columns: cols.length,
+                    counter_view: cc ? cc.view() : null,
+                    counter_max: ccols.length ? Math.max(...ccols.map((c) => c[1])) : null};
         })()""")
 
     # The plot area starts 56 px in and ends 12 px before the right edge (page.js's padding).
     x = rect["left"] + 56 + frac * (rect["width"] - 68)
     y = rect["top"] + rect["height"] / 2
+    # The counters' chart shows the GPU load (its select lists the counters by name).
+    evaluate(session, """(() => {
+        const s = document.querySelector('select[aria-label=counter]');
+        if (s) { s.value = 'gpu_util_pct'; s.dispatchEvent(new Event('change')); }
+    })()""")
     before = chart_state()
     send("Input.dispatchMouseEvent", {"type": "mouseMoved", "x": x, "y": y}, session)
     tip = evaluate(session, "(() => { const t = document.getElementById('tip'); return t.hidden ? null : t.textContent; })()")

@@ -3,6 +3,7 @@
 //! integral lows, P1/P0.2/P0.1), the percentile curve, the histogram, the stutter table, and
 //! the frames themselves for the interactive graphs.
 
+use super::counter_series::CounterSeries;
 use crate::frame_lines;
 use crate::report::{self, Overview};
 use crate::text::show;
@@ -45,6 +46,8 @@ struct Frames {
     stutter_count: u64,
     /// Every frame time, for the statistics (not capped).
     all_frame_ns: Vec<u64>,
+    /// Counters and sensors over the run, downsampled as they stream past.
+    counters: CounterSeries,
 }
 
 /// The frames of `path`, the `t_ns` of its first, and notes.
@@ -72,8 +75,12 @@ fn read_frames(path: &OsStr) -> Result<(Frames, Option<u64>, Vec<String>), Strin
                 }));
             }
         }
+        let t_ms = ms(t - *t0.get_or_insert(t));
+        if let Some(c) = &line.counters {
+            f.counters.add(t_ms, c.iter().map(|(k, v)| (k.as_ref(), *v)));
+        }
         f.index.push(line.frame.unwrap_or_default());
-        f.t_ms.push(ms(t - *t0.get_or_insert(t)));
+        f.t_ms.push(t_ms);
         f.frame_ms.push(line.cpu_frame_ns.map(ms));
         f.gpu_ms.push(line.gpu_busy_ns.map(ms));
         f.latency_ms.push(line.display_latency_ns.map(ms));
@@ -253,6 +260,7 @@ pub fn run(path: &OsStr, frames: bool) -> Result<Value, String> {
     });
     if frames {
         v["frames"] = graph_frames(&f);
+        v["counters"] = std::mem::take(&mut f.counters).into_json();
     }
     Ok(v)
 }

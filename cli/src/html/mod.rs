@@ -4,6 +4,7 @@
 //! is computed here, with the code `report` and `compare` use, and embedded as JSON; the
 //! page's own script (assets/) only draws it, so the page cannot disagree with the commands.
 
+mod counter_series;
 mod data;
 mod farm;
 mod page;

@@ -18,7 +18,7 @@
     for (const [k, v] of Object.entries(attrs || {})) {
       if (v === undefined || v === null) continue;
       if (k === "class") e.className = v;
-      else if (k.startsWith("data-")) e.setAttribute(k, String(v));
+      else if (k.startsWith("data-") || k.startsWith("aria-")) e.setAttribute(k, String(v));
       else e[k] = v;
     }
     for (const c of children.flat()) {
@@ -123,7 +123,8 @@
       }
       return out;
     }
-    function draw() {
+    function draw(quiet) {
+      if (!quiet && opts.onview) opts.onview(view.slice());
       const [w, h] = size();
       const cols = Math.max(1, Math.floor(w - pad.l - pad.r));
       ctx.clearRect(0, 0, w, h);
@@ -177,6 +178,12 @@
       draw();
     };
     self.reset = function () { view = full.slice(); draw(); };
+    // Another chart's view, shown here without telling anyone (charts on one time axis).
+    self.setView = function (v) {
+      view = [Math.max(full[0], v[0]), Math.min(full[1], v[1])];
+      if (!(view[1] > view[0])) view = full.slice();
+      draw(true);
+    };
     canvas.addEventListener("wheel", (e) => {
       e.preventDefault();
       self.zoom(xAt(e.offsetX), e.deltaY < 0 ? 0.8 : 1.25);
@@ -202,8 +209,8 @@
       tip.textContent = text; tip.hidden = false;
       tip.style.left = (e.clientX + 14) + "px"; tip.style.top = (e.clientY + 14) + "px";
     });
-    window.addEventListener("resize", draw);
-    draw();
+    window.addEventListener("resize", () => draw(true));
+    draw(true);
     return self;
   }
 
@@ -341,13 +348,69 @@
       chart = Chart(box, s, {
         xfmt: (v) => fmt(v / 1000, 2) + " s", ylabel: fps ? "fps" : "ms", marks,
         hover: (x) => runs.map((r) => frameText(r, x)).filter(Boolean).join("\n\n"),
+        onview: (v) => timeAxis.moved(chart, v),
       });
+      timeAxis.join(() => chart);
       box.append(legend(s.map((x) => [x.name, x.color])));
       window.framescope.frameChart = chart;
     }
     toggle.addEventListener("click", () => { fps = !fps; toggle.textContent = fps ? "show frame time" : "show FPS"; build(); });
     reset.addEventListener("click", () => chart.reset());
     build();
+  }
+
+  // Charts over the run's time share one axis: zooming or panning one moves the others.
+  const timeAxis = {
+    charts: [],
+    join(get) { this.charts.push(get); },
+    moved(from, v) {
+      for (const get of this.charts) { const c = get(); if (c && c !== from) c.setView(v); }
+    },
+  };
+
+  // A counter's or sensor's values over the run, on the frame chart's time axis: per point the
+  // least and greatest value over its frames (every frame's in a short run).
+  function counterCharts(main, runs) {
+    const names = [...new Set(runs.flatMap((r) => Object.keys(get(r, "counters.series") || {})))].sort();
+    if (!names.length) return;
+    const units = {};
+    for (const r of runs) for (const c of get(r, "header.counters") || []) units[c.name] = c.unit;
+    const label = (n) => (units[n] ? n + " (" + units[n] + ")" : n);
+    const [h, box] = chartBox("Counters and sensors over the run");
+    const pick = el("select", { "aria-label": "counter" }, names.map((n) => el("option", { value: n }, label(n))));
+    main.append(h, el("div", { class: "controls" }, pick, "the same time axis as the frame times: zoom either"), box);
+    let chart;
+    function build() {
+      const name = pick.value;
+      const series = runs.map((r, i) => {
+        const c = get(r, "counters.series." + name) || { t_ms: [], min: [], max: [] };
+        return { x: c.t_ms, y: c.max, ymin: c.min, color: COLORS[i % COLORS.length], name: r.name + " " + label(name) };
+      }).filter((sr) => sr.x.length);
+      box.replaceChildren();
+      const old = chart;
+      chart = Chart(box, series, {
+        xfmt: (v) => fmt(v / 1000, 2) + " s", ylabel: units[name] || "",
+        hover: (x) => series.map((sr) => {
+          let i = lowerBound(sr.x, x);
+          if (i >= sr.x.length) i = sr.x.length - 1;
+          if (i > 0 && x - sr.x[i - 1] < sr.x[i] - x) i -= 1;
+          const v = sr.ymin[i] === sr.y[i] ? fmt(sr.y[i], 3) : fmt(sr.ymin[i], 3) + " – " + fmt(sr.y[i], 3);
+          return sr.name + "\nt " + fmt(sr.x[i] / 1000, 3) + " s\n" + v;
+        }).join("\n\n"),
+        onview: (v) => timeAxis.moved(chart, v),
+      });
+      if (old) { const f = window.framescope.frameChart; if (f) chart.setView(f.view()); }
+      box.append(legend(series.map((sr) => [sr.name, sr.color])));
+      window.framescope.counterChart = chart;
+    }
+    pick.addEventListener("change", build);
+    build();
+    timeAxis.join(() => chart);
+    const spans = runs.map((r) => get(r, "counters.per_point") || 1);
+    if (spans.some((k) => k > 1)) {
+      main.append(el("p", { class: "note" }, "Each point is the least and greatest value over about " +
+        Math.max(...spans) + " frames."));
+    }
   }
 
   function distributionCharts(main, runs) {
@@ -469,6 +532,7 @@
       main.append(el("h2", {}, "What ran"), whatRan(runs));
       main.append(el("h2", {}, "Summary (computed from every frame)"), summaryTable(runs));
       frameCharts(main, runs);
+      counterCharts(main, runs);
       distributionCharts(main, runs);
       if (runs.length === 1) runDetails(main, runs[0]);
       notes(main, runs);
