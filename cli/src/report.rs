@@ -151,6 +151,9 @@ struct SampleFields {
     params: Option<ParamFields>,
     stats: Option<std::collections::BTreeMap<String, u64>>,
     driver_counters: Option<DriverFields>,
+    /// The sample's own attributed counters (NVIDIA PM sampling over its GPU span).
+    #[serde(default)]
+    counters: Option<std::collections::BTreeMap<String, Option<f64>>>,
 }
 
 #[derive(Deserialize)]
@@ -248,6 +251,8 @@ struct Dump {
     ignored_regions: u64,
     /// Driver counters of render-pass samples by (label path, counter): samples, sum.
     pass_driver: std::collections::BTreeMap<(String, String), (u64, f64)>,
+    /// The same of the samples' own attributed counters (PM sampling's per-pass values).
+    pass_attributed: std::collections::BTreeMap<(String, String), (u64, f64)>,
     /// Frame indices missing between consecutive frame records (lost frames).
     gaps: u64,
     truncated_last_line: bool,
@@ -407,17 +412,10 @@ impl Dump {
     fn region_sample(&mut self, scope: String, s: SampleFields) {
         // Render passes (Vulkan) and top-level debug groups (GL's driver counters).
         if !s.overwritten && s.label.len() <= MAX_LABEL_PATH {
-            for (name, v) in s.driver_counters.iter().flat_map(|d| &d.counters) {
-                let Some(v) = v.filter(|v| v.is_finite()) else { continue };
-                let key = (s.label.clone(), name.clone());
-                if self.pass_driver.len() >= MAX_COUNTERS * 16 && !self.pass_driver.contains_key(&key) {
-                    self.ignored_regions += 1;
-                    continue;
-                }
-                let e = self.pass_driver.entry(key).or_default();
-                e.0 += 1;
-                e.1 += v;
-            }
+            let driver = s.driver_counters.iter().flat_map(|d| &d.counters);
+            self.ignored_regions += add_pass_values(&mut self.pass_driver, &s.label, driver);
+            let attributed = s.counters.iter().flatten();
+            self.ignored_regions += add_pass_values(&mut self.pass_attributed, &s.label, attributed);
         }
         let Some(ns) = s.gpu_ns.filter(|_| !s.overwritten) else {
             return;
@@ -637,7 +635,7 @@ fn render(path: &OsStr, d: &Dump, rec: &SummaryRecord, notes: &[String], all: bo
         out.push('\n');
     }
     out.push_str(&regions_table(d));
-    out.push_str(&pass_driver_table(d));
+    out.push_str(&pass_counter_tables(d));
     if !s.draws_top.is_empty() {
         out.push_str(&draws_table(s));
     }
@@ -691,15 +689,50 @@ fn regions_table(d: &Dump) -> String {
     out
 }
 
-/// Driver counters' means per render pass or debug group.
-fn pass_driver_table(d: &Dump) -> String {
+/// Adds one pass's counter values to `map` (by label path and counter: passes, sum); the
+/// values left out because the map is full.
+fn add_pass_values<'a>(
+    map: &mut std::collections::BTreeMap<(String, String), (u64, f64)>,
+    label: &str,
+    values: impl Iterator<Item = (&'a String, &'a Option<f64>)>,
+) -> u64 {
+    let mut ignored = 0;
+    for (name, v) in values {
+        let Some(v) = v.filter(|v| v.is_finite()) else { continue };
+        let key = (label.to_owned(), name.clone());
+        if map.len() >= MAX_COUNTERS * 16 && !map.contains_key(&key) {
+            ignored += 1;
+            continue;
+        }
+        let e = map.entry(key).or_default();
+        e.0 += 1;
+        e.1 += v;
+    }
+    ignored
+}
+
+/// Counter means per render pass or debug group, driver counters then attributed ones.
+fn pass_counter_tables(d: &Dump) -> String {
+    let mut out = pass_counter_table(
+        &d.pass_driver,
+        "driver counters by render pass or debug group (means over those that carried each)",
+    );
+    out.push_str(&pass_counter_table(
+        &d.pass_attributed,
+        "hardware counters by render pass, attributed by GPU time (means over those that carried each)",
+    ));
+    out
+}
+
+/// One table of [`pass_counter_tables`].
+fn pass_counter_table(map: &std::collections::BTreeMap<(String, String), (u64, f64)>, title: &str) -> String {
     let mut out = String::new();
-    if !d.pass_driver.is_empty() {
+    if !map.is_empty() {
         out.push_str(&format!(
-            "  driver counters by render pass or debug group (means over those that carried each)\n  {:<36}{:<26}{:>14}{:>9}\n",
+            "  {title}\n  {:<36}{:<26}{:>14}{:>9}\n",
             "label", "counter", "mean", "passes"
         ));
-        for ((label, name), (n, sum)) in d.pass_driver.iter().take(PASS_DRIVER_SHOWN) {
+        for ((label, name), (n, sum)) in map.iter().take(PASS_DRIVER_SHOWN) {
             let label = if label.is_empty() {
                 "-".to_string()
             } else {
@@ -713,8 +746,8 @@ fn pass_driver_table(d: &Dump) -> String {
                 n
             ));
         }
-        if d.pass_driver.len() > PASS_DRIVER_SHOWN {
-            out.push_str(&format!("  ... and {} more\n", d.pass_driver.len() - PASS_DRIVER_SHOWN));
+        if map.len() > PASS_DRIVER_SHOWN {
+            out.push_str(&format!("  ... and {} more\n", map.len() - PASS_DRIVER_SHOWN));
         }
         out.push('\n');
     }
@@ -1012,6 +1045,9 @@ pub struct Overview {
     pub header: serde_json::Value,
     /// `mark` records: `{t_ns, frame, label}`.
     pub marks: Vec<serde_json::Value>,
+    /// Counter means per render pass or debug group: `{label, counter, source, mean, passes}`,
+    /// `source` `driver` (the driver's counters) or `attributed` (PM sampling's per pass).
+    pub pass_counters: Vec<serde_json::Value>,
     pub notes: Vec<String>,
 }
 
@@ -1029,10 +1065,22 @@ pub fn overview(path: &OsStr) -> Result<Overview, String> {
         .iter()
         .map(|m| serde_json::json!({"t_ns": m.t_ns, "frame": m.frame, "label": m.label}))
         .collect();
+    let pass_counters = [("driver", &d.pass_driver), ("attributed", &d.pass_attributed)]
+        .into_iter()
+        .flat_map(|(source, map)| {
+            map.iter().map(move |((label, counter), (n, sum))| {
+                serde_json::json!({
+                    "label": label, "counter": counter, "source": source,
+                    "mean": sum / (*n).max(1) as f64, "passes": n,
+                })
+            })
+        })
+        .collect();
     Ok(Overview {
         summary: json_value(&rec, &d.regions_by_time(REGIONS_IN_PAGE), None),
         header: d.header_raw.clone().unwrap_or_default(),
         marks,
+        pass_counters,
         notes,
     })
 }
@@ -1073,6 +1121,31 @@ mod tests {
 
     fn read(s: &[u8]) -> Dump {
         read_dump(s).unwrap()
+    }
+
+    #[test]
+    fn per_pass_counters_are_averaged_by_label_for_the_driver_and_attributed_ones() {
+        let frame = |i: u64, dc: f64, pm: f64| {
+            format!(
+                r#"{{"type":"frame","frame":{i},"t_ns":{},"samples":[{{"scope":"renderpass","label":"Main","gpu_ns":1000,"driver_counters":{{"group":0,"reused":false,"counters":{{"VS invocations":{dc}}}}},"counters":{{"pm_sm_active_pct":{pm}}}}},{{"scope":"renderpass","label":"Main","gpu_ns":1000,"overwritten":true,"counters":{{"pm_sm_active_pct":1000}}}}]}}"#,
+                i * 1000 + 5
+            )
+        };
+        let text = format!("{}\n{}\n", frame(0, 10.0, 40.0), frame(1, 30.0, 60.0));
+        let d = read(text.as_bytes());
+        assert_eq!(d.pass_driver[&("Main".into(), "VS invocations".into())], (2, 40.0));
+        // The overwritten sample's values are not the pass's.
+        assert_eq!(
+            d.pass_attributed[&("Main".into(), "pm_sm_active_pct".into())],
+            (2, 100.0)
+        );
+        let tables = pass_counter_tables(&d);
+        assert!(tables.contains("driver counters by render pass"), "{tables}");
+        assert!(
+            tables.contains("hardware counters by render pass, attributed by GPU time"),
+            "{tables}"
+        );
+        assert!(tables.contains("pm_sm_active_pct"), "{tables}");
     }
 
     #[test]

@@ -19,6 +19,8 @@ pub const MAX_FRAMES_IN_PAGE: usize = 20_000;
 /// Points of a longer run's graphs: about a wide screen's pixel columns, so a graph drawn
 /// whole loses nothing it could show.
 pub const BUCKETS: usize = 4096;
+/// Rows of the per-pass counter table (render pass or label, counter).
+const PASS_COUNTERS_IN_PAGE: usize = 2000;
 /// Stutter frames listed; the rest are counted.
 const STUTTERS_SHOWN: usize = 500;
 /// Points of the percentile curve.
@@ -238,8 +240,17 @@ pub fn run(path: &OsStr, frames: bool) -> Result<Value, String> {
         summary,
         header,
         marks,
+        mut pass_counters,
         mut notes,
     } = report::overview(path)?;
+    if pass_counters.len() > PASS_COUNTERS_IN_PAGE {
+        notes.push(format!(
+            "'{}': the per-pass counter table lists {PASS_COUNTERS_IN_PAGE} of its {} rows",
+            show(path),
+            pass_counters.len()
+        ));
+        pass_counters.truncate(PASS_COUNTERS_IN_PAGE);
+    }
     let (mut f, t0, frame_notes) = read_frames(path)?;
     notes.extend(frame_notes);
     f.all_frame_ns.sort_unstable();
@@ -256,6 +267,7 @@ pub fn run(path: &OsStr, frames: bool) -> Result<Value, String> {
         "stutters": f.stutters,
         "stutter_count": f.stutter_count,
         "marks": marks,
+        "pass_counters": pass_counters,
         "notes": notes,
     });
     if frames {

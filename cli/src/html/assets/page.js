@@ -458,6 +458,20 @@
         { title: "mean (ms)", num: true, value: (g) => g.total_ns / 1e6 / Math.max(1, g.samples), render: (v) => fmt(v, 4) },
       ], regions, { sortable: true, class: "regions" }));
     } else main.append(el("p", {}, "no region samples in this dump (config samples=renderpass or labels)."));
+    const passCounters = r.pass_counters || [];
+    if (passCounters.length) {
+      const units = {};
+      for (const c of get(r, "header.counters") || []) units[c.name] = c.unit;
+      main.append(el("h2", {}, "Counters by render pass or label region"),
+        el("p", { class: "def" }, "Means over the passes that carried each: the driver's counters (driver_counters=1) and hardware counters attributed by GPU time (NVIDIA PM sampling, passes of at least 4 sampling intervals)."),
+        table([
+          { title: "label", value: (c) => c.label || "–" },
+          { title: "counter", value: (c) => c.counter + (units[c.counter] ? " (" + units[c.counter] + ")" : "") },
+          { title: "source", value: (c) => c.source },
+          { title: "mean", num: true, value: (c) => c.mean, render: (v) => fmt(v, 3) },
+          { title: "passes", num: true, value: (c) => c.passes },
+        ], passCounters, { sortable: true, class: "pass-counters" }));
+    }
     const draws = r.summary.draws_top || [];
     if (draws.length) {
       main.append(el("h2", {}, "Draws by GPU time"), table([
