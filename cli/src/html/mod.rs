@@ -50,19 +50,33 @@ fn view_of(paths: &[OsString]) -> Result<View, String> {
     }
 }
 
-/// Each dump after the first against the first, as `compare BASE NEW` judges it.
+/// Each dump after the first against the first, as `compare BASE NEW` judges it. The pairs
+/// are independent (each bootstrap seeds its own generator), so they run on every core: on
+/// million-frame runs a pair's bootstrap takes seconds.
 fn comparisons(paths: &[OsString]) -> Vec<Value> {
     let base = &paths[0];
-    paths[1..]
-        .iter()
-        .map(|new| {
-            let names = json!({"base": data::name_of(base), "new": data::name_of(new)});
-            match crate::compare::default_json(base, new) {
-                Ok((result, exit)) => json!({"runs": names, "result": result, "exit": exit}),
-                Err(e) => json!({"runs": names, "error": e, "exit": 2}),
-            }
-        })
-        .collect()
+    let one = |new: &OsString| {
+        let names = json!({"base": data::name_of(base), "new": data::name_of(new)});
+        match crate::compare::default_json(base, new) {
+            Ok((result, exit)) => json!({"runs": names, "result": result, "exit": exit}),
+            Err(e) => json!({"runs": names, "error": e, "exit": 2}),
+        }
+    };
+    let news = &paths[1..];
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(news.len().max(1));
+    let chunk = news.len().div_ceil(threads).max(1);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = news
+            .chunks(chunk)
+            .map(|part| s.spawn(move || part.iter().map(one).collect::<Vec<_>>()))
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    })
 }
 
 /// The page's data for `view`.
