@@ -27,7 +27,9 @@
 //! thread (woken through an eventfd, waited for at most [`STOP_WAIT`]) and destroys every
 //! object framescope made, its queue last.
 
-use super::wayland_sys::{op, run_queue, Wl, WlArgument, WlMessage, KIND_ZERO_COPY, MARSHAL_DESTROY};
+use super::wayland_sys::{
+    op, private_queue, run_queue, PrivateQueue, Wl, WlArgument, WlMessage, KIND_ZERO_COPY, MARSHAL_DESTROY,
+};
 use framescope_core::display::{DisplayFeed, DisplayReport, DisplaySource, PresentationMode};
 use framescope_core::guard::{guarded, Site};
 use framescope_core::sync::Mutex;
@@ -445,25 +447,7 @@ unsafe fn connect(wl: &'static Wl, display: *mut c_void) -> Result<Arc<Conn>, St
     // SAFETY (this block): libwayland calls on the app's live display and on the objects made
     // from it here; each is checked before use.
     unsafe {
-        if (wl.display_get_error)(display) != 0 {
-            return Err("the wl_display has an error".into());
-        }
-        let queue = (wl.display_create_queue)(display);
-        if queue.is_null() {
-            return Err("wl_display_create_queue failed".into());
-        }
-        let wrapper = (wl.proxy_create_wrapper)(display);
-        if wrapper.is_null() {
-            (wl.event_queue_destroy)(queue);
-            return Err("wl_proxy_create_wrapper failed".into());
-        }
-        (wl.proxy_set_queue)(wrapper, queue);
-        let wake = libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK);
-        if wake < 0 {
-            (wl.proxy_wrapper_destroy)(wrapper);
-            (wl.event_queue_destroy)(queue);
-            return Err("eventfd failed".into());
-        }
+        let PrivateQueue { queue, wrapper, wake } = private_queue(wl, display)?;
         let (tx, rx) = mpsc::sync_channel(1);
         let conn = Arc::new(Conn {
             wl,

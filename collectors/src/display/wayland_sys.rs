@@ -106,7 +106,7 @@ unsafe impl Send for Wl {}
 // SAFETY: as above.
 unsafe impl Sync for Wl {}
 
-static WL: OnceLock<Result<Wl, String>> = OnceLock::new();
+static WL: OnceLock<Wl> = OnceLock::new();
 
 /// A C string that lives for the process.
 fn leak_str(s: &CStr) -> *const c_char {
@@ -114,10 +114,16 @@ fn leak_str(s: &CStr) -> *const c_char {
 }
 
 impl Wl {
-    /// The process's libwayland-client, looked up once; `Err` when the process has not loaded
-    /// it (then it has no Wayland connection to watch) or a symbol is missing (older than 1.20).
-    pub fn get() -> Result<&'static Wl, &'static str> {
-        WL.get_or_init(Wl::load).as_ref().map_err(String::as_str)
+    /// The process's libwayland-client, looked up once found; `Err` when the process has not
+    /// loaded it (then it has no Wayland connection to watch) or a symbol is missing (older
+    /// than 1.20). A failure is not kept: a process may load the library after a first look
+    /// (an app that opens its Wayland window after an X11 or headless start).
+    pub fn get() -> Result<&'static Wl, String> {
+        if let Some(w) = WL.get() {
+            return Ok(w);
+        }
+        let w = Wl::load()?;
+        Ok(WL.get_or_init(|| w))
     }
 
     fn load() -> Result<Wl, String> {
@@ -269,6 +275,46 @@ pub const KEYMAP_XKB_V1: u32 = 1;
 
 /// `wp_presentation_feedback.kind` bits (presentation-time.xml).
 pub const KIND_ZERO_COPY: u32 = 0x8;
+
+/// A private event queue on the app's display, for the objects framescope makes there: the
+/// queue, a display wrapper on it (requests made through the wrapper put the new objects'
+/// events on the queue, never on the app's), and an eventfd that wakes [`run_queue`].
+pub struct PrivateQueue {
+    pub queue: *mut c_void,
+    pub wrapper: *mut c_void,
+    pub wake: c_int,
+}
+
+/// Makes a [`PrivateQueue`] on `display`; on failure, what was made is undone.
+///
+/// # Safety
+/// `display` is a live `wl_display` of `wl`'s library.
+pub unsafe fn private_queue(wl: &Wl, display: *mut c_void) -> Result<PrivateQueue, String> {
+    // SAFETY (this function): libwayland calls on the caller's live display and on the
+    // objects made from it here; each is checked before use.
+    unsafe {
+        if (wl.display_get_error)(display) != 0 {
+            return Err("the wl_display has an error".into());
+        }
+        let queue = (wl.display_create_queue)(display);
+        if queue.is_null() {
+            return Err("wl_display_create_queue failed".into());
+        }
+        let wrapper = (wl.proxy_create_wrapper)(display);
+        if wrapper.is_null() {
+            (wl.event_queue_destroy)(queue);
+            return Err("wl_proxy_create_wrapper failed".into());
+        }
+        (wl.proxy_set_queue)(wrapper, queue);
+        let wake = libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK);
+        if wake < 0 {
+            (wl.proxy_wrapper_destroy)(wrapper);
+            (wl.event_queue_destroy)(queue);
+            return Err("eventfd failed".into());
+        }
+        Ok(PrivateQueue { queue, wrapper, wake })
+    }
+}
 
 /// A private queue's loop on framescope's thread: dispatch the queue, flush, wait for the
 /// socket or `wake`, read. The fd is polled with a timeout, and only once it is readable is a

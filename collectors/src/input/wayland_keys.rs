@@ -27,7 +27,8 @@
 
 use super::xkb::{self, Context, Keymap, Xkb};
 use crate::display::wayland_sys::{
-    op, run_queue, Wl, WlArgument, WlMessage, KEYMAP_XKB_V1, MARSHAL_DESTROY, SEAT_KEYBOARD,
+    op, private_queue, run_queue, PrivateQueue, Wl, WlArgument, WlMessage, KEYMAP_XKB_V1, MARSHAL_DESTROY,
+    SEAT_KEYBOARD,
 };
 use framescope_core::guard::{guarded, Site};
 use framescope_core::sync::Mutex;
@@ -406,25 +407,7 @@ unsafe fn connect(
     // SAFETY (this block): libwayland calls on the app's live display and on the objects made
     // from it here; each is checked before use.
     let (conn, tx) = unsafe {
-        if (wl.display_get_error)(display) != 0 {
-            return Err("the wl_display has an error".into());
-        }
-        let queue = (wl.display_create_queue)(display);
-        if queue.is_null() {
-            return Err("wl_display_create_queue failed".into());
-        }
-        let wrapper = (wl.proxy_create_wrapper)(display);
-        if wrapper.is_null() {
-            (wl.event_queue_destroy)(queue);
-            return Err("wl_proxy_create_wrapper failed".into());
-        }
-        (wl.proxy_set_queue)(wrapper, queue);
-        let wake = libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK);
-        if wake < 0 {
-            (wl.proxy_wrapper_destroy)(wrapper);
-            (wl.event_queue_destroy)(queue);
-            return Err("eventfd failed".into());
-        }
+        let PrivateQueue { queue, wrapper, wake } = private_queue(wl, display)?;
         let (tx, rx) = mpsc::sync_channel(1);
         let conn = Arc::new(Conn {
             wl,
