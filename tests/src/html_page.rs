@@ -70,6 +70,21 @@ pub fn framescope(args: &[&str]) -> (i32, String) {
     )
 }
 
+/// A run page of `frames` frames written under `dir` by `report --html`, and `report --json`'s
+/// object for the same dump (the numbers the page must show).
+pub fn run_page(dir: &Path, frames: u64) -> (PathBuf, serde_json::Value) {
+    let dump = dir.join("run.jsonl");
+    write_dump(&dump, frames, 1.0, "24.1.3");
+    let page = dir.join("run.html");
+    assert_eq!(
+        framescope(&["report", "--html", page.to_str().unwrap(), dump.to_str().unwrap()]).0,
+        0
+    );
+    let (code, out) = framescope(&["report", "--json", dump.to_str().unwrap()]);
+    assert_eq!(code, 0);
+    (page, serde_json::from_str(out.trim()).unwrap())
+}
+
 /// The `data-value` of the first element with `data-key="key"` in `dom`.
 pub fn value_of(dom: &str, key: &str) -> f64 {
     let at = dom

@@ -4,7 +4,9 @@
 //! page's own file, lays out `report --json`'s numbers, shows `compare`'s verdict, and draws.
 
 use framescope_tests::artifacts::require_program;
-use framescope_tests::html_page::{assert_drawn, assert_rendered, framescope, temp_dir, value_of, write_dump};
+use framescope_tests::html_page::{
+    assert_drawn, assert_rendered, framescope, run_page, temp_dir, value_of, write_dump,
+};
 use serde_json::Value;
 use std::path::Path;
 use std::process::Command;
@@ -48,16 +50,7 @@ fn firefox(page: &Path, shot: &Path) -> Value {
 #[test]
 fn a_run_page_shows_report_jsons_numbers_in_firefox() {
     let dir = temp_dir("firefox-run");
-    let dump = dir.join("run.jsonl");
-    write_dump(&dump, 5000, 1.0, "24.1.3");
-    let page = dir.join("run.html");
-    assert_eq!(
-        framescope(&["report", "--html", page.to_str().unwrap(), dump.to_str().unwrap()]).0,
-        0
-    );
-    let (code, out) = framescope(&["report", "--json", dump.to_str().unwrap()]);
-    assert_eq!(code, 0);
-    let json: Value = serde_json::from_str(out.trim()).unwrap();
+    let (page, json) = run_page(&dir, 5000);
     let shot = dir.join("run.png");
     let v = firefox(&page, &shot);
     let dom = v["dom"].as_str().unwrap();

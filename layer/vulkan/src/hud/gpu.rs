@@ -128,17 +128,9 @@ impl Gpu {
         }
         let rp = composite_render_pass(d, format)?;
         let vi = vk::PipelineVertexInputStateCreateInfo::default();
-        let blend = vk::PipelineColorBlendAttachmentState::default()
-            .blend_enable(true)
-            .src_color_blend_factor(vk::BlendFactor::ONE)
-            .dst_color_blend_factor(vk::BlendFactor::ONE_MINUS_SRC_ALPHA)
-            .color_blend_op(vk::BlendOp::ADD)
-            .src_alpha_blend_factor(vk::BlendFactor::ONE)
-            .dst_alpha_blend_factor(vk::BlendFactor::ONE_MINUS_SRC_ALPHA)
-            .alpha_blend_op(vk::BlendOp::ADD)
-            // Premultiplied blending on all four channels, as llvmpipe's blit fast path
-            // requires; an opaque target's alpha stays 1 (a + 1 - a).
-            .color_write_mask(vk::ColorComponentFlags::RGBA);
+        // Premultiplied blending on all four channels, as llvmpipe's blit fast path requires;
+        // an opaque target's alpha stays 1 (a + 1 - a).
+        let blend = over(vk::BlendFactor::ONE);
         // Constant 0 of composite.frag: whether the target encodes sRGB on write.
         let srgb = vk::Bool32::from(is_srgb(format)).to_ne_bytes();
         let entries = [vk::SpecializationMapEntry {
@@ -233,15 +225,8 @@ fn content_pipeline(
     let vi = vk::PipelineVertexInputStateCreateInfo::default()
         .vertex_binding_descriptions(&bindings)
         .vertex_attribute_descriptions(&attrs);
-    let blend = vk::PipelineColorBlendAttachmentState::default()
-        .blend_enable(true)
-        .src_color_blend_factor(vk::BlendFactor::SRC_ALPHA)
-        .dst_color_blend_factor(vk::BlendFactor::ONE_MINUS_SRC_ALPHA)
-        .color_blend_op(vk::BlendOp::ADD)
-        .src_alpha_blend_factor(vk::BlendFactor::ONE)
-        .dst_alpha_blend_factor(vk::BlendFactor::ONE_MINUS_SRC_ALPHA)
-        .alpha_blend_op(vk::BlendOp::ADD)
-        .color_write_mask(vk::ColorComponentFlags::RGBA);
+    // ImGui's colours are straight alpha: the cached image ends up premultiplied.
+    let blend = over(vk::BlendFactor::SRC_ALPHA);
     pipeline(
         d,
         PipelineShape {
@@ -254,6 +239,19 @@ fn content_pipeline(
             fs_spec: None,
         },
     )
+}
+
+/// "Over" blending of all four channels, the source's colour scaled by `src_color`.
+fn over(src_color: vk::BlendFactor) -> vk::PipelineColorBlendAttachmentState {
+    vk::PipelineColorBlendAttachmentState::default()
+        .blend_enable(true)
+        .src_color_blend_factor(src_color)
+        .dst_color_blend_factor(vk::BlendFactor::ONE_MINUS_SRC_ALPHA)
+        .color_blend_op(vk::BlendOp::ADD)
+        .src_alpha_blend_factor(vk::BlendFactor::ONE)
+        .dst_alpha_blend_factor(vk::BlendFactor::ONE_MINUS_SRC_ALPHA)
+        .alpha_blend_op(vk::BlendOp::ADD)
+        .color_write_mask(vk::ColorComponentFlags::RGBA)
 }
 
 /// What differs between the HUD's two pipelines.
