@@ -67,6 +67,10 @@ pub struct Args {
     /// config keys as in FRAMESCOPE_CONFIG, after its own (text)
     #[arg(long, value_name = "KEY=VALUE,...", value_parser = crate::usage::text())]
     pub config: Option<String>,
+    /// a name for the run in the dump header (config key `label`): a driver build, a CI job;
+    /// `report --html`'s farm view groups by it
+    #[arg(long, value_name = "TEXT", value_parser = label)]
+    pub label: Option<String>,
     /// NVIDIA PM counters: start `framescope gpu-sampler` in the background for as long as
     /// the app runs (needs CUPTI and, by default, root)
     #[arg(long)]
@@ -94,16 +98,34 @@ pub fn after_long_help() -> String {
     s
 }
 
+/// `--label`'s value: what config key `label` takes, and no `,` (which ends a value there).
+fn label(raw: &str) -> Result<String, String> {
+    let max = framescope_core::config::LABEL_MAX;
+    if raw.len() > max || raw.chars().any(|c| c.is_control() || c == ',') || raw.is_empty() {
+        return Err(format!(
+            "a label is 1 to {max} bytes of text without control characters or commas"
+        ));
+    }
+    Ok(raw.to_string())
+}
+
 pub fn main(args: Args) -> i32 {
     let Args {
         dump,
         config,
+        label,
         pm,
         pm_metrics,
         command,
     } = args;
     let Some((cmd, cmd_args)) = command.split_first() else {
         return crate::usage::usage_error::<Args>("run", "framescope run: no CMD given");
+    };
+    // After --config's keys, so --label wins over a `label` there.
+    let config = match (config, label) {
+        (c, None) => c,
+        (None, Some(l)) => Some(format!("label={l}")),
+        (Some(c), Some(l)) => Some(format!("{c},label={l}")),
     };
     if let Some(line) = nested_line(
         std::env::var_os(RUN_ENABLE).as_deref(),

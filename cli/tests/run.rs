@@ -444,3 +444,35 @@ fn pm_without_cupti_says_why_and_the_app_runs_as_without_it() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
 }
+
+/// `--label` reaches the app as config key `label`, after `--config`'s keys (so it wins), and a
+/// value the config could not hold is refused with one line before the app starts.
+#[test]
+fn a_label_goes_to_the_apps_config_and_a_bad_one_is_refused() {
+    let s = Scratch::new("label");
+    let print = ["sh", "-c", "printf %s \"$FRAMESCOPE_CONFIG\""];
+    let mut args = vec![
+        os("run"),
+        os("--config"),
+        os("hud=0,label=old"),
+        os("--label"),
+        os("nightly 1234 (é)"),
+        os("--"),
+    ];
+    args.extend(print.iter().map(|a| os(a)));
+    let out = s.command(&args, &[]).output().unwrap();
+    assert!(out.status.success(), "{}", describe(&out));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "hud=0,label=old,label=nightly 1234 (é)"
+    );
+    for bad in ["a,b", "", "tab\there"] {
+        let mut args = vec![os("run"), os("--label"), os(bad), os("--")];
+        args.extend(print.iter().map(|a| os(a)));
+        let out = s.command(&args, &[]).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{bad:?}: {}", describe(&out));
+        assert!(out.stdout.is_empty(), "{bad:?}: the app ran");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("a label is 1 to 128 bytes"), "{bad:?}: {err}");
+    }
+}

@@ -13,7 +13,7 @@ const OUTLIER_SHARE: f64 = 0.10;
 const OUTLIER_MIN_RUNS: usize = 3;
 
 /// The header value runs are grouped by: `driver` (its info string, else its version), `device`,
-/// or a dotted path into the header (`config.samples`, `exe`).
+/// `label` (`run --label`), or a dotted path into the header (`config.samples`, `exe`).
 fn group_key(header: &Value, field: &str) -> String {
     let text = |v: &Value| match v {
         Value::Null => None,
@@ -26,6 +26,8 @@ fn group_key(header: &Value, field: &str) -> String {
         // files group runs alike.
         "driver" => at("device.driver_info").or_else(|| at("device.driver_version")),
         "device" => at("device.name"),
+        // `framescope run --label`, kept in the header's config.
+        "label" => at("config.label").filter(|l| !l.is_empty()),
         path => at(path),
     };
     key.map_or_else(|| "(none)".into(), |k| k.trim().to_string())
@@ -129,6 +131,11 @@ mod tests {
         assert_eq!(group_key(&h, "device"), "RX");
         assert_eq!(group_key(&h, "config.samples"), "off");
         assert_eq!(group_key(&h, "exe"), "(none)");
+        // `run --label`; a run without one (the key's default, empty) is in no label's group.
+        assert_eq!(group_key(&h, "label"), "(none)");
+        let labelled = json!({"config": {"label": "nightly 1234"}});
+        assert_eq!(group_key(&labelled, "label"), "nightly 1234");
+        assert_eq!(group_key(&json!({"config": {"label": ""}}), "label"), "(none)");
     }
 
     #[test]

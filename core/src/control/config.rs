@@ -22,7 +22,9 @@
 mod declare;
 mod values;
 
-pub use values::{HudPosition, HudPreset, LogLevel, SampleStats, Samples, Value, ValueType, HUD_COUNTER_PRESETS};
+pub use values::{
+    HudPosition, HudPreset, LogLevel, SampleStats, Samples, Value, ValueType, HUD_COUNTER_PRESETS, LABEL_MAX,
+};
 
 use crate::runtime::shown::shown;
 use declare::config_keys;
@@ -295,6 +297,11 @@ config_keys! {
         ty: ValueType::UInt { min: 10, max: 10000 },
         default: "100",
         doc: "how often the collector reads its sources, in ms (GPM never more often than every 100 ms, its refresh period); reads pause while the app renders no frames",
+    },
+    label: String {
+        ty: ValueType::Label,
+        default: "none",
+        doc: "a name for this run in the dump header's `config` (a driver build, a CI job, a machine): `report --html` shows it and its farm view groups by it (`--group-by label`); `framescope run --label TEXT` sets it",
     },
     log: LogLevel {
         ty: ValueType::Choice(LogLevel::NAMES),
@@ -730,6 +737,7 @@ mod tests {
             "command_counts",
             "counters",
             "counter_interval_ms",
+            "label",
             "log",
         ]);
         assert_eq!(names, expected);
@@ -822,6 +830,21 @@ mod tests {
     }
 
     #[test]
+    fn a_label_is_free_text_without_control_characters_and_goes_into_the_headers_config() {
+        let (c, errs) = parse("label=nightly 1234 (é)");
+        assert!(errs.is_empty(), "{errs:?}");
+        assert_eq!(c.label, "nightly 1234 (é)");
+        assert_eq!(c.to_json()["label"], "nightly 1234 (é)");
+        assert_eq!(Config::default().label, "");
+        let long = format!("label={}", "x".repeat(LABEL_MAX + 1));
+        for bad in ["label=tab\there", long.as_str()] {
+            let (c, errs) = parse(bad);
+            assert_eq!(errs.len(), 1, "{bad}: {errs:?}");
+            assert_eq!(c.label, "", "{bad}: the default is kept");
+        }
+    }
+
+    #[test]
     fn bad_entries_give_one_line_errors_and_keep_defaults() {
         let (c, errors) = parse("bogus=1,dump_start=abc,dump_duration=0,samples=everything,dump_start");
         assert_eq!(c, Config::default());
@@ -837,7 +860,7 @@ mod tests {
              (valid keys: dump, dump_start, dump_duration, dump_paused, dump_toggle_key, ctl, hud, hud_refresh_ms, hud_position, hud_scale, \
              hud_font_size, hud_alpha, hud_history, hud_toggle_key, hud_preset, hud_fps, hud_frame_time, hud_frame_graph, \
              hud_gpu, hud_gpu_graph, hud_counts, hud_device, hud_swapchain, hud_timeline, hud_counters, hud_regions, hud_draws, screenshot, \
-             screenshot_path, gpu_timing, samples, sample_stats, sample_stats_every, sample_budget, fps_limit, fps_limit_key, driver_counters, display_times, command_counts, counters, counter_interval_ms, log)"
+             screenshot_path, gpu_timing, samples, sample_stats, sample_stats_every, sample_budget, fps_limit, fps_limit_key, driver_counters, display_times, command_counts, counters, counter_interval_ms, label, log)"
         );
         assert_eq!(
             lines[1],

@@ -299,6 +299,7 @@
 
   function whatRan(runs) {
     const fields = [
+      ["label", (h) => get(h, "config.label")],
       ["exe", (h) => h.exe], ["args", (h) => (h.args || []).join(" ")], ["api", (h) => h.api],
       ["device", (h) => get(h, "device.name")],
       ["driver", (h) => [get(h, "device.driver_name"), get(h, "device.driver_version"), get(h, "device.driver_info")].filter(Boolean).join(" · ")],

@@ -169,7 +169,13 @@ pub enum ValueType {
     NameList,
     /// Frame rates from 0 (unlimited) to 1000 joined by `:` or `+`, normalised to `a:b:c`.
     RateList,
+    /// Free text of at most [`LABEL_MAX`] bytes without control characters (a `,` ends it in
+    /// `FRAMESCOPE_CONFIG`, as for every value); `none` or empty for none.
+    Label,
 }
+
+/// The longest `label`: a CI job's or driver build's name, not a document.
+pub const LABEL_MAX: usize = 128;
 
 impl ValueType {
     /// Human description of the valid values, used in docs and error messages.
@@ -189,6 +195,7 @@ impl ValueType {
             ValueType::KeyCombo => "X11 key names joined by +, e.g. Shift_R+F12, or none".into(),
             ValueType::FrameOrNone => "a frame index (0 is the first frame) or none".into(),
             ValueType::ImagePath => "a path (%p pid, %n exe name, %N frame, %t start time, %% %)".into(),
+            ValueType::Label => format!("text of at most {LABEL_MAX} bytes, no control characters, or none"),
             ValueType::RateList => {
                 "frames per second from 0 (unlimited) to 1000, several joined by : or + to cycle through with fps_limit_key".into()
             }
@@ -249,6 +256,10 @@ impl ValueType {
             },
             ValueType::ImagePath => (!raw.is_empty()).then(|| Value::Text(raw.to_string())),
             ValueType::NameList => parse_name_list(raw).map(Value::Text),
+            ValueType::Label => match raw {
+                "none" | "" => Some(Value::Text(String::new())),
+                t => (t.len() <= LABEL_MAX && !t.chars().any(char::is_control)).then(|| Value::Text(t.to_string())),
+            },
             ValueType::RateList => {
                 let rates: Option<Vec<u32>> = raw
                     .split([':', '+'])
