@@ -129,7 +129,10 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> i32 {
         Command::Uninstall(a) => install::uninstall_main(a),
         // Without a DUMP, `report` prints its usage error for both.
         Command::Report(a) => match &a.html {
-            Some(out) if !a.dumps.is_empty() => html::main(out, &a.dumps, a.group_by.as_deref().unwrap_or("driver")),
+            Some(out) if !a.dumps.is_empty() => {
+                let by_frames = a.aggregate.as_deref() == Some("frames");
+                html::main(out, &a.dumps, a.group_by.as_deref().unwrap_or("driver"), by_frames)
+            }
             _ => report::main(a),
         },
         Command::Compare(a) => compare::main(a),

@@ -56,10 +56,14 @@ pub struct Args {
     /// comparison against the first (compare's verdicts), a directory a farm view
     #[arg(long, value_name = "OUT", conflicts_with_all = ["json", "all_counters"])]
     pub html: Option<OsString>,
-    /// the farm view's grouping: driver (default), device, or a header field path such as
-    /// exe or config.samples
+    /// the farm view's grouping: driver (default), device, label (`run --label`), or a header
+    /// field path such as exe or config.samples
     #[arg(long, value_name = "FIELD", requires = "html", value_parser = crate::usage::text())]
     pub group_by: Option<String>,
+    /// how the farm view aggregates a group: runs (the mean of its runs' statistics, each run
+    /// weighing the same; default) or frames (its runs' frames concatenated)
+    #[arg(long, value_name = "HOW", requires = "html", value_parser = ["runs", "frames"])]
+    pub aggregate: Option<String>,
     /// JSON Lines dumps written by framescope
     #[arg(value_name = "DUMP")]
     pub dumps: Vec<OsString>,

@@ -3,6 +3,7 @@
 //! frames it has), so one long run cannot hide the others; the page states this.
 
 use super::data;
+use framescope_core::stats::distribution::{low_fps, percentile_permille};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -102,19 +103,68 @@ fn group_row(name: &str, runs: &mut [&mut Value]) -> Value {
     })
 }
 
-/// The farm's runs and groups. A dump that cannot be read ends it, named.
-pub fn farm(paths: &[OsString], field: &str) -> Result<Value, String> {
-    let mut runs = paths.iter().map(|p| run_row(p, field)).collect::<Result<Vec<_>, _>>()?;
-    let mut by_group: BTreeMap<String, Vec<&mut Value>> = BTreeMap::new();
-    for r in runs.iter_mut() {
-        let g = r["group"].as_str().unwrap_or_default().to_string();
-        by_group.entry(g).or_default().push(r);
+/// A group's frame-weighted statistics over its runs' frames concatenated: fps as frames over
+/// their total time, the p99 frame time and the 1 % low of the pooled frame times, the mean
+/// GPU time over the frames that have one.
+fn pooled(paths: &[&OsString]) -> Result<Value, String> {
+    let (mut frame_ns, mut gpu) = (Vec::new(), (0u128, 0u64));
+    for p in paths {
+        crate::frame_lines::scan(p, |line, _| {
+            frame_ns.extend(line.cpu_frame_ns);
+            if let Some(g) = line.gpu_busy_ns {
+                gpu = (gpu.0 + u128::from(g), gpu.1 + 1);
+            }
+        })?;
     }
-    let groups: Vec<Value> = by_group.iter_mut().map(|(g, rs)| group_row(g, rs)).collect();
+    frame_ns.sort_unstable();
+    let total: u128 = frame_ns.iter().map(|&v| u128::from(v)).sum();
+    Ok(json!({
+        "fps_mean": (total > 0).then(|| frame_ns.len() as f64 * 1e9 / total as f64),
+        "p99_ms": (!frame_ns.is_empty()).then(|| percentile_permille(&frame_ns, 990) as f64 / 1e6),
+        "low_1pct_fps": low_fps(&frame_ns, 100),
+        "gpu_mean_ms": (gpu.1 > 0).then(|| gpu.0 as f64 / gpu.1 as f64 / 1e6),
+    }))
+}
+
+/// What the page says of each aggregation.
+const BY_RUNS: &str = "by run: a group's values are the mean (and median, min, max) of its runs' own statistics, \
+                       each run weighing the same however many frames it has";
+const BY_FRAMES: &str = "by frame: a group's fps, p99 frame time, 1 % low and GPU mean are computed over its runs' \
+                         frames concatenated, so a longer run weighs more; its fps median, min and max are still over its runs";
+const OUTLIERS: &str =
+    "a run is marked an outlier when its mean fps is more than 10 % from its group's median (groups of 3 runs or more)";
+
+/// The farm's runs and groups, each group aggregated by run or (`by_frames`) over its runs'
+/// frames. A dump that cannot be read ends it, named.
+pub fn farm(paths: &[OsString], field: &str, by_frames: bool) -> Result<Value, String> {
+    let mut runs = paths.iter().map(|p| run_row(p, field)).collect::<Result<Vec<_>, _>>()?;
+    let mut by_group: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    for (i, r) in runs.iter().enumerate() {
+        let g = r["group"].as_str().unwrap_or_default().to_string();
+        by_group.entry(g).or_default().push(i);
+    }
+    let mut groups = Vec::with_capacity(by_group.len());
+    for (g, idx) in &by_group {
+        let mut rows: Vec<&mut Value> = runs
+            .iter_mut()
+            .enumerate()
+            .filter(|(i, _)| idx.contains(i))
+            .map(|(_, r)| r)
+            .collect();
+        let mut row = group_row(g, &mut rows);
+        if by_frames {
+            let members: Vec<&OsString> = idx.iter().map(|&i| &paths[i]).collect();
+            for (k, v) in pooled(&members)?.as_object().into_iter().flatten() {
+                row[k] = v.clone();
+            }
+        }
+        groups.push(row);
+    }
+    let how = if by_frames { BY_FRAMES } else { BY_RUNS };
     Ok(json!({
         "group_by": field,
-        "aggregate": "by run: a group's values are the mean (and median, min, max) of its runs' own statistics; \
-                      a run is marked an outlier when its mean fps is more than 10 % from its group's median (groups of 3 runs or more)",
+        "aggregated_by": if by_frames { "frames" } else { "runs" },
+        "aggregate": format!("{how}; {OUTLIERS}"),
         "groups": groups,
         "runs": runs,
     }))
@@ -136,6 +186,45 @@ mod tests {
         let labelled = json!({"config": {"label": "nightly 1234"}});
         assert_eq!(group_key(&labelled, "label"), "nightly 1234");
         assert_eq!(group_key(&json!({"config": {"label": ""}}), "label"), "(none)");
+    }
+
+    /// Two runs of one driver: 100 frames at 10 ms and 900 at 20 ms. By run, the group's fps
+    /// is the mean of 100 and 50; by frame, 1000 frames over 19 s.
+    #[test]
+    fn a_group_by_frames_weighs_the_longer_run_more_than_by_runs() {
+        let dir = std::env::temp_dir().join(format!("framescope-farm-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let write = |name: &str, n: u64, ft: u64| {
+            let mut text = String::from(
+                r#"{"type":"header","schema":"framescope.v1","api":"vulkan","device":{"driver_version":"1"}}"#,
+            );
+            text.push('\n');
+            for i in 0..n {
+                text.push_str(&format!(
+                    r#"{{"type":"frame","frame":{i},"t_ns":{},"cpu_frame_ns":{ft},"gpu_busy_ns":{}}}"#,
+                    (i + 1) * ft,
+                    ft / 2
+                ));
+                text.push('\n');
+            }
+            let p = dir.join(name);
+            std::fs::write(&p, text).unwrap();
+            p.into_os_string()
+        };
+        let paths = [write("a.jsonl", 100, 10_000_000), write("b.jsonl", 900, 20_000_000)];
+        let by_runs = farm(&paths, "driver", false).unwrap();
+        let by_frames = farm(&paths, "driver", true).unwrap();
+        let fps = |v: &Value| v["groups"][0]["fps_mean"].as_f64().unwrap();
+        assert!((fps(&by_runs) - 75.0).abs() < 1e-6, "{}", by_runs["groups"]);
+        assert!(
+            (fps(&by_frames) - 1000.0 / 19.0).abs() < 1e-6,
+            "{}",
+            by_frames["groups"]
+        );
+        assert_eq!(by_frames["groups"][0]["p99_ms"].as_f64(), Some(20.0));
+        assert_eq!(by_frames["aggregated_by"], "frames");
+        assert!(by_frames["aggregate"].as_str().unwrap().starts_with("by frame"));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

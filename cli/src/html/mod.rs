@@ -80,23 +80,25 @@ fn comparisons(paths: &[OsString]) -> Vec<Value> {
 }
 
 /// The page's data for `view`.
-fn data_of(view: &View, group_by: &str) -> Result<Value, String> {
+fn data_of(view: &View, group_by: &str, by_frames: bool) -> Result<Value, String> {
     let mut v = match view {
         View::Run(p) => json!({"view": "run", "runs": [data::run(p, true)?]}),
         View::Compare(ps) => {
             let runs = ps.iter().map(|p| data::run(p, true)).collect::<Result<Vec<_>, _>>()?;
             json!({"view": "compare", "runs": runs, "comparisons": comparisons(ps)})
         }
-        View::Farm(ps) => json!({"view": "farm", "farm": farm::farm(ps, group_by)?}),
+        View::Farm(ps) => json!({"view": "farm", "farm": farm::farm(ps, group_by, by_frames)?}),
     };
     v["framescope_version"] = env!("CARGO_PKG_VERSION").into();
     Ok(v)
 }
 
 /// Writes the page for `paths` to `out`; the exit status `report` gives (1: not written).
-pub fn main(out: &OsStr, paths: &[OsString], group_by: &str) -> i32 {
+/// `by_frames`: the farm view aggregates a group over its runs' frames concatenated, not over
+/// its runs' statistics.
+pub fn main(out: &OsStr, paths: &[OsString], group_by: &str, by_frames: bool) -> i32 {
     let page = view_of(paths)
-        .and_then(|v| data_of(&v, group_by))
+        .and_then(|v| data_of(&v, group_by, by_frames))
         .map(|d| page::render(&d));
     let page = match page {
         Ok(p) => p,
