@@ -333,4 +333,53 @@ fn the_farm_view_agrees_with_duckdb_over_the_parquet_export() {
             );
         }
     }
+    // The same farm from the Parquet directory alone: the same groups and numbers.
+    let from_exports = dir.join("farm-parquet.html");
+    assert_eq!(
+        framescope(&[
+            "report",
+            "--html",
+            from_exports.to_str().unwrap(),
+            parquet.to_str().unwrap()
+        ])
+        .0,
+        0
+    );
+    let html = std::fs::read_to_string(&from_exports).unwrap();
+    let start = html.find(r#"id="fs-data">"#).unwrap() + r#"id="fs-data">"#.len();
+    let pq: Value = serde_json::from_str(&html[start..start + html[start..].find("</script>").unwrap()]).unwrap();
+    let pq_groups = pq["farm"]["groups"].as_array().unwrap();
+    assert_eq!(pq_groups.len(), page_groups.len());
+    for (a, b) in pq_groups.iter().zip(page_groups) {
+        assert_eq!(
+            (&a["group"], &a["runs"], &a["frames"]),
+            (&b["group"], &b["runs"], &b["frames"])
+        );
+        for k in [
+            "fps_mean",
+            "fps_median",
+            "fps_min",
+            "fps_max",
+            "p99_ms",
+            "low_1pct_fps",
+            "gpu_mean_ms",
+        ] {
+            let (x, y) = (a[k].as_f64().unwrap(), b[k].as_f64().unwrap());
+            assert!(
+                (x - y).abs() <= 1e-9 * y.abs(),
+                "{}: {k}: Parquet {x}, dumps {y}",
+                a["group"]
+            );
+        }
+    }
+    // A field the exports lack is refused with one line.
+    let (code, _) = framescope(&[
+        "report",
+        "--html",
+        from_exports.to_str().unwrap(),
+        "--group-by",
+        "label",
+        parquet.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1);
 }

@@ -137,7 +137,31 @@ const OUTLIERS: &str =
 /// The farm's runs and groups, each group aggregated by run or (`by_frames`) over its runs'
 /// frames. A dump that cannot be read ends it, named.
 pub fn farm(paths: &[OsString], field: &str, by_frames: bool) -> Result<Value, String> {
-    let mut runs = paths.iter().map(|p| run_row(p, field)).collect::<Result<Vec<_>, _>>()?;
+    let runs = paths.iter().map(|p| run_row(p, field)).collect::<Result<Vec<_>, _>>()?;
+    grouped(paths, runs, field, by_frames)
+}
+
+/// The same from `export --parquet` files, one a run (grouped by `driver` or `device`, the
+/// export's columns; by run only: the exports are read for their runs' statistics).
+pub fn farm_of_exports(paths: &[OsString], field: &str, by_frames: bool) -> Result<Value, String> {
+    if !super::farm_parquet::FIELDS.contains(&field) {
+        return Err(format!(
+            "a directory of Parquet exports groups by {} (its columns), not by '{field}'",
+            super::farm_parquet::FIELDS.join(" or ")
+        ));
+    }
+    if by_frames {
+        return Err("--aggregate frames needs the dumps; a directory of Parquet exports is aggregated by run".into());
+    }
+    let runs = paths
+        .iter()
+        .map(|p| super::farm_parquet::run_row(p, field))
+        .collect::<Result<Vec<_>, _>>()?;
+    grouped(paths, runs, field, false)
+}
+
+/// Groups `runs` (rows of `paths`, in order) by their `group`.
+fn grouped(paths: &[OsString], mut runs: Vec<Value>, field: &str, by_frames: bool) -> Result<Value, String> {
     let mut by_group: BTreeMap<String, Vec<usize>> = BTreeMap::new();
     for (i, r) in runs.iter().enumerate() {
         let g = r["group"].as_str().unwrap_or_default().to_string();

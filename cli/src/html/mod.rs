@@ -7,6 +7,7 @@
 mod counter_series;
 mod data;
 mod farm;
+mod farm_parquet;
 mod page;
 
 use crate::text::show;
@@ -20,28 +21,44 @@ pub use page::CSP;
 enum View {
     Run(OsString),
     Compare(Vec<OsString>),
-    Farm(Vec<OsString>),
+    /// A directory's dumps, or (`true`) its Parquet exports.
+    Farm(Vec<OsString>, bool),
 }
 
-/// The dumps of a farm's directory: its `*.jsonl` files, by name.
-fn dumps_in(dir: &Path) -> Result<Vec<OsString>, String> {
-    let entries = std::fs::read_dir(dir).map_err(|e| format!("cannot read '{}': {e}", show(dir.as_os_str())))?;
-    let mut v: Vec<OsString> = entries
+/// The runs of a farm's directory: its `*.jsonl` dumps, by name, else its `*.parquet`
+/// exports (`true`).
+fn dumps_in(dir: &Path) -> Result<(Vec<OsString>, bool), String> {
+    let entries: Vec<_> = std::fs::read_dir(dir)
+        .map_err(|e| format!("cannot read '{}': {e}", show(dir.as_os_str())))?
         .filter_map(Result::ok)
         .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "jsonl") && p.is_file())
-        .map(std::path::PathBuf::into_os_string)
+        .filter(|p| p.is_file())
         .collect();
-    v.sort();
-    if v.is_empty() {
-        return Err(format!("'{}' holds no *.jsonl dump", show(dir.as_os_str())));
+    let with = |ext: &str| {
+        let mut v: Vec<OsString> = entries
+            .iter()
+            .filter(|p| p.extension().is_some_and(|x| x == ext))
+            .map(|p| p.clone().into_os_string())
+            .collect();
+        v.sort();
+        v
+    };
+    match (with("jsonl"), with("parquet")) {
+        (d, _) if !d.is_empty() => Ok((d, false)),
+        (_, p) if !p.is_empty() => Ok((p, true)),
+        _ => Err(format!(
+            "'{}' holds no *.jsonl dump and no *.parquet export",
+            show(dir.as_os_str())
+        )),
     }
-    Ok(v)
 }
 
 fn view_of(paths: &[OsString]) -> Result<View, String> {
     match paths {
-        [one] if Path::new(one).is_dir() => Ok(View::Farm(dumps_in(Path::new(one))?)),
+        [one] if Path::new(one).is_dir() => {
+            let (paths, parquet) = dumps_in(Path::new(one))?;
+            Ok(View::Farm(paths, parquet))
+        }
         [one] => Ok(View::Run(one.clone())),
         many if many.iter().any(|p| Path::new(p).is_dir()) => {
             Err("a directory is a farm view on its own: pass it alone".into())
@@ -87,7 +104,8 @@ fn data_of(view: &View, group_by: &str, by_frames: bool) -> Result<Value, String
             let runs = ps.iter().map(|p| data::run(p, true)).collect::<Result<Vec<_>, _>>()?;
             json!({"view": "compare", "runs": runs, "comparisons": comparisons(ps)})
         }
-        View::Farm(ps) => json!({"view": "farm", "farm": farm::farm(ps, group_by, by_frames)?}),
+        View::Farm(ps, false) => json!({"view": "farm", "farm": farm::farm(ps, group_by, by_frames)?}),
+        View::Farm(ps, true) => json!({"view": "farm", "farm": farm::farm_of_exports(ps, group_by, by_frames)?}),
     };
     v["framescope_version"] = env!("CARGO_PKG_VERSION").into();
     Ok(v)
