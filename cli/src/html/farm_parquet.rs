@@ -36,7 +36,7 @@ pub fn run_row(path: &OsString, field: &str) -> Result<Value, String> {
     let mut sorted = frame_ns;
     sorted.sort_unstable();
     let total: u128 = sorted.iter().map(|&v| u128::from(v)).sum();
-    let name = p.file_name().map_or_else(|| shown.clone(), |n| crate::text::show(n));
+    let name = p.file_name().map_or_else(|| shown.clone(), crate::text::show);
     Ok(json!({
         "name": name,
         "dump": dump,
