@@ -105,7 +105,11 @@ fn chromium_load(url: &str, profile: &Path, page: bool) -> Result<f64, String> {
 }
 
 fn mb(bytes: u64) -> String {
-    format!("{:.1} MB", bytes as f64 / 1e6)
+    if bytes < 100_000 {
+        format!("{:.0} kB", bytes as f64 / 1e3)
+    } else {
+        format!("{:.1} MB", bytes as f64 / 1e6)
+    }
 }
 
 /// The markdown section.
